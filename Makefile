@@ -1,0 +1,23 @@
+# The README's two commands. Each sets itself up on a fresh clone: a virtual
+# environment in .venv with bench and its pinned dependencies (torch 2.13.0 CPU).
+PYTHON ?= python3
+VENV   := .venv
+STAMP  := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
+
+.PHONY: quickstart test clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 'bench needs Python >= 3.11 (set PYTHON=python3.11)')"
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	@rm -f $(VENV)/.installed-* && touch $@
+
+quickstart: $(STAMP)
+	$(VENV)/bin/bench run suites/quickstart.yaml
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest
+
+clean:
+	rm -rf $(VENV) .nox .pytest_cache

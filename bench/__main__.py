@@ -1,0 +1,3 @@
+from bench.cli import app
+
+app(prog_name="bench")
