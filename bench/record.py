@@ -1,0 +1,151 @@
+"""What one run records, the same for every implementation.
+
+A :class:`Recorder` lives inside one training run. The environment factory's
+:class:`~bench.envs.EpisodeMonitor` wrapper feeds it env steps and finished
+episodes, so the project's own algorithms and the SB3 baselines are measured by
+the very same code. Algorithms feed it diagnostics and call
+:meth:`Recorder.after_update` once per update, which is where heartbeats and
+periodic deterministic evaluation happen.
+
+The recorder knows nothing of stores or suites: it only collects. The runner
+turns what it holds into rows (see :mod:`bench.store`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
+
+import numpy as np
+
+#: A policy used for evaluation: a batch of observations in, a batch of actions out.
+PolicyFn = Callable[[np.ndarray], np.ndarray]
+
+
+class Diverged(RuntimeError):
+    """Raised when a run produces a non-finite loss, return or diagnostic."""
+
+
+class RecorderProtocol(Protocol):
+    """What an algorithm may call. Algorithms depend on this, never on a store."""
+
+    steps: int
+
+    def diagnostics(self, values: Mapping[str, float], step: int | None = None) -> None: ...
+
+    def after_update(self, policy: PolicyFn | None = None) -> None: ...
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Periodic evaluation with the deterministic policy on a separate env.
+
+    :param every: evaluate each time this many env steps have passed (checked after updates).
+    :param episodes: episodes per evaluation.
+    """
+
+    every: int
+    episodes: int = 5
+
+
+@dataclass
+class Recorder:
+    """Collects episodes, diagnostics and evaluations for one run.
+
+    :param heartbeat: called at most every ``heartbeat_every`` seconds from
+        :meth:`after_update`; the runner uses it to keep the run's row alive.
+    :param evaluate: ``evaluate(policy, n_episodes) -> returns`` runs the
+        deterministic policy on a fresh env; required when ``eval`` is set.
+    :param eval: when and how much to evaluate; ``None`` disables evaluation.
+    """
+
+    heartbeat: Callable[[], None] | None = None
+    heartbeat_every: float = 10.0
+    evaluate: Callable[[PolicyFn, int], list[float]] | None = None
+    eval: EvalConfig | None = None
+
+    #: Global env steps (transitions over all vectorised envs) taken so far.
+    steps: int = 0
+    #: Columns of finished training episodes (parallel lists, appended in order).
+    ep_step: list[int] = field(default_factory=list)
+    ep_wall: list[float] = field(default_factory=list)
+    ep_return: list[float] = field(default_factory=list)
+    ep_length: list[int] = field(default_factory=list)
+    #: (step, key, value) rows.
+    diag: list[tuple[int, str, float]] = field(default_factory=list)
+    #: (step, wall_s, mean, std, n) rows.
+    evals: list[tuple[int, float, float, float, int]] = field(default_factory=list)
+    updates: int = 0
+
+    def __post_init__(self) -> None:
+        if self.eval is not None and self.evaluate is None:
+            raise ValueError("Recorder: eval is set but no evaluate function was given.")
+        self._t0 = time.perf_counter()
+        self._cpu0 = time.process_time()
+        self._paused = 0.0  # seconds spent evaluating, excluded from training time
+        self._last_beat = self._t0
+        self._next_eval = self.eval.every if self.eval else None
+
+    # -- clocks -------------------------------------------------------------
+    def clock(self) -> float:
+        """Training wall-clock seconds since the run started (evaluation excluded)."""
+        return time.perf_counter() - self._t0 - self._paused
+
+    def cpu_seconds(self) -> float:
+        """Process CPU seconds since the run started (evaluation included)."""
+        return time.process_time() - self._cpu0
+
+    # -- fed by the env monitor ----------------------------------------------
+    def episode(self, ret: float, length: int) -> None:
+        """One finished training episode, at the current global step."""
+        if not math.isfinite(ret):
+            raise Diverged(f"non-finite episode return {ret} at step {self.steps}")
+        self.ep_step.append(self.steps)
+        self.ep_wall.append(self.clock())
+        self.ep_return.append(float(ret))
+        self.ep_length.append(int(length))
+
+    # -- fed by the algorithm ------------------------------------------------
+    def diagnostics(self, values: Mapping[str, float], step: int | None = None) -> None:
+        """Diagnostics of one update, keyed like ``loss/policy`` or ``policy/entropy``.
+
+        A non-finite loss means the run has diverged: it raises :class:`Diverged`
+        so the runner records the run as failed rather than as a finished one.
+        """
+        at = self.steps if step is None else int(step)
+        for key, value in values.items():
+            v = float(value)
+            if not math.isfinite(v) and key.startswith("loss/"):
+                raise Diverged(f"non-finite {key} = {v} at step {at}")
+            self.diag.append((at, key, v))
+
+    def after_update(self, policy: PolicyFn | None = None) -> None:
+        """Call once after each update: heartbeat, and evaluation when it is due."""
+        self.updates += 1
+        now = time.perf_counter()
+        if self.heartbeat is not None and now - self._last_beat >= self.heartbeat_every:
+            self.heartbeat()
+            self._last_beat = now
+        if self._next_eval is not None and policy is not None and self.steps >= self._next_eval:
+            self.run_eval(policy)
+            while self._next_eval <= self.steps:
+                self._next_eval += self.eval.every  # type: ignore[union-attr]
+
+    def run_eval(self, policy: PolicyFn) -> None:
+        """Evaluate now; its time is excluded from the training clock."""
+        assert self.eval is not None and self.evaluate is not None
+        t = time.perf_counter()
+        returns = self.evaluate(policy, self.eval.episodes)
+        self._paused += time.perf_counter() - t
+        arr = np.asarray(returns, dtype=float)
+        self.evals.append((self.steps, self.clock(), float(arr.mean()), float(arr.std()), len(arr)))
+
+    def summary_inputs(self) -> dict[str, Any]:
+        """Arrays the metrics functions take, as NumPy arrays."""
+        return {
+            "steps": np.asarray(self.ep_step, dtype=np.int64),
+            "wall": np.asarray(self.ep_wall, dtype=float),
+            "returns": np.asarray(self.ep_return, dtype=float),
+        }
