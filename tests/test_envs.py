@@ -1,0 +1,229 @@
+"""The env registry, the env factory and its wrappers (bench.envs)."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from bench import envs
+from bench.record import Recorder
+
+EXPECTED_IDS = [
+    "CartPole-v1",
+    "MountainCar-v0",
+    "Pendulum-v1",
+    "LunarLander-v3",
+    "LunarLanderContinuous-v3",
+    "HalfCheetah-v5",
+    "Hopper-v5",
+    "Humanoid-v5",
+    "ALE/Breakout-v5",
+    "ALE/Pong-v5",
+]
+
+
+def _find(env: gym.Env, cls: type) -> gym.Env:
+    """The first wrapper of type ``cls`` in ``env``'s chain."""
+    e = env
+    while not isinstance(e, cls):
+        assert isinstance(e, gym.Wrapper), f"no {cls.__name__} in the wrapper chain"
+        e = e.env
+    return e
+
+
+# -- registry ----------------------------------------------------------------
+def test_registry_ids_in_order():
+    assert list(envs.REGISTRY) == EXPECTED_IDS
+    assert [s.id for s in envs.list_specs()] == EXPECTED_IDS
+    assert all(s.registered for s in envs.list_specs())
+
+
+@pytest.mark.parametrize("env_id", EXPECTED_IDS)
+def test_registry_agrees_with_gymnasium(env_id):
+    spec = envs.REGISTRY[env_id]
+    assert envs.env_exists(env_id)  # first: it registers the ALE ids gym.spec needs
+    g = gym.spec(env_id)
+    if g.reward_threshold is not None:
+        assert spec.threshold == pytest.approx(float(g.reward_threshold))
+        assert "Gymnasium" in spec.threshold_source
+    else:
+        assert spec.threshold is not None and "Gymnasium" not in spec.threshold_source
+    if env_id.startswith("ALE/"):
+        assert spec.horizon == g.kwargs["max_num_frames_per_episode"] // 4 == 27_000
+    else:
+        assert spec.horizon == g.max_episode_steps
+
+
+def test_registry_traits():
+    p, mc, pong = (envs.REGISTRY[i] for i in ("Pendulum-v1", "MountainCar-v0", "ALE/Pong-v5"))
+    assert (p.action, p.obs, p.reward, p.threshold) == ("continuous", "vector", "dense", -200.0)
+    assert mc.reward == "sparse" and mc.threshold == -110.0
+    assert (pong.family, pong.action, pong.obs) == ("atari", "discrete", "pixels")
+    assert envs.REGISTRY["ALE/Breakout-v5"].threshold == 31.8 and pong.threshold == 9.3
+    assert [s.id for s in envs.list_specs() if s.reward == "sparse"] == ["MountainCar-v0"]
+
+
+def test_inferred_spec_for_unregistered_id():
+    s = envs.get_spec("Acrobot-v1")
+    assert (s.family, s.action, s.obs, s.reward) == ("classic", "discrete", "vector", "dense")
+    assert s.threshold == -100.0 and s.horizon == 500 and s.registered is False
+    assert envs.get_spec("Acrobot-v1") is s  # cached
+
+
+def test_unknown_id():
+    assert not envs.env_exists("CartPol-v1")
+    assert "CartPole-v1" in envs.close_matches("CartPol-v1")
+    with pytest.raises(KeyError, match="CartPole-v1"):  # the "did you mean" hint
+        envs.get_spec("CartPol-v1")
+    with pytest.raises(KeyError, match="unknown environment"):
+        envs.make_env("NoSuchEnv-v0")
+
+
+# -- EpisodeMonitor --------------------------------------------------------------
+def test_episode_monitor_matches_plain_loop():
+    seed, n_steps = 3, 300
+    rec = Recorder()
+    env = envs.make_env("CartPole-v1", recorder=rec)
+    plain = gym.make("CartPole-v1")
+    actions = np.random.default_rng(seed).integers(0, 2, size=n_steps)
+
+    env.reset(seed=seed)
+    plain.reset(seed=seed)
+    rets, lens, ret, length = [], [], 0.0, 0
+    for a in actions:
+        env.step(int(a))
+        _, r, term, trunc, _ = plain.step(int(a))
+        ret, length = ret + float(r), length + 1
+        if term or trunc:
+            rets.append(ret)
+            lens.append(length)
+            ret, length = 0.0, 0
+            env.reset()
+            plain.reset()
+
+    assert rec.steps == n_steps
+    assert len(rets) >= 3  # random CartPole episodes are short: several finished
+    assert rec.ep_return == rets and rec.ep_length == lens
+    assert rec.ep_step == list(np.cumsum(lens))  # recorded at the global step of the episode end
+
+
+def test_reset_drops_unfinished_episode():
+    rec = Recorder()
+    env = envs.make_env("CartPole-v1", recorder=rec)
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step(0)
+    env.reset()  # abandons the first episode
+    length = 0
+    while True:
+        length += 1
+        _, _, term, trunc, _ = env.step(1)
+        if term or trunc:
+            break
+    assert rec.ep_length == [length] and rec.steps == 5 + length
+
+
+def test_vec_env_shares_recorder():
+    rec = Recorder()
+    venv = envs.make_vec_env("CartPole-v1", 3, recorder=rec)
+    assert isinstance(venv, gym.vector.SyncVectorEnv)
+    assert venv.autoreset_mode == gym.vector.AutoresetMode.SAME_STEP
+    venv.reset(seed=1)
+    for _ in range(100):
+        venv.step(np.zeros(3, dtype=np.int64))  # always left: episodes of about ten steps
+    assert rec.steps == 300
+    assert len(rec.ep_return) >= 3 * 5 and all(r == l for r, l in zip(rec.ep_return, rec.ep_length))
+    with pytest.raises(ValueError, match="n_envs"):
+        envs.make_vec_env("CartPole-v1", 0)
+
+
+# -- Atari -----------------------------------------------------------------------------
+def test_atari_training_env_episodic_life_and_raw_returns():
+    rec = Recorder()
+    env = envs.make_env("ALE/Breakout-v5", recorder=rec, training=True)
+    assert env.observation_space.shape == (4, 84, 84) and env.observation_space.dtype == np.uint8
+
+    # Spy under the monitor: scale the raw reward by 7 so a clipped sum can be told from a raw one.
+    mon = _find(env, envs.EpisodeMonitor)
+    inner_step = mon.env.step
+    raw: list[float] = []
+
+    def spy(action):
+        obs, r, term, trunc, info = inner_step(action)
+        raw.append(7.0 * float(r))
+        return obs, 7.0 * float(r), term, trunc, info
+
+    mon.env.step = spy
+    ale = env.unwrapped.ale
+
+    obs, _ = env.reset(seed=3)
+    env.action_space.seed(3)
+    assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+    start_lives = ale.lives()
+    learner_terms, learner_rewards, steps = 0, [], 0
+    while not rec.ep_return:
+        obs, r, term, trunc, _ = env.step(env.action_space.sample())
+        steps += 1
+        learner_rewards.append(float(r))
+        assert steps < 5_000, "a random Breakout game should end within a few hundred steps"
+        if term or trunc:
+            learner_terms += 1
+            lives_at_loss = ale.lives()
+            env.reset()
+            if lives_at_loss > 0:  # a life loss: the game goes on, it was not reset
+                assert ale.lives() == lives_at_loss < start_lives
+
+    assert learner_terms == start_lives == 5  # one learner episode per life
+    assert len(rec.ep_return) == 1  # but exactly one recorded episode per game
+    assert rec.ep_return[0] == pytest.approx(sum(raw)) and sum(raw) > 0  # seed 3 scores
+    assert set(learner_rewards) <= {-1.0, 0.0, 1.0}
+    assert sum(learner_rewards) < sum(raw)  # learner saw sign-clipped rewards
+    # The no-op step after each life loss is a real env step, counted by the monitor.
+    assert rec.steps == steps + (learner_terms - 1) == len(raw)
+
+
+def test_atari_eval_env_ignores_life_loss():
+    env = envs.make_env("ALE/Breakout-v5", training=False)
+    assert env.observation_space.shape == (4, 84, 84)
+    ale = env.unwrapped.ale
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    lives = ale.lives()
+    for _ in range(2_000):
+        _, _, term, trunc, _ = env.step(env.action_space.sample())
+        if ale.lives() < lives:
+            break
+        assert not (term or trunc)
+    else:
+        pytest.fail("no life lost in 2000 random steps")
+    assert not (term or trunc) and ale.lives() > 0  # lost a life, the episode goes on
+
+
+# -- evaluate_policy ---------------------------------------------------------------------
+def test_evaluate_policy_deterministic():
+    def always_right(obs: np.ndarray) -> np.ndarray:
+        return np.ones(len(obs), dtype=np.int64)
+
+    a = envs.evaluate_policy("CartPole-v1", always_right, 4, seed=11)
+    b = envs.evaluate_policy("CartPole-v1", always_right, 4, seed=11)
+    assert len(a) == 4 and all(math.isfinite(x) and 0 < x < 500 for x in a)
+    assert a == b
+    with pytest.raises(ValueError, match="n_episodes"):
+        envs.evaluate_policy("CartPole-v1", always_right, 0, seed=0)
+
+
+def test_evaluate_policy_atari_whole_game():
+    seen: list[tuple[int, ...]] = []
+    rng = np.random.default_rng(0)
+
+    def random_policy(obs: np.ndarray) -> np.ndarray:
+        seen.append(obs.shape)
+        return rng.integers(0, 4, size=len(obs))
+
+    (ret,) = envs.evaluate_policy("ALE/Breakout-v5", random_policy, 1, seed=5)
+    assert set(seen) == {(1, 4, 84, 84)}
+    # A whole game (five lives) in one evaluation episode, far below the 27,000-step cap.
+    assert ret >= 0 and 5 * 20 < len(seen) < 27_000
