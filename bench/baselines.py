@@ -1,0 +1,284 @@
+"""Stable-Baselines3 baselines, recorded exactly like the project's own algorithms.
+
+:func:`train_sb3` runs one SB3 (PPO, A2C) or sb3-contrib (TRPO) training run on
+envs from :func:`bench.envs.make_env`, whose ``EpisodeMonitor`` feeds the
+recorder its env steps and raw episode returns: the very code that measures the
+project's own implementations. SB3's logger output is mapped onto the bench's
+namespaced diagnostics (``loss/value``, ``policy/entropy`` ...) and the recorder's
+``after_update`` is called once after each update, which is where periodic
+evaluation of the deterministic policy happens.
+
+When in SB3 2.9's on-policy loop (``OnPolicyAlgorithm.learn``) things happen, per
+iteration: ``collect_rollouts`` (callback ``on_rollout_start``, ``on_step`` ×
+n_steps, ``on_rollout_end``), then ``dump_logs`` (with ``log_interval=1``), then
+``train()``. So SB3's own dump of iteration k carries the ``train/*`` values of
+update k-1, at the step count of rollout k, and the last update is never dumped.
+There is no callback hook right after ``train()``; the first one is the next
+iteration's ``on_rollout_start`` (or ``on_training_end`` after the last update).
+The callback here uses exactly those hooks: it dumps the logger itself (so each
+update's diagnostics are recorded at the step count the update happened at, and
+the final update's too), then calls ``recorder.after_update``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import partial
+from typing import Any, Callable
+
+import numpy as np
+from pydantic import BaseModel
+
+from bench.hyperparams import A2CParams, NetArch, PPOParams, TRPOParams
+
+__all__ = ["train_sb3", "SB3_KEYS", "policy_kwargs", "schedule"]
+
+#: SB3 logger key → (bench diagnostics key, sign). Keys not listed (time/*, rollout/*,
+#: train/std, train/n_updates, train/clip_range ...) are dropped.
+SB3_KEYS: dict[str, tuple[str, float]] = {
+    "train/policy_gradient_loss": ("loss/policy", 1.0),  # PPO
+    "train/policy_loss": ("loss/policy", 1.0),  # A2C
+    # TRPO logs the surrogate objective it maximises; negated so that, like every
+    # other loss/*, lower is better.
+    "train/policy_objective": ("loss/policy", -1.0),
+    "train/value_loss": ("loss/value", 1.0),
+    "train/loss": ("loss/total", 1.0),  # PPO: total loss of the last minibatch
+    # SB3 logs the entropy *loss*, i.e. minus the mean entropy.
+    "train/entropy_loss": ("policy/entropy", -1.0),
+    "train/approx_kl": ("policy/approx_kl", 1.0),  # PPO
+    "train/kl_divergence_loss": ("policy/approx_kl", 1.0),  # TRPO: KL of the accepted step
+    "train/clip_fraction": ("policy/clip_fraction", 1.0),
+    "train/explained_variance": ("value/explained_variance", 1.0),
+    "train/is_line_search_success": ("trpo/step_accepted", 1.0),
+    # Recorded by the callback (not SB3): the mean log std after the update.
+    "bench/log_std": ("policy/log_std", 1.0),
+}
+
+
+def schedule(value: float, kind: str) -> float | Callable[[float], float]:
+    """SB3 schedule for a value: constant, or linear decay to 0 (zoo ``lin_X``).
+
+    SB3 calls schedules with ``progress_remaining``, going from 1 at the start of
+    training to 0 at the end.
+    """
+    if kind == "linear":
+        return lambda progress_remaining: progress_remaining * value
+    return value
+
+
+def policy_kwargs(params: BaseModel, *, continuous: bool) -> dict[str, Any]:
+    """SB3 ``policy_kwargs`` from the structured fields."""
+    import torch.nn as nn
+
+    kw: dict[str, Any] = {
+        "activation_fn": {"tanh": nn.Tanh, "relu": nn.ReLU}[params.activation],  # type: ignore[attr-defined]
+        "ortho_init": params.ortho_init,  # type: ignore[attr-defined]
+    }
+    arch = params.net_arch  # type: ignore[attr-defined]
+    if isinstance(arch, NetArch):
+        kw["net_arch"] = dict(pi=list(arch.pi), vf=list(arch.vf))
+    elif arch is not None:
+        kw["net_arch"] = list(arch)
+    if continuous:
+        kw["log_std_init"] = params.log_std_init  # type: ignore[attr-defined]
+    return kw
+
+
+def _algo_kwargs(algo: str, params: BaseModel) -> dict[str, Any]:
+    p: Any = params
+    common = dict(
+        learning_rate=schedule(p.learning_rate, p.lr_schedule),
+        n_steps=p.n_steps,
+        gamma=p.gamma,
+        gae_lambda=p.gae_lambda,
+        normalize_advantage=p.normalize_advantage,
+    )
+    if algo == "ppo":
+        assert isinstance(params, PPOParams), f"ppo needs PPOParams, got {type(params).__name__}"
+        return dict(
+            common,
+            batch_size=p.batch_size,
+            n_epochs=p.n_epochs,
+            clip_range=schedule(p.clip_range, p.clip_range_schedule),
+            clip_range_vf=p.clip_range_vf,
+            ent_coef=p.ent_coef,
+            vf_coef=p.vf_coef,
+            max_grad_norm=p.max_grad_norm,
+            target_kl=p.target_kl,
+        )
+    if algo == "a2c":
+        assert isinstance(params, A2CParams), f"a2c needs A2CParams, got {type(params).__name__}"
+        return dict(
+            common,
+            ent_coef=p.ent_coef,
+            vf_coef=p.vf_coef,
+            max_grad_norm=p.max_grad_norm,
+            use_rms_prop=p.use_rms_prop,
+            rms_prop_eps=p.rms_prop_eps,
+        )
+    if algo == "trpo":
+        assert isinstance(params, TRPOParams), f"trpo needs TRPOParams, got {type(params).__name__}"
+        # vf_coef has no counterpart in sb3-contrib's TRPO (separate critic updates).
+        return dict(
+            common,
+            batch_size=p.batch_size,
+            cg_max_steps=p.cg_max_steps,
+            cg_damping=p.cg_damping,
+            line_search_shrinking_factor=p.line_search_shrinking_factor,
+            line_search_max_iter=p.line_search_max_iter,
+            n_critic_updates=p.n_critic_updates,
+            target_kl=p.target_kl,
+            sub_sampling_factor=p.sub_sampling_factor,
+        )
+    raise ValueError(f"no SB3 baseline for {algo!r}; allowed: ppo, a2c, trpo")
+
+
+def _model_class(algo: str) -> type:
+    if algo == "ppo":
+        from stable_baselines3 import PPO
+
+        return PPO
+    if algo == "a2c":
+        from stable_baselines3 import A2C
+
+        return A2C
+    if algo == "trpo":
+        from sb3_contrib import TRPO
+
+        return TRPO
+    raise ValueError(f"no SB3 baseline for {algo!r}; allowed: ppo, a2c, trpo")
+
+
+def _writer_class() -> type:
+    from stable_baselines3.common.logger import KVWriter
+
+    class RecorderWriter(KVWriter):
+        """Forwards SB3 logger dumps to ``recorder.diagnostics``, renamed by :data:`SB3_KEYS`."""
+
+        def __init__(self, recorder: Any) -> None:
+            self.recorder = recorder
+
+        def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+            out: dict[str, float] = {}
+            for key, value in key_values.items():
+                hit = SB3_KEYS.get(key)
+                if hit is None or value is None:
+                    continue
+                name, sign = hit
+                out[name] = sign * float(value)
+            if out:
+                self.recorder.diagnostics(out, step=int(step))
+
+        def close(self) -> None:
+            pass
+
+    return RecorderWriter
+
+
+def _callback_class() -> type:
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class AfterUpdate(BaseCallback):
+        """Once per update, right after it: dump diagnostics, then ``recorder.after_update``.
+
+        ``on_rollout_end`` marks that an update (``train()``) follows; the next
+        ``on_rollout_start`` or ``on_training_end`` is the first hook after it.
+        """
+
+        def __init__(self, recorder: Any, policy_fn: Callable[[np.ndarray], np.ndarray], continuous: bool) -> None:
+            super().__init__(verbose=0)
+            self.recorder = recorder
+            self.policy_fn = policy_fn
+            self.continuous = continuous
+            self._pending = False
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            self._pending = True
+
+        def _on_rollout_start(self) -> None:
+            if self._pending:
+                self._after_update()
+
+        def _on_training_end(self) -> None:
+            if self._pending:
+                self._after_update()
+
+        def _after_update(self) -> None:
+            self._pending = False
+            model = self.model
+            log_std = getattr(model.policy, "log_std", None)
+            if self.continuous and log_std is not None:
+                model.logger.record("bench/log_std", float(log_std.detach().mean().item()))
+            model.logger.dump(step=model.num_timesteps)
+            self.recorder.after_update(self.policy_fn)
+
+    return AfterUpdate
+
+
+def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps: int, recorder: Any) -> None:
+    """Train one SB3 baseline (``ppo``, ``a2c`` or sb3-contrib ``trpo``), recording into ``recorder``.
+
+    :param params: resolved hyperparameters (``PARAMS[algo]`` instance, see :mod:`bench.hyperparams`).
+    :param seed: seeds SB3 (Python, NumPy, torch, action space) and the training envs
+        (env ``i`` is reset with ``seed + i``).
+    :param timesteps: the budget in env steps. SB3 only stops between rollouts, so the
+        run takes ``ceil(timesteps / (n_steps * n_envs))`` whole rollouts and
+        ``recorder.steps`` ends at or above ``timesteps`` (by less than one rollout).
+    :param recorder: a :class:`bench.record.Recorder` (or anything with its protocol);
+        episodes and steps arrive through the env monitor, diagnostics through SB3's
+        logger, and ``after_update`` is called once after each update with the
+        deterministic policy (observations normalised with the training
+        ``VecNormalize`` statistics when normalisation is on; evaluation envs are raw).
+
+    Raises whatever training raises, including :class:`bench.record.Diverged`.
+    """
+    from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    from bench.envs import get_spec, make_env
+
+    p: Any = params
+    spec = get_spec(env_id)
+    continuous = spec.action == "continuous"
+    policy = "CnnPolicy" if spec.obs == "pixels" else "MlpPolicy"
+    kwargs = _algo_kwargs(algo, params)
+
+    with warnings.catch_warnings():
+        # Episodes are counted by bench's EpisodeMonitor, not SB3's Monitor.
+        warnings.filterwarnings("ignore", message=r".*not wrapped with a ``Monitor`` wrapper.*")
+
+        venv: Any = DummyVecEnv([partial(make_env, env_id, recorder=recorder) for _ in range(p.n_envs)])
+        vecnorm: VecNormalize | None = None
+        if p.normalize_obs or p.normalize_reward:
+            vecnorm = VecNormalize(venv, norm_obs=p.normalize_obs, norm_reward=p.normalize_reward, gamma=p.gamma)
+            venv = vecnorm
+        try:
+            model = _model_class(algo)(
+                policy,
+                venv,
+                policy_kwargs=policy_kwargs(params, continuous=continuous),
+                seed=seed,
+                device=p.device,
+                verbose=0,
+                **kwargs,
+            )
+            model.set_logger(Logger(folder=None, output_formats=[_writer_class()(recorder)]))
+
+            def policy_fn(obs: np.ndarray) -> np.ndarray:
+                x = np.asarray(obs)
+                if vecnorm is not None and vecnorm.norm_obs:
+                    x = vecnorm.normalize_obs(x)
+                action, _ = model.predict(x, deterministic=True)
+                return action
+
+            callback = _callback_class()(recorder, policy_fn, continuous)
+            model.learn(total_timesteps=int(timesteps), log_interval=1, callback=callback, progress_bar=False)
+            # The callback dumps after every update, the last one included (on_training_end);
+            # this flush only matters if SB3 records anything after that.
+            model.logger.dump(step=model.num_timesteps)
+        finally:
+            venv.close()
+

@@ -1,0 +1,498 @@
+"""Typed hyperparameters for the on-policy algorithms, named as in SB3 / rl-baselines3-zoo.
+
+One suite ``hyperparams:`` block configures the project's own implementations
+and the Stable-Baselines3 baselines identically, so the names, meanings and
+defaults here are SB3's (``stable_baselines3.PPO`` / ``A2C``) and sb3-contrib's
+(``sb3_contrib.TRPO``) constructor arguments, version 2.9. A few zoo idioms that
+SB3 itself expresses as strings or callables are structured fields here:
+
+* ``learning_rate: lin_0.001`` (zoo) is ``learning_rate: 0.001`` with
+  ``lr_schedule: linear`` (decay linearly from the value to 0 over training);
+  likewise ``clip_range`` / ``clip_range_schedule`` for PPO.
+* ``normalize: true`` (zoo) wraps the training envs in ``VecNormalize`` for both
+  observations and rewards; the zoo's string form
+  ``"{'norm_obs': True, 'norm_reward': False}"`` is ``{obs: true, reward: false}``.
+* ``policy_kwargs`` entries the benchmark supports are fields of their own:
+  ``net_arch``, ``activation`` (``activation_fn``), ``ortho_init``, ``log_std_init``.
+
+Hyperparameters resolve in layers (:func:`resolve`): the model's defaults, then
+the zoo's tuned values for the env (:data:`ZOO`), then each override in order.
+
+Not supported, on purpose: gSDE (``use_sde`` / ``sde_sample_freq``) and custom
+optimizers. Where the zoo's tuned values were found with them, the comment above
+the block says so: those numbers may do worse here than in the zoo's reports.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Annotated, Any, Literal, Mapping, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+__all__ = [
+    "NetArch",
+    "NormalizeSpec",
+    "PPOParams",
+    "A2CParams",
+    "TRPOParams",
+    "PARAMS",
+    "ZOO",
+    "ZOO_TIMESTEPS",
+    "resolve",
+    "zoo_defaults",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NetArch(_Strict):
+    """Separate hidden layers for the policy (actor) and the value function (critic)."""
+
+    pi: list[Annotated[int, Field(gt=0)]] = Field(description="Hidden layer widths of the policy network.")
+    vf: list[Annotated[int, Field(gt=0)]] = Field(description="Hidden layer widths of the value network.")
+
+
+class NormalizeSpec(_Strict):
+    """Running normalisation of the training envs (SB3 ``VecNormalize``)."""
+
+    obs: bool = Field(True, description="Normalise observations with running mean and std (``norm_obs``).")
+    reward: bool = Field(True, description="Scale rewards by the running std of the discounted return (``norm_reward``).")
+
+
+NetArchField = Union[list[Annotated[int, Field(gt=0)]], NetArch]
+NormalizeField = Union[bool, NormalizeSpec]
+
+_WIDTHS = TypeAdapter(list[Annotated[int, Field(gt=0)]])
+_BOOL = TypeAdapter(bool)
+
+
+def _net_arch_before(v: Any) -> Any:
+    # Validate each form on its own so an error's loc is the field's own path,
+    # e.g. ('net_arch', 'pi', 0), not one error per union branch.
+    if v is None or isinstance(v, NetArch):
+        return v
+    if isinstance(v, Mapping):
+        return NetArch.model_validate(dict(v))
+    if isinstance(v, (list, tuple)):
+        return _WIDTHS.validate_python(list(v))
+    raise PydanticCustomError(
+        "net_arch_type", "expected a list of layer widths like [64, 64] or {pi: [64, 64], vf: [64, 64]}"
+    )
+
+
+def _normalize_before(v: Any) -> Any:
+    if isinstance(v, NormalizeSpec):
+        return v
+    if isinstance(v, Mapping):
+        return NormalizeSpec.model_validate(dict(v))
+    try:
+        return _BOOL.validate_python(v)
+    except ValidationError:
+        raise PydanticCustomError(
+            "normalize_type", "expected true, false or {obs: true|false, reward: true|false}"
+        ) from None
+
+
+Schedule = Literal["constant", "linear"]
+
+
+def _error(field: str, message: str, value: Any) -> ValidationError:
+    """A ValidationError located at ``field`` (a model validator's own errors have an empty loc)."""
+    return ValidationError.from_exception_data(
+        "hyperparameters",
+        [InitErrorDetails(type=PydanticCustomError("value_error", message), loc=(field,), input=value)],
+    )
+
+
+class _OnPolicyParams(_Strict):
+    """Fields every on-policy algorithm shares. Defaults here are overridden per algorithm."""
+
+    n_envs: int = Field(1, ge=1, description="Parallel training envs (a DummyVecEnv); one rollout is n_steps × n_envs transitions.")
+    learning_rate: float = Field(3e-4, gt=0, description="Optimizer step size (for TRPO: of the value function only).")
+    lr_schedule: Schedule = Field(
+        "constant",
+        description="constant, or linear: decay from learning_rate to 0 over training (the zoo's lin_X).",
+    )
+    n_steps: int = Field(2048, gt=0, description="Steps per env per rollout (update).")
+    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE λ: 1 is Monte-Carlo returns, 0 is one-step TD.")
+    vf_coef: float = Field(0.5, ge=0, description="Weight of the value loss in the total loss.")
+    normalize_advantage: bool = Field(True, description="Standardise advantages per (mini)batch.")
+    net_arch: NetArchField | None = Field(
+        None,
+        description=(
+            "Hidden layers: a list of widths shared by pi and vf, or {pi: [...], vf: [...]}. "
+            "Unset means SB3's default: pi=[64, 64], vf=[64, 64] for vector observations; "
+            "for pixels the Nature CNN feature extractor with linear heads."
+        ),
+    )
+    activation: Literal["tanh", "relu"] = Field("tanh", description="Hidden activation (SB3 activation_fn: nn.Tanh / nn.ReLU).")
+    ortho_init: bool = Field(True, description="Orthogonal weight initialisation (SB3 policy_kwargs ortho_init).")
+    log_std_init: float = Field(0.0, description="Initial log std of the Gaussian policy (continuous actions only).")
+    normalize: NormalizeField = Field(
+        False,
+        description="VecNormalize on the training envs: true (obs and reward), false, or {obs: bool, reward: bool}.",
+    )
+    device: Literal["cpu", "cuda", "auto"] = Field("cpu", description="Torch device for the networks.")
+
+    _check_net_arch = field_validator("net_arch", mode="before")(_net_arch_before)
+    _check_normalize = field_validator("normalize", mode="before")(_normalize_before)
+
+    @property
+    def normalize_obs(self) -> bool:
+        n = self.normalize
+        return n.obs if isinstance(n, NormalizeSpec) else bool(n)
+
+    @property
+    def normalize_reward(self) -> bool:
+        n = self.normalize
+        return n.reward if isinstance(n, NormalizeSpec) else bool(n)
+
+    def _check_rollout(self) -> None:
+        rollout = self.n_steps * self.n_envs
+        if self.normalize_advantage and rollout <= 1:
+            raise _error(
+                "n_steps",
+                f"n_steps * n_envs must be greater than 1 when normalize_advantage is true "
+                f"(n_steps={self.n_steps}, n_envs={self.n_envs}): the advantage std of one sample is undefined; "
+                f"raise n_steps or n_envs, or set normalize_advantage: false",
+                self.n_steps,
+            )
+
+    def _check_batch(self, batch_size: int) -> None:
+        rollout = self.n_steps * self.n_envs
+        if batch_size > rollout:
+            raise _error(
+                "batch_size",
+                f"batch_size {batch_size} is greater than one rollout, n_steps * n_envs = "
+                f"{self.n_steps} * {self.n_envs} = {rollout}; lower batch_size to at most {rollout} "
+                f"(ideally a divisor of it) or raise n_steps or n_envs",
+                batch_size,
+            )
+
+
+class PPOParams(_OnPolicyParams):
+    """PPO (clipped surrogate). Defaults: SB3 2.9 PPO defaults."""
+
+    learning_rate: float = Field(3e-4, gt=0, description="Adam step size.")
+    n_steps: int = Field(2048, gt=0, description="Steps per env per rollout (update).")
+    batch_size: int = Field(64, gt=0, description="Minibatch size for the n_epochs passes over each rollout.")
+    n_epochs: int = Field(10, gt=0, description="Passes over each rollout.")
+    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE λ: 1 is Monte-Carlo returns, 0 is one-step TD.")
+    clip_range: float = Field(0.2, gt=0, description="Clipping ε of the probability ratio.")
+    clip_range_schedule: Schedule = Field(
+        "constant", description="constant, or linear: decay from clip_range to 0 over training (the zoo's lin_X)."
+    )
+    clip_range_vf: float | None = Field(
+        None, gt=0, description="Clipping of the value prediction around the old one; null disables it (SB3 default)."
+    )
+    ent_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    vf_coef: float = Field(0.5, ge=0, description="Weight of the value loss in the total loss.")
+    max_grad_norm: float = Field(0.5, gt=0, description="Global gradient-norm clip.")
+    normalize_advantage: bool = Field(True, description="Standardise advantages per minibatch.")
+    target_kl: float | None = Field(
+        None, gt=0, description="Stop the epochs early once the approximate KL exceeds 1.5 × this; null disables it."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PPOParams:
+        if self.normalize_advantage and self.batch_size <= 1:
+            raise _error(
+                "batch_size",
+                "batch_size must be greater than 1 when normalize_advantage is true (SB3 issue #440: "
+                "advantages of a one-sample minibatch normalise to NaN); raise batch_size",
+                self.batch_size,
+            )
+        self._check_rollout()
+        self._check_batch(self.batch_size)
+        return self
+
+
+class A2CParams(_OnPolicyParams):
+    """A2C (synchronous advantage actor-critic). Defaults: SB3 2.9 A2C defaults."""
+
+    learning_rate: float = Field(7e-4, gt=0, description="Optimizer step size.")
+    n_steps: int = Field(5, gt=0, description="Steps per env per rollout (update).")
+    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: float = Field(1.0, ge=0, le=1, description="GAE λ; SB3's A2C default 1.0 is plain n-step returns.")
+    ent_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    vf_coef: float = Field(0.5, ge=0, description="Weight of the value loss in the total loss.")
+    max_grad_norm: float = Field(0.5, gt=0, description="Global gradient-norm clip.")
+    normalize_advantage: bool = Field(False, description="Standardise advantages per rollout (SB3 A2C default: off).")
+    use_rms_prop: bool = Field(True, description="RMSprop (alpha 0.99) as in the A2C paper; false uses Adam.")
+    rms_prop_eps: float = Field(1e-5, gt=0, description="RMSprop ε (numerical stability).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> A2CParams:
+        self._check_rollout()
+        return self
+
+
+class TRPOParams(_OnPolicyParams):
+    """TRPO (natural gradient with a KL trust region). Defaults: sb3-contrib 2.9 TRPO defaults."""
+
+    learning_rate: float = Field(1e-3, gt=0, description="Adam step size of the value function (the policy step is set by target_kl).")
+    n_steps: int = Field(2048, gt=0, description="Steps per env per rollout (update).")
+    batch_size: int = Field(128, gt=0, description="Minibatch size of the value-function updates.")
+    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE λ: 1 is Monte-Carlo returns, 0 is one-step TD.")
+    vf_coef: float = Field(
+        0.5, ge=0, description="Unused by sb3-contrib's TRPO (the critic has its own optimizer); kept so blocks are shared."
+    )
+    normalize_advantage: bool = Field(True, description="Standardise advantages over the rollout.")
+    cg_max_steps: int = Field(15, gt=0, description="Conjugate-gradient iterations for the natural-gradient direction.")
+    cg_damping: float = Field(0.1, ge=0, description="Damping added to the Fisher-vector product.")
+    line_search_shrinking_factor: float = Field(
+        0.8, gt=0, lt=1, description="Step-size reduction per backtracking line-search iteration."
+    )
+    line_search_max_iter: int = Field(10, gt=0, description="Backtracking line-search iterations before the step is rejected.")
+    n_critic_updates: int = Field(10, gt=0, description="Value-function gradient passes over each rollout.")
+    target_kl: float = Field(0.01, gt=0, description="Trust-region size δ: the maximum mean KL of one policy update.")
+    sub_sampling_factor: int = Field(
+        1, ge=1, description="Use every k-th transition for the policy step (faster; 1 uses them all)."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TRPOParams:
+        self._check_rollout()
+        self._check_batch(self.batch_size)
+        return self
+
+
+PARAMS: dict[str, type[BaseModel]] = {"ppo": PPOParams, "a2c": A2CParams, "trpo": TRPOParams}
+
+
+# --------------------------------------------------------------------------- #
+# rl-baselines3-zoo tuned values
+# --------------------------------------------------------------------------- #
+# Carried over from DLR-RM/rl-baselines3-zoo, hyperparams/{ppo,a2c,trpo}.yml, numbers
+# unchanged, translated into the fields above. Left out everywhere: `policy` (bench
+# picks MlpPolicy / CnnPolicy from the observation kind), `n_timesteps` (see
+# ZOO_TIMESTEPS), and for Atari `env_wrapper: AtariWrapper` + `frame_stack: 4`
+# (bench.envs.make_env already returns ALE ids preprocessed and 4-frame stacked).
+# Versions read: ppo.yml @ 208b6fdf3a9aa24de44b2e068c6e5f6a07d97fcc,
+# a2c.yml @ c6c209e7d487635f0b835fb916ec4468142b28ff,
+# trpo.yml @ 13a3fe74510342bc368b09d459d8117e470ab620.
+# Zoo keys with older version suffixes (LunarLander-v2, HalfCheetah-v4, ...) are
+# mapped to the ids bench uses; each block names the zoo key it came from.
+
+_ZOO_PPO: dict[str, dict[str, Any]] = {
+    # ppo.yml `atari` (for every Atari game; AtariWrapper + frame_stack 4 done by bench.envs)
+    "ALE/Breakout-v5": {
+        "n_envs": 8, "n_steps": 128, "n_epochs": 4, "batch_size": 256,
+        "learning_rate": 2.5e-4, "lr_schedule": "linear",
+        "clip_range": 0.1, "clip_range_schedule": "linear",
+        "vf_coef": 0.5, "ent_coef": 0.01,
+    },
+    # ppo.yml `atari`
+    "ALE/Pong-v5": {
+        "n_envs": 8, "n_steps": 128, "n_epochs": 4, "batch_size": 256,
+        "learning_rate": 2.5e-4, "lr_schedule": "linear",
+        "clip_range": 0.1, "clip_range_schedule": "linear",
+        "vf_coef": 0.5, "ent_coef": 0.01,
+    },
+    # ppo.yml `Pendulum-v1` (Tuned). The zoo tuned it WITH gSDE (use_sde: True,
+    # sde_sample_freq: 4), which bench does not support: expect it to do worse.
+    "Pendulum-v1": {
+        "n_envs": 4, "n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10,
+        "ent_coef": 0.0, "learning_rate": 1e-3, "clip_range": 0.2,
+    },
+    # ppo.yml `CartPole-v1` (Tuned)
+    "CartPole-v1": {
+        "n_envs": 8, "n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98,
+        "n_epochs": 20, "ent_coef": 0.0,
+        "learning_rate": 0.001, "lr_schedule": "linear",
+        "clip_range": 0.2, "clip_range_schedule": "linear",
+    },
+    # ppo.yml `MountainCar-v0`
+    "MountainCar-v0": {
+        "normalize": True, "n_envs": 16, "n_steps": 16, "gae_lambda": 0.98, "gamma": 0.99,
+        "n_epochs": 4, "ent_coef": 0.0,
+    },
+    # ppo.yml `LunarLander-v2`
+    "LunarLander-v3": {
+        "n_envs": 16, "n_steps": 1024, "batch_size": 64, "gae_lambda": 0.98, "gamma": 0.999,
+        "n_epochs": 4, "ent_coef": 0.01,
+    },
+    # ppo.yml `LunarLanderContinuous-v3`
+    "LunarLanderContinuous-v3": {
+        "n_envs": 16, "n_steps": 1024, "batch_size": 64, "gae_lambda": 0.98, "gamma": 0.999,
+        "n_epochs": 4, "ent_coef": 0.01,
+    },
+    # ppo.yml `HalfCheetah-v4` (Tuned); policy_kwargs: log_std_init=-2, ortho_init=False,
+    # activation_fn=nn.ReLU, net_arch=dict(pi=[256, 256], vf=[256, 256])
+    "HalfCheetah-v5": {
+        "normalize": True, "n_envs": 1, "batch_size": 64, "n_steps": 512, "gamma": 0.98,
+        "learning_rate": 2.0633e-05, "ent_coef": 0.000401762, "clip_range": 0.1, "n_epochs": 20,
+        "gae_lambda": 0.92, "max_grad_norm": 0.8, "vf_coef": 0.58096,
+        "log_std_init": -2.0, "ortho_init": False, "activation": "relu",
+        "net_arch": {"pi": [256, 256], "vf": [256, 256]},
+    },
+    # ppo.yml `Hopper-v4` (Tuned); same policy_kwargs as HalfCheetah-v4
+    "Hopper-v5": {
+        "normalize": True, "n_envs": 1, "batch_size": 32, "n_steps": 512, "gamma": 0.999,
+        "learning_rate": 9.80828e-05, "ent_coef": 0.00229519, "clip_range": 0.2, "n_epochs": 5,
+        "gae_lambda": 0.99, "max_grad_norm": 0.7, "vf_coef": 0.835671,
+        "log_std_init": -2.0, "ortho_init": False, "activation": "relu",
+        "net_arch": {"pi": [256, 256], "vf": [256, 256]},
+    },
+    # ppo.yml `Humanoid-v4` (under "# Tuned / 10 mujoco envs"); same policy_kwargs
+    "Humanoid-v5": {
+        "normalize": True, "n_envs": 1, "batch_size": 256, "n_steps": 512, "gamma": 0.95,
+        "learning_rate": 3.56987e-05, "ent_coef": 0.00238306, "clip_range": 0.3, "n_epochs": 5,
+        "gae_lambda": 0.9, "max_grad_norm": 2.0, "vf_coef": 0.431892,
+        "log_std_init": -2.0, "ortho_init": False, "activation": "relu",
+        "net_arch": {"pi": [256, 256], "vf": [256, 256]},
+    },
+}
+
+_ZOO_A2C: dict[str, dict[str, Any]] = {
+    # a2c.yml `atari`. The zoo also sets policy_kwargs optimizer_class=RMSpropTFLike,
+    # optimizer_kwargs=dict(eps=1e-5): custom optimizers are not supported, so this is
+    # SB3's torch RMSprop with the same eps (TF-style RMSprop differs in where eps enters).
+    "ALE/Breakout-v5": {"n_envs": 16, "ent_coef": 0.01, "vf_coef": 0.25, "rms_prop_eps": 1e-5},
+    # a2c.yml `atari` (as above)
+    "ALE/Pong-v5": {"n_envs": 16, "ent_coef": 0.01, "vf_coef": 0.25, "rms_prop_eps": 1e-5},
+    # a2c.yml `CartPole-v1`
+    "CartPole-v1": {"n_envs": 8, "ent_coef": 0.0},
+    # a2c.yml `LunarLander-v2`
+    "LunarLander-v3": {
+        "n_envs": 8, "gamma": 0.995, "n_steps": 5,
+        "learning_rate": 0.00083, "lr_schedule": "linear", "ent_coef": 0.00001,
+    },
+    # a2c.yml `MountainCar-v0`
+    "MountainCar-v0": {"normalize": True, "n_envs": 16, "ent_coef": 0.0},
+    # a2c.yml `Pendulum-v1` (Tuned). Tuned WITH gSDE (use_sde: True), not supported here.
+    # policy_kwargs: log_std_init=-2, ortho_init=False
+    "Pendulum-v1": {
+        "normalize": True, "n_envs": 8, "ent_coef": 0.0, "max_grad_norm": 0.5, "n_steps": 8,
+        "gae_lambda": 0.9, "vf_coef": 0.4, "gamma": 0.9, "use_rms_prop": True,
+        "normalize_advantage": False, "learning_rate": 7e-4, "lr_schedule": "linear",
+        "log_std_init": -2.0, "ortho_init": False,
+    },
+    # a2c.yml `LunarLanderContinuous-v3` (Tuned). Tuned WITH gSDE (use_sde: True), not
+    # supported here. policy_kwargs: log_std_init=-2, ortho_init=False
+    "LunarLanderContinuous-v3": {
+        "normalize": True, "n_envs": 4, "ent_coef": 0.0, "max_grad_norm": 0.5, "n_steps": 8,
+        "gae_lambda": 0.9, "vf_coef": 0.4, "gamma": 0.99, "use_rms_prop": True,
+        "normalize_advantage": False, "learning_rate": 7e-4, "lr_schedule": "linear",
+        "log_std_init": -2.0, "ortho_init": False,
+    },
+    # a2c.yml `HalfCheetah-v4` (&mujoco-defaults: only normalize, n_timesteps, policy)
+    "HalfCheetah-v5": {"normalize": True},
+    # a2c.yml `Hopper-v4` (<<: *mujoco-defaults)
+    "Hopper-v5": {"normalize": True},
+    # a2c.yml `Humanoid-v4` (<<: *mujoco-defaults)
+    "Humanoid-v5": {"normalize": True},
+}
+
+# trpo.yml `HalfCheetahBulletEnv-v0: &pybullet-defaults`, which `Ant-v4: &mujoco-defaults`
+# and hence every MuJoCo entry below inherit.
+_TRPO_MUJOCO: dict[str, Any] = {
+    "normalize": True, "n_envs": 2, "batch_size": 128, "n_steps": 1024, "gamma": 0.99,
+    "gae_lambda": 0.95, "sub_sampling_factor": 1, "cg_max_steps": 25, "cg_damping": 0.1,
+    "n_critic_updates": 20, "learning_rate": 1e-3,
+}
+
+_ZOO_TRPO: dict[str, dict[str, Any]] = {
+    # trpo.yml has no `atari` entry: no TRPO values for ALE ids.
+    # trpo.yml `CartPole-v1` (Tuned)
+    "CartPole-v1": {
+        "n_envs": 2, "n_steps": 512, "batch_size": 512, "cg_damping": 1e-3, "gae_lambda": 0.98,
+        "gamma": 0.99, "learning_rate": 1e-3, "n_critic_updates": 20,
+    },
+    # trpo.yml `Pendulum-v1` (Tuned). Tuned WITH gSDE (use_sde: True,
+    # sde_sample_freq: 4), not supported here.
+    "Pendulum-v1": {"n_envs": 2, "n_steps": 1024, "gamma": 0.9, "n_critic_updates": 15},
+    # trpo.yml `LunarLander-v3` (Tuned)
+    "LunarLander-v3": {
+        "n_envs": 2, "n_steps": 512, "cg_damping": 0.01, "gae_lambda": 0.98, "gamma": 0.99,
+        "learning_rate": 1e-3, "n_critic_updates": 15,
+    },
+    # trpo.yml `LunarLanderContinuous-v3` (Tuned)
+    "LunarLanderContinuous-v3": {"normalize": True, "n_envs": 2, "n_steps": 1024, "n_critic_updates": 20},
+    # trpo.yml `MountainCar-v0` (Tuned)
+    "MountainCar-v0": {"normalize": True, "n_envs": 2, "n_steps": 1024, "n_critic_updates": 20},
+    # trpo.yml `HalfCheetah-v4` (Tuned): <<: *mujoco-defaults, target_kl: 0.04
+    "HalfCheetah-v5": {**_TRPO_MUJOCO, "target_kl": 0.04},
+    # trpo.yml `Hopper-v4` (Tuned): <<: *mujoco-defaults
+    "Hopper-v5": dict(_TRPO_MUJOCO),
+    # trpo.yml `Humanoid-v4`: <<: *mujoco-defaults (not marked tuned)
+    "Humanoid-v5": dict(_TRPO_MUJOCO),
+}
+
+#: algo → bench env id → rl-baselines3-zoo tuned hyperparameters, as fields of PARAMS[algo].
+ZOO: dict[str, dict[str, dict[str, Any]]] = {"ppo": _ZOO_PPO, "a2c": _ZOO_A2C, "trpo": _ZOO_TRPO}
+
+#: algo → bench env id → the zoo's ``n_timesteps`` for that entry (the budget it was tuned for).
+ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
+    "ppo": {
+        "ALE/Breakout-v5": 10_000_000,  # atari
+        "ALE/Pong-v5": 10_000_000,  # atari
+        "Pendulum-v1": 100_000,
+        "CartPole-v1": 100_000,
+        "MountainCar-v0": 1_000_000,
+        "LunarLander-v3": 1_000_000,  # LunarLander-v2
+        "LunarLanderContinuous-v3": 1_000_000,
+        "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
+        "Hopper-v5": 1_000_000,  # Hopper-v4
+        "Humanoid-v5": 10_000_000,  # Humanoid-v4
+    },
+    "a2c": {
+        "ALE/Breakout-v5": 10_000_000,  # atari
+        "ALE/Pong-v5": 10_000_000,  # atari
+        "CartPole-v1": 500_000,
+        "LunarLander-v3": 200_000,  # LunarLander-v2
+        "MountainCar-v0": 1_000_000,
+        "Pendulum-v1": 1_000_000,
+        "LunarLanderContinuous-v3": 5_000_000,
+        "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
+        "Hopper-v5": 1_000_000,  # Hopper-v4
+        "Humanoid-v5": 2_000_000,  # Humanoid-v4
+    },
+    "trpo": {
+        "CartPole-v1": 100_000,
+        "Pendulum-v1": 100_000,
+        "LunarLander-v3": 200_000,
+        "LunarLanderContinuous-v3": 100_000,
+        "MountainCar-v0": 100_000,
+        "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
+        "Hopper-v5": 1_000_000,  # Hopper-v4
+        "Humanoid-v5": 2_000_000,  # Humanoid-v4
+    },
+}
+
+
+def zoo_defaults(algo: str, env_id: str) -> dict[str, Any]:
+    """The zoo's tuned values for ``(algo, env_id)`` as a fresh dict; ``{}`` when the zoo has none."""
+    if algo not in PARAMS:
+        raise KeyError(f"unknown algorithm {algo!r}; allowed: {', '.join(PARAMS)}")
+    return copy.deepcopy(ZOO[algo].get(env_id, {}))
+
+
+def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
+    """Resolve hyperparameters in layers: model defaults ← zoo values for the env ← each override.
+
+    Later layers win key by key; a nested value (``normalize``, ``net_arch``) is
+    replaced whole, never merged. Raises :class:`pydantic.ValidationError` for an
+    unknown key (its loc names the key) or a bad value.
+    """
+    if algo not in PARAMS:
+        raise KeyError(f"unknown algorithm {algo!r}; allowed: {', '.join(PARAMS)}")
+    merged: dict[str, Any] = zoo_defaults(algo, env_id)
+    for layer in overrides:
+        merged.update(dict(layer or {}))
+    return PARAMS[algo].model_validate(merged)
