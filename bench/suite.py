@@ -1,0 +1,530 @@
+"""Suite files: load, validate, expand into cells.
+
+A suite is a YAML grid of environments × algorithms × seeds::
+
+    name: smoke
+    seeds: [0, 1]                 # or an integer n, meaning 0..n-1
+    defaults: {timesteps: 20000, window: 20}
+    envs:
+      - id: CartPole-v1
+        threshold: 475            # optional where the registry has one
+    algorithms:
+      - algo: ppo                 # reinforce | a2c | trpo | ppo
+        impl: sb3                 # bench | sb3
+        hyperparams: {n_envs: 8}
+        env_hyperparams:
+          CartPole-v1: {n_steps: 32}
+
+Everything is checked before anything runs. Every problem becomes one line
+naming the file, the line, the path inside the file, the bad value and what is
+allowed (:class:`SuiteError`). The CLI prints them and exits with status 2.
+
+Hyperparameters resolve in layers, as in rl-baselines3-zoo: the algorithm's
+defaults, then the zoo's tuned values for the env, then the suite's
+``hyperparams``, then its ``env_hyperparams`` for that env. The resolved values
+are part of each cell's key and are stored with each run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+ALGOS = ("reinforce", "a2c", "trpo", "ppo")
+IMPLS = ("bench", "sb3")
+#: Which implementations exist for each algorithm. SB3 has no REINFORCE.
+AVAILABLE: dict[str, tuple[str, ...]] = {"reinforce": (), "a2c": ("sb3",), "trpo": ("sb3",), "ppo": ("sb3",)}
+#: Bumped whenever what a key covers changes, so old runs are never mistaken for new ones.
+KEY_VERSION = 1
+
+
+# --------------------------------------------------------------------------- #
+# Schema (pydantic, extra keys forbidden)
+# --------------------------------------------------------------------------- #
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EvalSpec(_Strict):
+    """Periodic evaluation of the deterministic policy on a separate environment."""
+
+    every: int = Field(gt=0, description="Evaluate each time this many env steps have passed.")
+    episodes: int = Field(5, gt=0, description="Episodes per evaluation.")
+
+
+class Defaults(_Strict):
+    """Values every env inherits unless it sets its own."""
+
+    timesteps: int | None = Field(None, gt=0, description="Training budget in env steps (agent steps for Atari).")
+    window: int = Field(
+        20,
+        gt=0,
+        description="Episodes in the trailing mean used for threshold crossing and final return.",
+    )
+    eval: EvalSpec | None = Field(None, description="Periodic deterministic evaluation; off by default.")
+
+
+class EnvEntry(_Strict):
+    """One environment of the grid."""
+
+    id: str = Field(description="A Gymnasium id; `bench envs` lists the registry, any registered id works.")
+    threshold: float | None = Field(None, description="Return that counts as solved; required outside the registry.")
+    timesteps: int | None = Field(None, gt=0, description="Budget for this env; overrides defaults.timesteps.")
+    window: int | None = Field(None, gt=0, description="Overrides defaults.window.")
+    eval: EvalSpec | None = Field(None, description="Overrides defaults.eval.")
+
+
+class AlgoEntry(_Strict):
+    """One algorithm implementation of the grid."""
+
+    algo: Literal["reinforce", "a2c", "trpo", "ppo"]
+    impl: Literal["bench", "sb3"] = Field(description="`bench`: the project's own; `sb3`: Stable-Baselines3 / sb3-contrib.")
+    label: str | None = Field(None, min_length=1, description="Display name; defaults to `<algo>-<impl>`.")
+    hyperparams: dict[str, Any] = Field(
+        default_factory=dict, description="SB3 / rl-baselines3-zoo names (see bench/hyperparams.py)."
+    )
+    env_hyperparams: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-env overrides, keyed by env id."
+    )
+
+    @property
+    def display(self) -> str:
+        return self.label or f"{self.algo}-{self.impl}"
+
+
+class Suite(_Strict):
+    """A benchmark suite: environments × algorithms × seeds."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)
+    description: str | None = None
+    seeds: list[int] | int = Field(description="A list of seeds, or n meaning 0..n-1.")
+    defaults: Defaults = Field(default_factory=Defaults)
+    envs: list[EnvEntry] = Field(min_length=1)
+    algorithms: list[AlgoEntry] = Field(min_length=1)
+
+    @field_validator("seeds")
+    @classmethod
+    def _check_seeds(cls, v: list[int] | int) -> list[int] | int:
+        if isinstance(v, int):
+            if v < 1:
+                raise ValueError("an integer seeds must be >= 1 (it means 0..n-1)")
+            return v
+        if not v:
+            raise ValueError("seeds must not be empty")
+        if any(s < 0 for s in v):
+            raise ValueError("seeds must be non-negative integers")
+        if len(set(v)) != len(v):
+            raise ValueError("seeds must not repeat")
+        return v
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a suite file (printed by ``bench schema``)."""
+    schema = Suite.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "bench suite"
+    return schema
+
+
+# --------------------------------------------------------------------------- #
+# Errors: one line per problem
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+    value: Any = None
+    has_value: bool = False
+
+
+class SuiteError(Exception):
+    """One or more problems with a suite file; ``lines`` has one line each."""
+
+    def __init__(self, file: str, problems: list[Problem], lines_of: dict[str, int] | None = None):
+        self.file = file
+        self.problems = problems
+        seen: set[str] = set()
+        self.lines: list[str] = []
+        for p in problems:
+            where = f"{file}:{_line_for(p.path, lines_of or {})}" if p.path else file
+            got = f" (got {_show(p.value)})" if p.has_value else ""
+            text = f"{where}: {p.path + ': ' if p.path else ''}{p.message}{got}"
+            if text not in seen:
+                seen.add(text)
+                self.lines.append(text)
+        super().__init__("\n".join(self.lines))
+
+
+def _show(value: Any) -> str:
+    s = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+_LAST_PART = re.compile(r"(\.[^.\[]+|\[\d+\])$")
+
+
+def _line_for(path: str, lines_of: dict[str, int]) -> str:
+    # A missing key is reported at the line of its nearest ancestor in the file.
+    p = path
+    while p:
+        if p in lines_of:
+            return str(lines_of[p])
+        q = _LAST_PART.sub("", p)
+        if q == p:
+            break
+        p = q
+    return str(lines_of.get("", 1))
+
+
+def _join(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+# --------------------------------------------------------------------------- #
+# YAML with line numbers and duplicate-key detection
+# --------------------------------------------------------------------------- #
+def _read_yaml(text: str, file: str) -> tuple[Any, dict[str, int]]:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        what = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise SuiteError(file, [Problem("", f"line {line}: malformed YAML: {what}")]) from None
+    if node is None:
+        raise SuiteError(file, [Problem("", "the file is empty; a suite needs name, seeds, envs and algorithms")])
+    lines: dict[str, int] = {}
+    dups: list[Problem] = []
+
+    def walk(n: yaml.Node, path: str) -> None:
+        lines[path] = n.start_mark.line + 1
+        if isinstance(n, yaml.MappingNode):
+            seen: set[str] = set()
+            for k, v in n.value:
+                key = k.value if isinstance(k, yaml.ScalarNode) else str(k)
+                child = _join(path, key)
+                if key in seen:
+                    dups.append(Problem(child, "duplicate key (YAML would silently keep only the last one)"))
+                seen.add(key)
+                walk(v, child)
+                lines[child] = k.start_mark.line + 1  # the key's line, not its value's
+        elif isinstance(n, yaml.SequenceNode):
+            for i, v in enumerate(n.value):
+                walk(v, _join(path, i))
+
+    walk(node, "")
+    if dups:
+        raise SuiteError(file, dups, lines)
+    data = yaml.safe_load(text)
+    return data, lines
+
+
+# --------------------------------------------------------------------------- #
+# Cells
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class Cell:
+    """One run to do: an (env, algorithm, seed) point of the grid, fully resolved."""
+
+    suite: str
+    env_id: str
+    algo: str
+    impl: str
+    label: str
+    seed: int
+    timesteps: int
+    threshold: float | None
+    window: int
+    eval: dict[str, int] | None
+    hyperparams: dict[str, Any] = field(hash=False)
+    key: str = ""
+
+    def identity(self) -> dict[str, Any]:
+        """What the key covers: everything that changes what the run does or records."""
+        return {
+            "v": KEY_VERSION,
+            "env_id": self.env_id,
+            "algo": self.algo,
+            "impl": self.impl,
+            "hyperparams": self.hyperparams,
+            "seed": self.seed,
+            "timesteps": self.timesteps,
+            "threshold": self.threshold,
+            "window": self.window,
+            "eval": self.eval,
+        }
+
+
+def cell_key(identity: dict[str, Any]) -> str:
+    """Stable hash of a cell's identity (sorted JSON, SHA-256, 20 hex digits)."""
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class LoadedSuite:
+    suite: Suite
+    path: str
+    cells: list[Cell]
+    #: Per env id: threshold and its source, for the store (report anchors).
+    env_meta: dict[str, dict[str, Any]]
+
+
+# --------------------------------------------------------------------------- #
+# Loading
+# --------------------------------------------------------------------------- #
+_PYDANTIC_MESSAGES = {
+    "extra_forbidden": "unknown key",
+    "missing": "missing required key",
+}
+
+
+def _allowed_keys(model: type[BaseModel]) -> str:
+    return ", ".join(model.model_fields)
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that owns the last key of ``loc`` (for 'allowed keys' hints)."""
+    model: Any = Suite
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        f = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if f is None:
+            return None
+        ann = f.annotation
+        inner = getattr(ann, "__args__", None) or (ann,)
+        nxt = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if nxt is None:
+            # list[Model]
+            for a in inner:
+                for b in getattr(a, "__args__", ()) or ():
+                    if isinstance(b, type) and issubclass(b, BaseModel):
+                        nxt = b
+            if nxt is None:
+                return None
+        model = nxt
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _problems_from_pydantic(err: ValidationError, prefix: str = "", owner: type[BaseModel] | None = None) -> list[Problem]:
+    out: list[Problem] = []
+    for e in err.errors(include_url=False):
+        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and ("[" in p or p in ("int", "list[int]"))))
+        path = prefix
+        for part in loc:
+            path = _join(path, part)
+        msg = _PYDANTIC_MESSAGES.get(e["type"], e["msg"])
+        if e["type"] == "extra_forbidden":
+            model = owner if owner is not None else _model_at(loc)
+            if model is not None:
+                msg += f"; allowed: {_allowed_keys(model)}"
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        msg = msg[0].lower() + msg[1:] if msg else msg
+        has_value = e["type"] != "missing"
+        out.append(Problem(path, msg, e.get("input"), has_value))
+    return out
+
+
+def load_suite(path: str | Path) -> LoadedSuite:
+    """Read, validate and expand a suite file. Raises :class:`SuiteError`."""
+    file = str(path)
+    p = Path(path)
+    if not p.is_file():
+        raise SuiteError(file, [Problem("", "no such suite file")])
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SuiteError(file, [Problem("", f"cannot read the file: {e}")]) from None
+    data, lines = _read_yaml(text, file)
+    if not isinstance(data, dict):
+        raise SuiteError(
+            file, [Problem("", f"a suite must be a mapping with name, seeds, envs and algorithms, not a {type(data).__name__}")]
+        )
+    try:
+        suite = Suite.model_validate(data)
+    except ValidationError as e:
+        raise SuiteError(file, _problems_from_pydantic(e), lines) from None
+    problems: list[Problem] = []
+    cells, env_meta = _expand(suite, problems)
+    if problems:
+        raise SuiteError(file, problems, lines)
+    return LoadedSuite(suite=suite, path=file, cells=cells, env_meta=env_meta)
+
+
+def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
+    # Imported here: the env registry pulls in gymnasium, which the schema alone does not need.
+    from bench import envs
+    from bench.hyperparams import resolve
+
+    env_meta: dict[str, dict[str, Any]] = {}
+    seen_ids: dict[str, int] = {}
+    for i, e in enumerate(suite.envs):
+        path = f"envs[{i}]"
+        if e.id in seen_ids:
+            problems.append(Problem(f"{path}.id", f"listed twice (also envs[{seen_ids[e.id]}])", e.id, True))
+            continue
+        seen_ids[e.id] = i
+        if not envs.env_exists(e.id):
+            near = envs.close_matches(e.id)
+            hint = f"did you mean {', '.join(near)}? " if near else ""
+            problems.append(
+                Problem(
+                    f"{path}.id",
+                    f"unknown environment; {hint}allowed: a registered Gymnasium id (`bench envs` lists the built-in registry)",
+                    e.id,
+                    True,
+                )
+            )
+            continue
+        try:
+            spec = envs.get_spec(e.id)
+        except (KeyError, ValueError) as err:
+            problems.append(Problem(f"{path}.id", f"cannot be used: {err}", e.id, True))
+            continue
+        threshold = e.threshold if e.threshold is not None else spec.threshold
+        if threshold is None:
+            problems.append(
+                Problem(f"{path}.threshold", f"{e.id} is not in bench's registry and has no reward_threshold; set a threshold")
+            )
+        if (e.timesteps or suite.defaults.timesteps) is None:
+            problems.append(Problem(f"{path}.timesteps", "no budget; set envs[i].timesteps or defaults.timesteps"))
+        env_meta[e.id] = {
+            "threshold": threshold,
+            "threshold_source": "suite" if e.threshold is not None else spec.threshold_source,
+            "action": spec.action,
+            "obs": spec.obs,
+            "reward": spec.reward,
+            "family": spec.family,
+        }
+
+    labels: dict[str, int] = {}
+    for j, a in enumerate(suite.algorithms):
+        path = f"algorithms[{j}]"
+        if a.display in labels:
+            problems.append(
+                Problem(f"{path}.label", f"label used twice (also algorithms[{labels[a.display]}]); give each entry its own label", a.display, True)
+            )
+        labels[a.display] = j
+        if a.impl not in AVAILABLE[a.algo]:
+            if a.algo == "reinforce" and a.impl == "sb3":
+                msg = "Stable-Baselines3 has no REINFORCE; allowed for reinforce: impl bench"
+            else:
+                have = ", ".join(AVAILABLE[a.algo]) or "none yet"
+                msg = f"the project's own implementations are not available yet (issue #3); allowed for {a.algo}: {have}"
+            problems.append(Problem(f"{path}.impl", msg, a.impl, True))
+        for env_key in a.env_hyperparams:
+            if env_key not in seen_ids:
+                problems.append(
+                    Problem(
+                        f"{path}.env_hyperparams.{env_key}",
+                        f"not an env of this suite; allowed: {', '.join(seen_ids) or 'none'}",
+                    )
+                )
+
+    if problems:
+        return [], env_meta
+
+    cells: list[Cell] = []
+    for j, a in enumerate(suite.algorithms):
+        for i, e in enumerate(suite.envs):
+            over = a.env_hyperparams.get(e.id, {})
+            try:
+                params = resolve(a.algo, e.id, a.hyperparams, over)
+            except ValidationError as err:
+                for p in _problems_from_pydantic(err):
+                    key = p.path.split(".")[0] if p.path else ""
+                    if key and key in over:
+                        where = f"algorithms[{j}].env_hyperparams.{e.id}.{p.path}"
+                    elif key and key in a.hyperparams:
+                        where = f"algorithms[{j}].hyperparams.{p.path}"
+                    else:
+                        where = f"algorithms[{j}].hyperparams"
+                    msg = p.message
+                    if p.message.startswith("unknown key"):
+                        from bench.hyperparams import PARAMS
+
+                        msg = f"unknown hyperparameter for {a.algo}; allowed: {', '.join(PARAMS[a.algo].model_fields)}"
+                    problems.append(Problem(where, f"{msg} [for {e.id}]" if not key else msg, p.value, p.has_value))
+                continue
+            resolved = params.model_dump(mode="json")
+            timesteps = e.timesteps or suite.defaults.timesteps
+            assert timesteps is not None
+            rollout = int(resolved.get("n_envs", 1)) * int(resolved.get("n_steps", 1))
+            if timesteps < rollout:
+                src = f"envs[{i}].timesteps" if e.timesteps else "defaults.timesteps"
+                problems.append(
+                    Problem(
+                        src,
+                        f"budget is smaller than one rollout of {a.display} on {e.id} "
+                        f"(n_envs × n_steps = {rollout}); allowed: >= {rollout}",
+                        timesteps,
+                        True,
+                    )
+                )
+                continue
+            ev = e.eval or suite.defaults.eval
+            for seed in suite.seed_list:
+                cell = Cell(
+                    suite=suite.name,
+                    env_id=e.id,
+                    algo=a.algo,
+                    impl=a.impl,
+                    label=a.display,
+                    seed=seed,
+                    timesteps=timesteps,
+                    threshold=env_meta[e.id]["threshold"],
+                    window=e.window or suite.defaults.window,
+                    eval=ev.model_dump() if ev else None,
+                    hyperparams=resolved,
+                )
+                cells.append(_with_key(cell))
+    return cells, env_meta
+
+
+def _with_key(cell: Cell) -> Cell:
+    from dataclasses import replace
+
+    return replace(cell, key=cell_key(cell.identity()))
+
+
+# --------------------------------------------------------------------------- #
+# --only filters
+# --------------------------------------------------------------------------- #
+FILTER_KEYS = ("env", "algo", "impl", "label", "seed")
+
+
+def parse_only(text: str | None) -> dict[str, set[str]]:
+    """Parse ``env=CartPole-v1,algo=ppo`` (repeat a key for alternatives). Raises ValueError."""
+    out: dict[str, set[str]] = {}
+    if not text:
+        return out
+    for part in text.split(","):
+        if "=" not in part:
+            raise ValueError(f"--only: {part!r} is not key=value; allowed keys: {', '.join(FILTER_KEYS)}")
+        k, v = (s.strip() for s in part.split("=", 1))
+        if k not in FILTER_KEYS:
+            raise ValueError(f"--only: unknown key {k!r}; allowed keys: {', '.join(FILTER_KEYS)}")
+        out.setdefault(k, set()).add(v)
+    return out
+
+
+def select(cells: list[Cell], only: dict[str, set[str]]) -> list[Cell]:
+    """Cells matching every given key (any of its values)."""
+    attr = {"env": "env_id", "algo": "algo", "impl": "impl", "label": "label", "seed": "seed"}
+    return [c for c in cells if all(str(getattr(c, attr[k])) in vs for k, vs in only.items())]

@@ -1,0 +1,159 @@
+"""Bad suites: one clear line per problem, exit status 2, no traceback, nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from bench.cli import app
+from bench.suite import SuiteError, load_suite
+
+GOOD = """\
+name: t
+seeds: [0, 1]
+defaults: {timesteps: 4096, window: 10}
+envs:
+  - id: CartPole-v1
+algorithms:
+  - algo: ppo
+    impl: sb3
+    hyperparams: {n_envs: 2, n_steps: 64, batch_size: 64}
+"""
+
+# (name, suite text, the YAML path the message must name, words the message must contain)
+BAD = [
+    ("empty file", "", "", "empty"),
+    ("malformed yaml", "name: t\nseeds: [0, 1\nenvs: []\n", "", "malformed YAML"),
+    ("not a mapping", "- just\n- a list\n", "", "must be a mapping"),
+    ("unknown top-level key", GOOD + "nmae: x\n", "nmae", "unknown key; allowed: name"),
+    ("missing algorithms", GOOD.split("algorithms:")[0], "algorithms", "missing required key"),
+    ("unknown algorithm", GOOD.replace("algo: ppo", "algo: dqn"), "algorithms[0].algo", "'reinforce', 'a2c', 'trpo' or 'ppo'"),
+    ("unknown impl", GOOD.replace("impl: sb3", "impl: rllib"), "algorithms[0].impl", "'bench' or 'sb3'"),
+    ("sb3 has no reinforce", GOOD.replace("algo: ppo", "algo: reinforce").replace("    hyperparams: {n_envs: 2, n_steps: 64, batch_size: 64}\n", ""),
+     "algorithms[0].impl", "Stable-Baselines3 has no REINFORCE"),
+    ("unknown env id", GOOD.replace("CartPole-v1", "CartPol-v1"), "envs[0].id", "did you mean CartPole-v1"),
+    ("budget of the wrong type", GOOD.replace("timesteps: 4096", "timesteps: lots"), "defaults.timesteps", "valid integer"),
+    ("negative budget", GOOD.replace("timesteps: 4096", "timesteps: -5"), "defaults.timesteps", "greater than 0"),
+    ("budget below one rollout", GOOD.replace("timesteps: 4096", "timesteps: 100"), "defaults.timesteps", "smaller than one rollout"),
+    ("unknown hyperparameter", GOOD.replace("n_steps: 64", "n_stepz: 64"), "algorithms[0].hyperparams.n_stepz", "unknown hyperparameter for ppo"),
+    ("bad hyperparameter value", GOOD.replace("n_envs: 2", "n_envs: 2, learning_rate: -0.1"), "algorithms[0].hyperparams.learning_rate", "greater than 0"),
+    ("env_hyperparams for a missing env", GOOD + "    env_hyperparams:\n      Pendulum-v1: {n_steps: 8}\n",
+     "algorithms[0].env_hyperparams.Pendulum-v1", "not an env of this suite"),
+    ("duplicate key", GOOD.replace("seeds: [0, 1]\n", "seeds: [0, 1]\nseeds: 3\n"), "seeds", "duplicate key"),
+    ("repeated seeds", GOOD.replace("seeds: [0, 1]", "seeds: [1, 1]"), "seeds", "must not repeat"),
+    ("zero seeds", GOOD.replace("seeds: [0, 1]", "seeds: 0"), "seeds", ">= 1"),
+    ("no threshold outside the registry", GOOD.replace("CartPole-v1", "ALE/Seaquest-v5"), "envs[0].threshold", "set a threshold"),
+    ("own impl not available yet", GOOD.replace("impl: sb3", "impl: bench"), "algorithms[0].impl", "not available yet"),
+    ("duplicate label", GOOD + "  - algo: ppo\n    impl: sb3\n", "algorithms[1].label", "label used twice"),
+    ("bad name", GOOD.replace("name: t", "name: 'my suite!'"), "name", "pattern"),
+]
+
+
+def test_the_good_suite_is_good(tmp_path):
+    f = tmp_path / "good.yaml"
+    f.write_text(GOOD)
+    loaded = load_suite(f)
+    assert len(loaded.cells) == 2 and len({c.key for c in loaded.cells}) == 2
+
+
+@pytest.mark.parametrize("name,text,path,words", BAD, ids=[b[0] for b in BAD])
+def test_bad_suite_gives_one_clear_line_and_writes_nothing(tmp_path, name, text, path, words):
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    db = tmp_path / "results" / "bench.db"
+    res = CliRunner().invoke(app, ["run", str(f), "--store", f"sqlite:///{db}"])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert lines, "no message"
+    assert all(ln.startswith(f"{f}:") for ln in lines), lines  # every line names the file (and line)
+    hit = [ln for ln in lines if (f": {path}:" in ln if path else True) and words in ln]
+    assert hit, f"expected path {path!r} and {words!r} in: {lines}"
+    assert "Traceback" not in res.output + res.stderr
+    assert not db.exists() and not db.parent.exists(), "the store must not be created"
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
+def test_several_problems_give_one_line_each(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text(GOOD.replace("algo: ppo", "algo: dqn").replace("timesteps: 4096", "timesteps: -1"))
+    with pytest.raises(SuiteError) as e:
+        load_suite(f)
+    assert len(e.value.lines) == 2
+    assert any("defaults.timesteps" in ln and "(got -1)" in ln for ln in e.value.lines)
+    # Line numbers point at the offending key.
+    assert any(ln.startswith(f"{f}:3: defaults.timesteps") for ln in e.value.lines), e.value.lines
+
+
+def test_bad_suite_from_a_real_process(tmp_path):
+    """The installed entry point, as a user runs it: exit 2, no traceback, no store."""
+    f = tmp_path / "bad.yaml"
+    f.write_text(GOOD.replace("n_steps: 64", "n_steps: -64"))
+    p = subprocess.run(
+        [sys.executable, "-m", "bench", "run", str(f), "--store", f"sqlite:///{tmp_path}/r/bench.db"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )
+    assert p.returncode == 2
+    assert "algorithms[0].hyperparams.n_steps" in p.stderr and "(got -64)" in p.stderr
+    assert "Traceback" not in p.stderr + p.stdout
+    assert not (tmp_path / "r").exists()
+
+
+def test_bad_only_filter_and_store_url(tmp_path):
+    f = tmp_path / "good.yaml"
+    f.write_text(GOOD)
+    r = CliRunner().invoke(app, ["run", str(f), "--only", "colour=blue", "--store", f"sqlite:///{tmp_path}/x.db"])
+    assert r.exit_code == 2 and "allowed keys: env, algo" in r.stderr
+    r = CliRunner().invoke(app, ["run", str(f), "--store", "mongodb://nope"])
+    assert r.exit_code == 2 and "not a usable store URL" in r.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_missing_file(tmp_path):
+    r = CliRunner().invoke(app, ["run", str(tmp_path / "nope.yaml")])
+    assert r.exit_code == 2 and "no such suite file" in r.stderr
+
+
+def test_dry_run_lists_cells_and_writes_nothing(tmp_path):
+    f = tmp_path / "good.yaml"
+    f.write_text(GOOD)
+    r = CliRunner().invoke(app, ["run", str(f), "--dry-run", "--store", f"sqlite:///{tmp_path}/x.db"])
+    assert r.exit_code == 0, r.output
+    assert "2 cells" in r.stdout and "CartPole-v1" in r.stdout
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_keys_are_stable_and_cover_the_resolved_config(tmp_path):
+    f = tmp_path / "good.yaml"
+    f.write_text(GOOD)
+    a = load_suite(f).cells
+    b = load_suite(f).cells
+    assert [c.key for c in a] == [c.key for c in b]
+    f.write_text(GOOD.replace("n_steps: 64", "n_steps: 128"))
+    c = load_suite(f).cells
+    assert {x.key for x in a}.isdisjoint({x.key for x in c})
+    # The label is display only: renaming it keeps the runs.
+    f.write_text(GOOD + "    label: mine\n")
+    d = load_suite(f).cells
+    assert [x.key for x in d] == [x.key for x in a] and d[0].label == "mine"
+
+
+def test_schema_is_json_and_forbids_extra_keys():
+    import json
+
+    r = CliRunner().invoke(app, ["schema"])
+    assert r.exit_code == 0
+    s = json.loads(r.stdout)
+    assert s["additionalProperties"] is False
+    assert {"name", "seeds", "envs", "algorithms"} <= set(s["required"])
+
+
+def test_shipped_suites_validate():
+    from pathlib import Path
+
+    for f in sorted((Path(__file__).parent.parent / "suites").glob("*.yaml")):
+        loaded = load_suite(f)
+        assert loaded.cells, f
