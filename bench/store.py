@@ -1,0 +1,412 @@
+"""The results store: one schema on SQLite (default) or PostgreSQL (clusters).
+
+Tables
+------
+- ``suites``: each suite's validated spec and per-env metadata (thresholds, traits).
+- ``suite_cells``: which runs (by cell key) belong to which suite, under which label.
+- ``runs``: one row per cell key: status, attempt, owner, heartbeat, summary, metadata.
+- ``episodes``, ``diagnostics``, ``evaluations``: what the run recorded.
+
+Crash safety
+------------
+A run's row moves ``pending → running → done | failed`` (``interrupted`` when the
+runner was stopped). Claiming a run bumps its ``attempt`` with a conditional
+UPDATE, so two runners never both own it. Everything a run recorded is written
+in **one transaction** together with its final status, and only if the writer
+still owns that attempt: a crash at any moment leaves either no trace of the
+attempt's data or the whole of it, never a half-run counted as done. A
+``running`` row whose owner is dead (same host, process gone) or whose heartbeat
+is stale is taken over by the next ``bench run``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+DEFAULT_URL = "sqlite:///results/bench.db"
+#: A running row whose heartbeat is older than this is considered interrupted.
+STALE_AFTER_S = 120.0
+STATUSES = ("pending", "running", "done", "failed", "interrupted")
+
+metadata = sa.MetaData()
+
+suites = sa.Table(
+    "suites",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("path", sa.Text),
+    sa.Column("spec", sa.Text, nullable=False),  # JSON of the validated suite
+    sa.Column("env_meta", sa.Text, nullable=False),  # JSON: env id -> threshold, traits
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+suite_cells = sa.Table(
+    "suite_cells",
+    metadata,
+    sa.Column("suite", sa.String(64), primary_key=True),
+    sa.Column("key", sa.String(40), primary_key=True),
+    sa.Column("label", sa.String(128), nullable=False),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("key", sa.String(40), primary_key=True),
+    sa.Column("env_id", sa.String(128), nullable=False),
+    sa.Column("algo", sa.String(32), nullable=False),
+    sa.Column("impl", sa.String(32), nullable=False),
+    sa.Column("seed", sa.Integer, nullable=False),
+    sa.Column("timesteps", sa.BigInteger, nullable=False),
+    sa.Column("threshold", sa.Float),
+    sa.Column("window", sa.Integer, nullable=False),
+    sa.Column("config", sa.Text, nullable=False),  # JSON: the cell identity, resolved hyperparameters included
+    sa.Column("status", sa.String(16), nullable=False, index=True),
+    sa.Column("attempt", sa.Integer, nullable=False, default=0),
+    sa.Column("owner", sa.String(255)),
+    sa.Column("error", sa.Text),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("started_at", sa.Float),
+    sa.Column("heartbeat_at", sa.Float),
+    sa.Column("finished_at", sa.Float),
+    sa.Column("total_steps", sa.BigInteger),
+    sa.Column("episodes", sa.Integer),
+    sa.Column("wall_s", sa.Float),
+    sa.Column("cpu_s", sa.Float),
+    sa.Column("steps_to_threshold", sa.BigInteger),
+    sa.Column("seconds_to_threshold", sa.Float),
+    sa.Column("final_return", sa.Float),
+    sa.Column("auc", sa.Float),
+    sa.Column("meta", sa.Text),  # JSON: versions, host, CPU, threads, git commit, times
+)
+
+episodes = sa.Table(
+    "episodes",
+    metadata,
+    sa.Column("key", sa.String(40), primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True),
+    sa.Column("step", sa.BigInteger, nullable=False),
+    sa.Column("wall_s", sa.Float, nullable=False),
+    sa.Column("ret", sa.Float, nullable=False),
+    sa.Column("length", sa.Integer, nullable=False),
+)
+
+diagnostics = sa.Table(
+    "diagnostics",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(40), nullable=False, index=True),
+    sa.Column("step", sa.BigInteger, nullable=False),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("value", sa.Float),
+)
+
+evaluations = sa.Table(
+    "evaluations",
+    metadata,
+    sa.Column("key", sa.String(40), primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True),
+    sa.Column("step", sa.BigInteger, nullable=False),
+    sa.Column("wall_s", sa.Float, nullable=False),
+    sa.Column("mean_return", sa.Float, nullable=False),
+    sa.Column("std_return", sa.Float, nullable=False),
+    sa.Column("n", sa.Integer, nullable=False),
+)
+
+
+@dataclass
+class RunResult:
+    """Everything one attempt recorded, written in one transaction."""
+
+    summary: dict[str, Any]  # total_steps, episodes, wall_s, cpu_s, steps/seconds_to_threshold, final_return, auc
+    episodes: dict[str, Sequence]  # columns step, wall_s, ret, length
+    diagnostics: list[tuple[int, str, float]]
+    evaluations: list[tuple[int, float, float, float, int]]
+    meta: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- #
+# Owners: who is running a claimed run, and are they still alive?
+# --------------------------------------------------------------------------- #
+def _proc_start(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            # Field 22 is the start time in clock ticks; the command name (field 2) may hold spaces.
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def this_owner() -> str:
+    """``host:pid:start`` of this process; the start time guards against pid reuse."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_proc_start(pid) or 0}"
+
+
+def owner_alive(owner: str | None) -> bool | None:
+    """True/False when the owner ran on this host, None when we cannot tell (another host)."""
+    if not owner:
+        return False
+    try:
+        host, pid, start = owner.rsplit(":", 2)
+    except ValueError:
+        return None
+    if host != socket.gethostname():
+        return None
+    if not Path("/proc").is_dir():
+        try:
+            os.kill(int(pid), 0)
+            return True
+        except OSError:
+            return False
+    return _proc_start(int(pid)) == start
+
+
+def is_claimable(row: Any, now: float | None = None) -> bool:
+    """Whether a run row should be (re-)run: not done, and not alive elsewhere."""
+    if row.status == "done":
+        return False
+    if row.status != "running":
+        return True
+    alive = owner_alive(row.owner)
+    if alive is False:
+        return True
+    now = time.time() if now is None else now
+    return (now - (row.heartbeat_at or 0.0)) > STALE_AFTER_S
+
+
+# --------------------------------------------------------------------------- #
+# The store
+# --------------------------------------------------------------------------- #
+def _sqlite_path(url: str) -> Path | None:
+    u = sa.engine.make_url(url)
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
+        return None
+    return Path(u.database)
+
+
+def describe_url(url: str) -> str:
+    """The URL with any password hidden, for messages."""
+    return sa.engine.make_url(url).render_as_string(hide_password=True)
+
+
+def store_exists(url: str) -> bool:
+    """Whether a store is there to read, without creating anything."""
+    path = _sqlite_path(url)
+    if path is not None:
+        return path.is_file()
+    try:
+        eng = sa.create_engine(url)
+        with eng.connect() as c:
+            return sa.inspect(c).has_table("runs")
+    except sa.exc.SQLAlchemyError:
+        return False
+
+
+def normalise_url(url: str) -> str:
+    """Accept ``postgresql://`` and use the psycopg 3 driver the project installs."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+class Store:
+    """A results store at a SQLAlchemy URL. Creates the schema on first use."""
+
+    def __init__(self, url: str = DEFAULT_URL):
+        self.url = normalise_url(url)
+        path = _sqlite_path(self.url)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.engine: Engine = sa.create_engine(self.url, connect_args={"timeout": 60})
+
+            @sa.event.listens_for(self.engine, "connect")
+            def _pragmas(dbapi_conn, _record):  # pragma: no cover - exercised through every SQLite test
+                cur = dbapi_conn.cursor()
+                # WAL lets readers (bench status, reports) work while workers write;
+                # FULL sync keeps committed runs through a power loss.
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=FULL")
+                cur.execute("PRAGMA busy_timeout=60000")
+                cur.close()
+        else:
+            self.engine = sa.create_engine(self.url, pool_pre_ping=True)
+        metadata.create_all(self.engine)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # -- suites and cells ----------------------------------------------------
+    def register(self, name: str, path: str, spec: dict, env_meta: dict, cells: Iterable[Any]) -> None:
+        """Record the suite and make sure every cell has a run row (pending if new)."""
+        now = time.time()
+        cells = list(cells)
+        with self.engine.begin() as c:
+            c.execute(sa.delete(suites).where(suites.c.name == name))
+            c.execute(
+                suites.insert().values(
+                    name=name, path=path, spec=json.dumps(spec), env_meta=json.dumps(env_meta), updated_at=now
+                )
+            )
+            have = {
+                r.key
+                for r in c.execute(sa.select(runs.c.key).where(runs.c.key.in_([x.key for x in cells])))
+            } if cells else set()
+            new = [
+                dict(
+                    key=x.key, env_id=x.env_id, algo=x.algo, impl=x.impl, seed=x.seed, timesteps=x.timesteps,
+                    threshold=x.threshold, window=x.window, config=json.dumps(x.identity(), sort_keys=True),
+                    status="pending", attempt=0, created_at=now,
+                )
+                for x in {x.key: x for x in cells}.values()
+                if x.key not in have
+            ]
+            if new:
+                c.execute(runs.insert(), new)
+            c.execute(sa.delete(suite_cells).where(suite_cells.c.suite == name))
+            links = {x.key: x.label for x in cells}
+            if links:
+                c.execute(suite_cells.insert(), [dict(suite=name, key=k, label=v) for k, v in links.items()])
+
+    def rows(self, keys: Sequence[str]) -> dict[str, Any]:
+        """Run rows by key (only those that exist)."""
+        out: dict[str, Any] = {}
+        with self.engine.connect() as c:
+            for i in range(0, len(keys), 500):
+                chunk = list(keys[i : i + 500])
+                for r in c.execute(sa.select(runs).where(runs.c.key.in_(chunk))):
+                    out[r.key] = r
+        return out
+
+    # -- the life of one attempt ----------------------------------------------
+    def claim(self, key: str, owner: str) -> int | None:
+        """Take a run for ``owner`` if it should be run; returns the new attempt or None."""
+        now = time.time()
+        with self.engine.begin() as c:
+            row = c.execute(sa.select(runs).where(runs.c.key == key)).first()
+            if row is None or not is_claimable(row, now):
+                return None
+            res = c.execute(
+                runs.update()
+                .where(runs.c.key == key, runs.c.attempt == row.attempt, runs.c.status == row.status)
+                .values(
+                    status="running", attempt=row.attempt + 1, owner=owner, error=None,
+                    started_at=now, heartbeat_at=now, finished_at=None,
+                )
+            )
+            return row.attempt + 1 if res.rowcount == 1 else None
+
+    def heartbeat(self, key: str, attempt: int) -> None:
+        with self.engine.begin() as c:
+            c.execute(
+                runs.update()
+                .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "running")
+                .values(heartbeat_at=time.time())
+            )
+
+    def finish(self, key: str, attempt: int, status: str, result: RunResult, error: str | None = None) -> bool:
+        """Write an attempt's data and final status in one transaction.
+
+        Returns False (and writes nothing) if the attempt no longer owns the run.
+        """
+        assert status in ("done", "failed")
+        with self.engine.begin() as c:
+            res = c.execute(
+                runs.update()
+                .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "running")
+                .values(status=status, error=error, finished_at=time.time(), meta=json.dumps(result.meta, default=str),
+                        **result.summary)
+            )
+            if res.rowcount != 1:
+                return False  # someone else owns the run now; this attempt changed nothing
+            for t in (episodes, diagnostics, evaluations):
+                c.execute(sa.delete(t).where(t.c.key == key))
+            ep = result.episodes
+            if len(ep["ret"]):
+                c.execute(
+                    episodes.insert(),
+                    [
+                        dict(key=key, idx=i, step=int(s), wall_s=float(w), ret=float(r), length=int(n))
+                        for i, (s, w, r, n) in enumerate(zip(ep["step"], ep["wall_s"], ep["ret"], ep["length"]))
+                    ],
+                )
+            if result.diagnostics:
+                c.execute(
+                    diagnostics.insert(),
+                    [dict(key=key, step=int(s), name=n, value=_finite_or_none(v)) for s, n, v in result.diagnostics],
+                )
+            if result.evaluations:
+                c.execute(
+                    evaluations.insert(),
+                    [
+                        dict(key=key, idx=i, step=s, wall_s=w, mean_return=m, std_return=sd, n=n)
+                        for i, (s, w, m, sd, n) in enumerate(result.evaluations)
+                    ],
+                )
+        return True
+
+    def release(self, owner: str, status: str = "interrupted", error: str | None = None) -> int:
+        """Mark every run this owner still has running as interrupted (or failed)."""
+        with self.engine.begin() as c:
+            res = c.execute(
+                runs.update()
+                .where(runs.c.owner == owner, runs.c.status == "running")
+                .values(status=status, error=error, finished_at=time.time())
+            )
+            return res.rowcount
+
+    # -- reading -------------------------------------------------------------
+    def suite_names(self) -> list[str]:
+        with self.engine.connect() as c:
+            return [r.name for r in c.execute(sa.select(suites.c.name).order_by(suites.c.name))]
+
+    def runs_frame(self, suite: str | None = None):
+        """One row per (suite, run): the export table."""
+        import pandas as pd
+
+        q = (
+            sa.select(
+                suite_cells.c.suite, runs.c.env_id.label("env"), runs.c.algo, runs.c.impl, suite_cells.c.label,
+                runs.c.seed, runs.c.status, runs.c.attempt, runs.c.timesteps, runs.c.threshold, runs.c.window,
+                runs.c.total_steps, runs.c.episodes, runs.c.wall_s, runs.c.cpu_s, runs.c.steps_to_threshold,
+                runs.c.seconds_to_threshold, runs.c.final_return, runs.c.auc, runs.c.error, runs.c.key,
+                runs.c.started_at, runs.c.finished_at, runs.c.config, runs.c.meta,
+            )
+            .select_from(suite_cells.join(runs, suite_cells.c.key == runs.c.key))
+            .order_by(suite_cells.c.suite, runs.c.env_id, suite_cells.c.label, runs.c.seed)
+        )
+        if suite is not None:
+            q = q.where(suite_cells.c.suite == suite)
+        with self.engine.connect() as c:
+            return pd.read_sql(q, c)
+
+    def episodes_of(self, key: str):
+        import pandas as pd
+
+        with self.engine.connect() as c:
+            return pd.read_sql(sa.select(episodes).where(episodes.c.key == key).order_by(episodes.c.idx), c)
+
+    def diagnostics_of(self, key: str):
+        import pandas as pd
+
+        with self.engine.connect() as c:
+            return pd.read_sql(sa.select(diagnostics).where(diagnostics.c.key == key).order_by(diagnostics.c.id), c)
+
+    def evaluations_of(self, key: str):
+        import pandas as pd
+
+        with self.engine.connect() as c:
+            return pd.read_sql(sa.select(evaluations).where(evaluations.c.key == key).order_by(evaluations.c.idx), c)
+
+
+def _finite_or_none(v: float) -> float | None:
+    v = float(v)
+    return v if v == v and v not in (float("inf"), float("-inf")) else None

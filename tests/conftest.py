@@ -1,0 +1,53 @@
+"""Shared fixtures: stores on SQLite and, where one is reachable, PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITES = ROOT / "suites"
+
+#: Base URL of a PostgreSQL server the tests may create throwaway databases on.
+PG_BASE = os.environ.get("BENCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432")
+
+
+def _pg_admin():
+    import psycopg
+
+    dsn = PG_BASE.replace("postgresql+psycopg://", "postgresql://") + "/postgres"
+    return psycopg.connect(dsn, autocommit=True, connect_timeout=3)
+
+
+@pytest.fixture(scope="session")
+def pg_available() -> str | None:
+    try:
+        with _pg_admin():
+            return None
+    except Exception as e:  # noqa: BLE001 - any failure means: no server here
+        return f"no PostgreSQL reachable at {PG_BASE} ({type(e).__name__}); set BENCH_TEST_POSTGRES to point at one"
+
+
+@pytest.fixture
+def pg_url(pg_available):
+    """A fresh, empty PostgreSQL database, dropped afterwards."""
+    if pg_available:
+        pytest.skip(pg_available)
+    name = f"bench_test_{uuid.uuid4().hex[:10]}"
+    with _pg_admin() as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    yield f"{PG_BASE}/{name}"
+
+    with _pg_admin() as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request, tmp_path):
+    """Each store test runs against SQLite and against a real PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'bench.db'}"
+    return request.getfixturevalue("pg_url")

@@ -1,0 +1,141 @@
+"""The results store on SQLite and PostgreSQL: claims, atomic finishes, takeovers."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import replace
+
+import pytest
+import sqlalchemy as sa
+
+from bench.store import RunResult, Store, is_claimable, owner_alive, runs, this_owner
+from bench.suite import Cell, cell_key
+
+ME = this_owner()
+DEAD = f"{socket.gethostname()}:999999999:0"  # this host, a pid that cannot exist
+ELSEWHERE = "some-other-host:123:456"
+
+
+def make_cells(n=3, suite="s"):
+    out = []
+    for seed in range(n):
+        c = Cell(suite, "CartPole-v1", "ppo", "sb3", "ppo-sb3", seed, 1000, 475.0, 5, None, {"n_envs": 1})
+        out.append(replace(c, key=cell_key(c.identity())))
+    return out
+
+
+def result(n_eps=3, summary_extra=None):
+    return RunResult(
+        summary={"total_steps": 1000, "episodes": n_eps, "wall_s": 1.5, "cpu_s": 1.4, "steps_to_threshold": None,
+                 "seconds_to_threshold": None, "final_return": 20.0, "auc": 15.0, **(summary_extra or {})},
+        episodes={"step": list(range(10, 10 * n_eps + 1, 10)), "wall_s": [0.1] * n_eps, "ret": [float(i) for i in range(n_eps)],
+                  "length": [10] * n_eps},
+        diagnostics=[(100, "loss/value", 0.5), (100, "loss/policy", float("nan"))],
+        evaluations=[(500, 0.7, 10.0, 1.0, 5)],
+        meta={"host": "h"},
+    )
+
+
+def test_register_is_idempotent_and_links_suites(store_url):
+    db = Store(store_url)
+    cells = make_cells()
+    db.register("s", "s.yaml", {"name": "s"}, {}, cells)
+    db.register("s", "s.yaml", {"name": "s"}, {}, cells)
+    db.register("t", "t.yaml", {"name": "t"}, {}, cells[:1])  # a second suite sharing a cell
+    rows = db.rows([c.key for c in cells])
+    assert len(rows) == 3 and {r.status for r in rows.values()} == {"pending"}
+    assert sorted(db.suite_names()) == ["s", "t"]
+    assert len(db.runs_frame("s")) == 3 and len(db.runs_frame("t")) == 1
+    assert len(db.runs_frame()) == 4  # one row per (suite, run)
+
+
+def test_claim_finish_and_skip_done(store_url):
+    db = Store(store_url)
+    (c,) = make_cells(1)
+    db.register("s", "s.yaml", {}, {}, [c])
+    assert db.claim(c.key, ME) == 1
+    assert db.claim(c.key, ME) is None  # running and its owner (this process) is alive
+    assert db.finish(c.key, 1, "done", result())
+    row = db.rows([c.key])[c.key]
+    assert (row.status, row.attempt, row.final_return) == ("done", 1, 20.0)
+    assert db.claim(c.key, ME) is None  # done is never re-run
+    eps = db.episodes_of(c.key)
+    assert list(eps["ret"]) == [0.0, 1.0, 2.0]
+    diag = db.diagnostics_of(c.key)
+    assert diag["value"].isna().sum() == 1  # non-finite diagnostics stored as NULL, not dropped
+    assert len(db.evaluations_of(c.key)) == 1
+
+
+def test_dead_owner_is_taken_over_and_late_writer_is_refused(store_url):
+    db = Store(store_url)
+    (c,) = make_cells(1)
+    db.register("s", "s.yaml", {}, {}, [c])
+    assert db.claim(c.key, DEAD) == 1
+    assert owner_alive(DEAD) is False
+    assert db.claim(c.key, ME) == 2  # the dead runner's attempt is taken over at once
+    # The first attempt's writer turns up late: it must change nothing.
+    assert not db.finish(c.key, 1, "done", result(n_eps=7))
+    assert db.finish(c.key, 2, "done", result(n_eps=3))
+    assert len(db.episodes_of(c.key)) == 3
+
+
+def test_other_host_waits_for_stale_heartbeat(store_url):
+    db = Store(store_url)
+    (c,) = make_cells(1)
+    db.register("s", "s.yaml", {}, {}, [c])
+    assert db.claim(c.key, ELSEWHERE) == 1
+    row = db.rows([c.key])[c.key]
+    assert owner_alive(ELSEWHERE) is None
+    assert not is_claimable(row)  # fresh heartbeat from another host: leave it alone
+    assert is_claimable(row, now=row.heartbeat_at + 10_000)  # stale: interrupted
+    with db.engine.begin() as conn:
+        conn.execute(runs.update().where(runs.c.key == c.key).values(heartbeat_at=row.heartbeat_at - 10_000))
+    assert db.claim(c.key, ME) == 2
+
+
+def test_failed_run_keeps_its_partial_data_until_retried(store_url):
+    db = Store(store_url)
+    (c,) = make_cells(1)
+    db.register("s", "s.yaml", {}, {}, [c])
+    a = db.claim(c.key, ME)
+    assert db.finish(c.key, a, "failed", result(n_eps=2), error="Diverged: non-finite loss/value")
+    row = db.rows([c.key])[c.key]
+    assert row.status == "failed" and "Diverged" in row.error
+    assert len(db.episodes_of(c.key)) == 2
+    a2 = db.claim(c.key, ME)
+    assert a2 == 2
+    assert db.finish(c.key, a2, "done", result(n_eps=4))
+    assert len(db.episodes_of(c.key)) == 4  # replaced, never appended to
+    assert db.rows([c.key])[c.key].error is None
+
+
+def test_a_crash_inside_finish_leaves_no_trace(store_url):
+    db = Store(store_url)
+    (c,) = make_cells(1)
+    db.register("s", "s.yaml", {}, {}, [c])
+    a = db.claim(c.key, ME)
+    bad = result(n_eps=3)
+    bad.episodes["ret"][2] = "not a number"  # fails half-way through the episode insert
+    with pytest.raises(ValueError):
+        db.finish(c.key, a, "done", bad)
+    row = db.rows([c.key])[c.key]
+    assert row.status == "running" and row.final_return is None
+    assert len(db.episodes_of(c.key)) == 0
+
+
+def test_release_marks_only_this_owners_runs(store_url):
+    db = Store(store_url)
+    c1, c2 = make_cells(2)
+    db.register("s", "s.yaml", {}, {}, [c1, c2])
+    db.claim(c1.key, ME)
+    db.claim(c2.key, ELSEWHERE)
+    assert db.release(ME, "interrupted", "Ctrl-C") == 1
+    rows = db.rows([c1.key, c2.key])
+    assert rows[c1.key].status == "interrupted" and rows[c2.key].status == "running"
+    assert db.claim(c1.key, ME) == 2
+
+
+def test_sqlite_store_uses_wal(tmp_path):
+    db = Store(f"sqlite:///{tmp_path / 'x.db'}")
+    with db.engine.connect() as c:
+        assert c.execute(sa.text("PRAGMA journal_mode")).scalar() == "wal"
