@@ -1,0 +1,298 @@
+"""Run a suite's cells in parallel worker processes, into the store.
+
+The unit of work is :func:`run_cell`: claim the cell's run, train, write what
+was recorded in one transaction. The local process pool (the default) and any
+other executor call exactly this function. The parent process only
+orchestrates: it never writes a run's data, so a parent killed with SIGKILL
+leaves nothing half-written (its workers die with it, see ``_init_worker``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import ctypes
+import multiprocessing as mp
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any, Callable
+
+from bench.suite import Cell
+
+# Every worker uses one torch/BLAS thread: runs are parallel across processes,
+# and wall-clock comparisons are only fair at a fixed thread count.
+THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+HEARTBEAT_EVERY_S = 10.0
+_PACKAGES = ("bench", "torch", "numpy", "gymnasium", "stable-baselines3", "sb3-contrib", "ale-py", "mujoco", "box2d")
+
+
+@dataclass
+class Outcome:
+    """What a worker reports back about one cell."""
+
+    key: str
+    status: str  # done | failed | skipped (someone else owns it or it is done)
+    error: str | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+
+# --------------------------------------------------------------------------- #
+# Provenance
+# --------------------------------------------------------------------------- #
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_commit() -> dict[str, Any]:
+    here = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5,
+        ).stdout.strip()
+        return {"git_commit": commit or None, "git_dirty": bool(dirty) if commit else None}
+    except (OSError, subprocess.SubprocessError):
+        return {"git_commit": None, "git_dirty": None}
+
+
+_STATIC_META: dict[str, Any] | None = None
+
+
+def run_metadata() -> dict[str, Any]:
+    """Package versions, Python, CPU, host, threads and git commit of this process."""
+    global _STATIC_META
+    if _STATIC_META is None:
+        versions = {}
+        for p in _PACKAGES:
+            try:
+                versions[p] = importlib_metadata.version(p)
+            except importlib_metadata.PackageNotFoundError:
+                versions[p] = None
+        _STATIC_META = {
+            "versions": versions,
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "cpu_model": _cpu_model(),
+            "cpu_count": os.cpu_count(),
+            "host": socket.gethostname(),
+            **_git_commit(),
+        }
+    import torch
+
+    return {**_STATIC_META, "torch_threads": torch.get_num_threads(), "pid": os.getpid()}
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+# --------------------------------------------------------------------------- #
+# One cell
+# --------------------------------------------------------------------------- #
+def train_cell(cell: Cell, recorder: Any) -> None:
+    """Dispatch one cell to its implementation. Algorithms see only env, params, seed, budget, recorder."""
+    from bench.hyperparams import PARAMS
+
+    params = PARAMS[cell.algo].model_validate(cell.hyperparams)
+    if cell.impl == "sb3":
+        from bench.baselines import train_sb3
+
+        train_sb3(cell.env_id, cell.algo, params, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
+    else:
+        raise NotImplementedError(f"impl {cell.impl!r} for {cell.algo!r} is not available")
+
+
+def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None):
+    """Train one cell with a fresh recorder; returns ``(recorder, error or None)``.
+
+    Never raises for a training failure: a run that raises or diverges is a
+    result (``failed``, with its error and whatever it recorded before).
+    """
+    import torch
+
+    from bench import envs
+    from bench.record import EvalConfig, Recorder
+
+    torch.set_num_threads(1)
+    ev = EvalConfig(**cell.eval) if cell.eval else None
+    recorder = Recorder(
+        heartbeat=heartbeat,
+        heartbeat_every=HEARTBEAT_EVERY_S,
+        eval=ev,
+        # Evaluation episodes use their own seed stream, far from the training envs' seed + i.
+        evaluate=(lambda policy, n: envs.evaluate_policy(cell.env_id, policy, n, seed=cell.seed + 1_000_000)) if ev else None,
+    )
+    try:
+        train_cell(cell, recorder)
+        return recorder, None
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - any training error is a recorded result
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
+        return recorder, f"{type(e).__name__}: {e}{where}".replace("\n", " ")
+
+
+def result_of(cell: Cell, recorder: Any, started: float) -> Any:
+    """Turn a recorder into the store's RunResult (summary computed by bench.metrics)."""
+    from bench.metrics import summarize
+    from bench.store import RunResult
+
+    arrays = recorder.summary_inputs()
+    s = summarize(arrays["steps"], arrays["wall"], arrays["returns"], threshold=cell.threshold, window=cell.window)
+    summary = {
+        "total_steps": int(recorder.steps),
+        "episodes": s.episodes,
+        "wall_s": recorder.clock(),
+        "cpu_s": recorder.cpu_seconds(),
+        "steps_to_threshold": s.steps_to_threshold,
+        "seconds_to_threshold": s.seconds_to_threshold,
+        "final_return": s.final_return,
+        "auc": s.auc,
+    }
+    meta = run_metadata()
+    meta.update(started_at=_iso(started), finished_at=_iso(time.time()), updates=recorder.updates)
+    return RunResult(
+        summary=summary,
+        episodes={"step": recorder.ep_step, "wall_s": recorder.ep_wall, "ret": recorder.ep_return, "length": recorder.ep_length},
+        diagnostics=recorder.diag,
+        evaluations=recorder.evals,
+        meta=meta,
+    )
+
+
+_STORES: dict[str, Any] = {}
+
+
+def _store(url: str):
+    from bench.store import Store
+
+    if url not in _STORES:
+        _STORES[url] = Store(url)
+    return _STORES[url]
+
+
+def run_cell(store_url: str, cell: Cell, owner: str) -> Outcome:
+    """Claim, train and record one cell. The same function for every executor."""
+    store = _store(store_url)
+    attempt = store.claim(cell.key, owner)
+    if attempt is None:
+        return Outcome(cell.key, "skipped")
+    started = time.time()
+    recorder, error = record_cell(cell, heartbeat=lambda: store.heartbeat(cell.key, attempt))
+    result = result_of(cell, recorder, started)
+    status = "failed" if error else "done"
+    if not store.finish(cell.key, attempt, status, result, error):
+        return Outcome(cell.key, "skipped", error="lost ownership of the run (another runner took it over)")
+    return Outcome(cell.key, status, error, result.summary, time.time() - started)
+
+
+# --------------------------------------------------------------------------- #
+# The local process pool
+# --------------------------------------------------------------------------- #
+_PR_SET_PDEATHSIG = 1
+
+
+def _init_worker() -> None:
+    # The parent handles Ctrl-C; workers must not die half-way through a write.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Die with the parent: a `bench run` killed with SIGKILL must not leave
+    # orphans that go on training (Linux prctl; elsewhere orphans finish their
+    # cell and the next run's claim logic sorts it out).
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except OSError:
+            pass
+        if os.getppid() == 1:  # the parent already died before prctl took effect
+            os._exit(1)
+    import torch
+
+    torch.set_num_threads(1)
+
+
+class Interrupted(Exception):
+    """The user pressed Ctrl-C; in-flight runs were marked interrupted."""
+
+
+def run_local(
+    store_url: str,
+    cells: list[Cell],
+    owner: str,
+    workers: int,
+    on_done: Callable[[Cell, Outcome], None],
+) -> list[Outcome]:
+    """Run ``cells`` on a pool of ``workers`` processes; ``on_done`` sees each outcome.
+
+    A worker that dies (segfault, OOM kill) fails only the runs it held; the
+    pool is rebuilt and the rest go on. Ctrl-C terminates the workers, marks
+    their runs ``interrupted`` and raises :class:`Interrupted`.
+    """
+    from bench.store import Store
+
+    os.environ.update(THREAD_ENV)
+    ctx = mp.get_context("spawn")  # fork after torch/BLAS threads exist is unsafe
+    todo = {c.key: c for c in cells}
+    outcomes: list[Outcome] = []
+    while todo:
+        pool = cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=ctx, initializer=_init_worker)
+        futures = {pool.submit(run_cell, store_url, c, owner): c for c in todo.values()}
+        try:
+            for fut in cf.as_completed(futures):
+                cell = futures[fut]
+                try:
+                    out = fut.result()
+                except cf.process.BrokenProcessPool:
+                    break
+                todo.pop(cell.key, None)
+                outcomes.append(out)
+                on_done(cell, out)
+            pool.shutdown(wait=True)
+        except KeyboardInterrupt:
+            _terminate(pool)
+            Store(store_url).release(owner, "interrupted", "interrupted by the user (Ctrl-C)")
+            raise Interrupted from None
+        else:
+            if todo:  # the pool broke: fail what the dead worker held, then go on with the rest
+                _terminate(pool)
+                store = Store(store_url)
+                rows = store.rows(list(todo))
+                store.release(owner, "failed", "worker process died (killed, out of memory or crashed)")
+                for key, row in rows.items():
+                    if row.status == "running" and row.owner == owner:
+                        cell = todo.pop(key)
+                        out = Outcome(key, "failed", "worker process died (killed, out of memory or crashed)")
+                        outcomes.append(out)
+                        on_done(cell, out)
+    return outcomes
+
+
+def _terminate(pool: cf.ProcessPoolExecutor) -> None:
+    # ProcessPoolExecutor (before Python 3.14) has no public way to stop running
+    # workers; without this, shutdown() would wait for every running cell.
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)
+    pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,165 @@
+"""End to end: suites run into the store, resume without duplicates, survive SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from bench.runner import record_cell, run_cell
+from bench.store import Store, this_owner
+from bench.suite import load_suite
+
+SUITES = Path(__file__).resolve().parent.parent / "suites"
+
+
+def bench(*args, cwd, timeout=600, **kw):
+    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, **kw)
+
+
+def done_rows(url, suite):
+    df = Store(url).runs_frame(suite)
+    return df
+
+
+def test_smoke_suite_twice_then_export(tmp_path):
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    first = bench("run", str(SUITES / "smoke.yaml"), "--store", url, "--workers", "2", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr + first.stdout
+    cells = load_suite(SUITES / "smoke.yaml").cells
+    second = bench("run", str(SUITES / "smoke.yaml"), "--store", url, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert f"{len(cells)} done already" in second.stderr and "0 to run" in second.stderr
+
+    out = tmp_path / "runs.csv"
+    exp = bench("export", "--store", url, "--suite", "smoke", "--format", "csv", "--out", str(out), cwd=tmp_path)
+    assert exp.returncode == 0, exp.stderr
+    df = pd.read_csv(out)
+    required = {"suite", "env", "algo", "impl", "label", "seed", "status", "total_steps", "wall_s", "cpu_s",
+                "steps_to_threshold", "seconds_to_threshold", "final_return", "auc"}
+    assert required <= set(df.columns)
+    assert len(df) == len(cells) and (df["status"] == "done").all()
+    assert (df["attempt"] == 1).all()  # the second run re-ran nothing
+    assert df.groupby(["env", "label", "seed"]).size().max() == 1
+    assert (df["total_steps"] >= df["timesteps"]).all()
+    assert df["final_return"].notna().all() and (df["wall_s"] > 0).all()
+
+    # Every run stored its episodes, diagnostics and provenance.
+    db = Store(url)
+    for key in df["key"]:
+        eps = db.episodes_of(key)
+        assert len(eps) == df.loc[df.key == key, "episodes"].item() > 0
+        assert eps["step"].is_monotonic_increasing and eps["wall_s"].is_monotonic_increasing
+        assert {"loss/value"} <= set(db.diagnostics_of(key)["name"])
+    import json
+
+    meta = json.loads(df["meta"].iloc[0])
+    for k in ("versions", "python", "torch_threads", "cpu_model", "host", "git_commit", "started_at", "finished_at"):
+        assert k in meta
+    assert meta["torch_threads"] == 1
+
+    status = bench("status", str(SUITES / "smoke.yaml"), "--store", url, cwd=tmp_path)
+    assert status.returncode == 0 and f"done: {len(cells)}" in status.stdout
+
+    pq = tmp_path / "runs.parquet"
+    assert bench("export", "--store", url, "--format", "parquet", "--out", str(pq), cwd=tmp_path).returncode == 0
+    assert len(pd.read_parquet(pq)) == len(cells)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux /proc to find worker processes")
+def test_sigkill_mid_suite_then_resume(tmp_path):
+    suite = tmp_path / "kill.yaml"
+    suite.write_text(
+        "name: kill\nseeds: 6\ndefaults: {timesteps: 12000, window: 10}\n"
+        "envs: [{id: CartPole-v1}]\nalgorithms: [{algo: ppo, impl: sb3}]\n"
+    )
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(suite), "--store", url, "--workers", "2"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    eng = None
+    deadline = time.time() + 240
+    statuses: list[str] = []
+    while time.time() < deadline:
+        time.sleep(0.2)
+        if (tmp_path / "bench.db").exists():
+            eng = eng or sa.create_engine(url)
+            try:
+                with eng.connect() as c:
+                    statuses = [r[0] for r in c.execute(sa.text("select status from runs"))]
+            except sa.exc.OperationalError:
+                continue
+            if statuses.count("done") >= 1 and statuses.count("running") >= 1:
+                break
+    else:
+        proc.kill()
+        pytest.fail(f"suite never reached a done + running state: {statuses}")
+    workers = _children(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    # The workers die with their parent (PR_SET_PDEATHSIG): no orphan keeps training.
+    t = time.time()
+    while any(Path(f"/proc/{w}").exists() for w in workers) and time.time() - t < 10:
+        time.sleep(0.1)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()], "orphan workers survived"
+
+    db = Store(url)
+    before = db.runs_frame("kill")
+    done_before = set(before.loc[before.status == "done", "key"])
+    running_before = set(before.loc[before.status == "running", "key"])
+    assert done_before and running_before
+    # Interrupted attempts left no data behind.
+    for key in before.loc[before.status != "done", "key"]:
+        assert len(db.episodes_of(key)) == 0
+
+    again = bench("run", str(suite), "--store", url, "--workers", "2", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    after = db.runs_frame("kill")
+    assert len(after) == 6 and (after.status == "done").all()
+    assert after.key.is_unique
+    # Runs finished before the kill were kept, not re-run.
+    assert (after.set_index("key").loc[sorted(done_before), "attempt"] == 1).all()
+    by_key = after.set_index("key")["attempt"]
+    assert (by_key[sorted(running_before)] == 2).all()  # the killed attempts were re-run once
+    untouched = set(after.key) - done_before - running_before
+    assert (by_key[sorted(untouched)] == 1).all() if untouched else True
+
+
+def test_same_sb3_cell_twice_gives_identical_returns():
+    cell = next(c for c in load_suite(SUITES / "smoke.yaml").cells if c.algo == "ppo")
+    r1, e1 = record_cell(cell)
+    r2, e2 = record_cell(cell)
+    assert e1 is None and e2 is None
+    assert len(r1.ep_return) > 5
+    assert r1.ep_return == r2.ep_return and r1.ep_step == r2.ep_step
+
+
+def test_run_cell_in_process_records_a_done_row(store_url):
+    loaded = load_suite(SUITES / "smoke.yaml")
+    cell = loaded.cells[0]
+    db = Store(store_url)
+    db.register("smoke", "smoke.yaml", {}, loaded.env_meta, [cell])
+    out = run_cell(store_url, cell, this_owner())
+    assert out.status == "done", out.error
+    row = db.rows([cell.key])[cell.key]
+    assert row.status == "done" and row.total_steps >= cell.timesteps and row.episodes > 0
+    # A second call finds it done and does nothing.
+    assert run_cell(store_url, cell, this_owner()).status == "skipped"
