@@ -218,6 +218,16 @@ def _callback_class() -> type:
     return AfterUpdate
 
 
+def _check_device(device: str) -> None:
+    # SB3 silently falls back to the CPU when CUDA is missing; a benchmark must not
+    # report CPU wall-clock under a "cuda" label.
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("device 'cuda' was asked for but CUDA is not available on this host; allowed here: cpu")
+
+
 def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps: int, recorder: Any) -> None:
     """Train one SB3 baseline (``ppo``, ``a2c`` or sb3-contrib ``trpo``), recording into ``recorder``.
 
@@ -241,6 +251,7 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
     from bench.envs import get_spec, make_env
 
     p: Any = params
+    _check_device(p.device)
     spec = get_spec(env_id)
     continuous = spec.action == "continuous"
     policy = "CnnPolicy" if spec.obs == "pixels" else "MlpPolicy"

@@ -26,8 +26,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Which on-policy RL algorithm should I use? Run benchmark suites and find out.",
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# Off a terminal (CI logs, pipes) rich would wrap at 80 columns; give tables room instead.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
 
 StoreOpt = typer.Option(DEFAULT_URL, "--store", help="SQLAlchemy URL of the results store (SQLite file or postgresql://…).")
 

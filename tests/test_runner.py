@@ -163,3 +163,65 @@ def test_run_cell_in_process_records_a_done_row(store_url):
     assert row.status == "done" and row.total_steps >= cell.timesteps and row.episodes > 0
     # A second call finds it done and does nothing.
     assert run_cell(store_url, cell, this_owner()).status == "skipped"
+
+
+def test_failures_are_recorded_and_the_suite_goes_on(tmp_path):
+    """A diverging cell (NaN loss) and a cell that raises are failed runs; the rest completes."""
+    import torch
+
+    suite = tmp_path / "fail.yaml"
+    cuda = "" if torch.cuda.is_available() else (
+        "  - {algo: ppo, impl: sb3, label: no-gpu, hyperparams: {device: cuda}}\n"
+    )
+    suite.write_text(
+        "name: fail\nseeds: [0]\ndefaults: {timesteps: 4096, window: 5}\nenvs: [{id: Pendulum-v1}]\nalgorithms:\n"
+        # A learning rate of 1e6 without gradient clipping blows the policy up within one update.
+        "  - {algo: a2c, impl: sb3, label: blowup, hyperparams: {learning_rate: 1000000.0, max_grad_norm: 1000000.0, use_rms_prop: false}}\n"
+        "  - {algo: a2c, impl: sb3, label: fine}\n" + cuda
+    )
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    p = bench("run", str(suite), "--store", url, "--workers", "2", cwd=tmp_path)
+    assert p.returncode == 1, p.stderr
+    n_failed = 2 if cuda else 1
+    assert f"1 done, {n_failed} failed" in p.stdout
+    df = Store(url).runs_frame("fail").set_index("label")
+    assert df.loc["fine", "status"] == "done"
+    assert df.loc["blowup", "status"] == "failed" and "Diverged" in df.loc["blowup", "error"]
+    if cuda:
+        assert df.loc["no-gpu", "status"] == "failed" and "CUDA is not available" in df.loc["no-gpu", "error"]
+    # A re-run retries the failed cells only.
+    again = bench("run", str(suite), "--store", url, cwd=tmp_path)
+    assert f"1 done already" in again.stderr and f"{n_failed} to run" in again.stderr
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="POSIX signals and /proc")
+def test_ctrl_c_stops_cleanly_and_marks_runs_interrupted(tmp_path):
+    suite = tmp_path / "intr.yaml"
+    suite.write_text(
+        "name: intr\nseeds: 4\ndefaults: {timesteps: 30000, window: 10}\n"
+        "envs: [{id: CartPole-v1}]\nalgorithms: [{algo: ppo, impl: sb3}]\n"
+    )
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    # Its own session, so the SIGINT goes to the whole process group as a terminal's Ctrl-C does.
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(suite), "--store", url, "--workers", "2"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    eng = sa.create_engine(url)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        time.sleep(0.2)
+        try:
+            with eng.connect() as c:
+                if c.execute(sa.text("select count(*) from runs where status = 'running'")).scalar() >= 1:
+                    break
+        except sa.exc.OperationalError:
+            continue
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Interrupted" in err and "Traceback" not in err
+    df = Store(url).runs_frame("intr")
+    assert "running" not in set(df.status)
+    assert (df.status == "interrupted").any()
+    interrupted = df.loc[df.status == "interrupted", "key"]
+    assert all(len(Store(url).episodes_of(k)) == 0 for k in interrupted)
