@@ -146,6 +146,14 @@ class _OnPolicyParams(_Strict):
         description="VecNormalize on the training envs: true (obs and reward), false, or {obs: bool, reward: bool}.",
     )
     device: Literal["cpu", "cuda", "auto"] = Field("cpu", description="Torch device for the networks.")
+    grad_noise_chunks: int | None = Field(
+        None,
+        ge=2,
+        description=(
+            "impl bench only: after each update, split the batch into this many chunks and record "
+            "grad/noise_ratio, the variance of the chunk gradients over their squared mean norm; null disables it."
+        ),
+    )
 
     _check_net_arch = field_validator("net_arch", mode="before")(_net_arch_before)
     _check_normalize = field_validator("normalize", mode="before")(_normalize_before)

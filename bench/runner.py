@@ -117,6 +117,10 @@ def train_cell(cell: Cell, recorder: Any) -> None:
         from bench.baselines import train_sb3
 
         train_sb3(cell.env_id, cell.algo, params, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
+    elif cell.impl == "bench":
+        from bench.algos import TRAIN
+
+        TRAIN[cell.algo](cell.env_id, params, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
     else:
         raise NotImplementedError(f"impl {cell.impl!r} for {cell.algo!r} is not available")
 

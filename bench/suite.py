@@ -41,7 +41,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 ALGOS = ("reinforce", "a2c", "trpo", "ppo")
 IMPLS = ("bench", "sb3")
 #: Which implementations exist for each algorithm. SB3 has no REINFORCE.
-AVAILABLE: dict[str, tuple[str, ...]] = {"reinforce": (), "a2c": ("sb3",), "trpo": ("sb3",), "ppo": ("sb3",)}
+AVAILABLE: dict[str, tuple[str, ...]] = {
+    "reinforce": ("bench",),
+    "a2c": ("bench", "sb3"),
+    "trpo": ("bench", "sb3"),
+    "ppo": ("bench", "sb3"),
+}
+#: Hyperparameters only the project's own implementations understand.
+BENCH_ONLY = ("grad_noise_chunks",)
 #: Bumped whenever what a key covers changes, so old runs are never mistaken for new ones.
 KEY_VERSION = 1
 
@@ -425,9 +432,17 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             if a.algo == "reinforce" and a.impl == "sb3":
                 msg = "Stable-Baselines3 has no REINFORCE; allowed for reinforce: impl bench"
             else:
-                have = ", ".join(AVAILABLE[a.algo]) or "none yet"
-                msg = f"the project's own implementations are not available yet (issue #3); allowed for {a.algo}: {have}"
+                msg = f"allowed for {a.algo}: {', '.join(AVAILABLE[a.algo])}"
             problems.append(Problem(f"{path}.impl", msg, a.impl, True))
+        if a.impl == "sb3":
+            for where, block in [("hyperparams", a.hyperparams)] + [
+                (f"env_hyperparams.{k}", v) for k, v in a.env_hyperparams.items()
+            ]:
+                for key in BENCH_ONLY:
+                    if key in block:
+                        problems.append(
+                            Problem(f"{path}.{where}.{key}", "only the project's own implementations (impl: bench) record this", block[key], True)
+                        )
         for env_key in a.env_hyperparams:
             if env_key not in seen_ids:
                 problems.append(

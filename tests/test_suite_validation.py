@@ -47,7 +47,8 @@ BAD = [
     ("repeated seeds", GOOD.replace("seeds: [0, 1]", "seeds: [1, 1]"), "seeds", "must not repeat"),
     ("zero seeds", GOOD.replace("seeds: [0, 1]", "seeds: 0"), "seeds", ">= 1"),
     ("no threshold outside the registry", GOOD.replace("CartPole-v1", "ALE/Seaquest-v5"), "envs[0].threshold", "set a threshold"),
-    ("own impl not available yet", GOOD.replace("impl: sb3", "impl: bench"), "algorithms[0].impl", "not available yet"),
+    ("bench-only hyperparameter on sb3", GOOD.replace("n_envs: 2", "n_envs: 2, grad_noise_chunks: 4"),
+     "algorithms[0].hyperparams.grad_noise_chunks", "only the project's own implementations"),
     ("duplicate label", GOOD + "  - algo: ppo\n    impl: sb3\n", "algorithms[1].label", "label used twice"),
     ("bad name", GOOD.replace("name: t", "name: 'my suite!'"), "name", "pattern"),
 ]

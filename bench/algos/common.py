@@ -1,0 +1,441 @@
+"""Parts the project's own algorithms share, because they use them identically.
+
+- :class:`ActorCritic`: an MLP (vector observations) or Nature CNN (pixels) policy
+  and value function, exposing ``actor_parameters()`` and ``critic_parameters()``
+  explicitly (TRPO needs the split; nothing is picked by parameter name).
+- :class:`CategoricalPd` / :class:`GaussianPd`: the two action distributions,
+  written as a few tensor ops instead of ``torch.distributions`` (whose argument
+  validation and object set-up cost more than the maths at these sizes).
+- :class:`Normalizer`: running observation / reward normalisation, VecNormalize's
+  algorithm (SB3), so ``normalize:`` means the same for both implementations.
+- :class:`Collector` and :class:`Rollout`: n-step rollouts on a vector env that
+  tell termination from truncation (bootstrap from V(s') on truncation only).
+- :func:`gae`: generalised advantage estimation (Schulman et al. 2016).
+- :func:`explained_variance` and :func:`grad_noise_ratio`: diagnostics.
+
+Shapes: ``T`` rollout steps, ``N`` envs, ``B = T * N`` samples.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple, Sequence
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def seed_everything(seed: int) -> np.random.Generator:
+    """Seed torch and return a NumPy generator: the same seed gives the same run (one thread)."""
+    torch.manual_seed(seed)
+    return np.random.default_rng(seed)
+
+
+def pick_device(device: str) -> torch.device:
+    """``cpu``, ``cuda`` (an error if absent: a benchmark must not fall back silently), or ``auto``."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' was asked for but CUDA is not available on this host; allowed here: cpu")
+    return torch.device(device)
+
+
+# --------------------------------------------------------------------------- #
+# Networks
+# --------------------------------------------------------------------------- #
+def _init(layer: nn.Module, gain: float, ortho: bool) -> nn.Module:
+    # Orthogonal init with gains sqrt(2) (hidden), 0.01 (policy head) and 1 (value
+    # head), as in the PPO implementation details study (Huang et al. 2022) and SB3.
+    if ortho and isinstance(layer, (nn.Linear, nn.Conv2d)):
+        nn.init.orthogonal_(layer.weight, gain)
+        nn.init.zeros_(layer.bias)
+    return layer
+
+
+def mlp(sizes: Sequence[int], activation: str, out_gain: float, ortho: bool = True) -> nn.Sequential:
+    act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        last = i == len(sizes) - 2
+        layers.append(_init(nn.Linear(sizes[i], sizes[i + 1]), out_gain if last else math.sqrt(2), ortho))
+        if not last:
+            layers.append(act())
+    return nn.Sequential(*layers)
+
+
+class NatureCNN(nn.Module):
+    """The DQN torso (Mnih et al. 2015): uint8 (C, 84, 84) frames → 512 features."""
+
+    def __init__(self, in_channels: int, ortho: bool = True):
+        super().__init__()
+        g = math.sqrt(2)
+        self.net = nn.Sequential(
+            _init(nn.Conv2d(in_channels, 32, 8, stride=4), g, ortho), nn.ReLU(),
+            _init(nn.Conv2d(32, 64, 4, stride=2), g, ortho), nn.ReLU(),
+            _init(nn.Conv2d(64, 64, 3, stride=1), g, ortho), nn.ReLU(),
+            nn.Flatten(),
+            _init(nn.Linear(64 * 7 * 7, 512), g, ortho), nn.ReLU(),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x.float() / 255.0)
+
+
+class CategoricalPd:
+    """Categorical distribution from logits ``(B, n)``."""
+
+    __slots__ = ("logp",)
+
+    def __init__(self, logits: torch.Tensor):
+        self.logp = torch.log_softmax(logits, dim=-1)
+
+    def sample(self) -> torch.Tensor:
+        # Gumbel-max: argmax(logits + Gumbel noise) is an exact categorical sample.
+        u = torch.rand_like(self.logp).clamp_(min=1e-12)
+        return (self.logp - torch.log(-torch.log(u))).argmax(dim=-1)
+
+    def mode(self) -> torch.Tensor:
+        return self.logp.argmax(dim=-1)
+
+    def log_prob(self, a: torch.Tensor) -> torch.Tensor:
+        return self.logp.gather(-1, a.long().unsqueeze(-1)).squeeze(-1)
+
+    def entropy(self) -> torch.Tensor:
+        return -(self.logp.exp() * self.logp).sum(-1)
+
+    def kl(self, other: "CategoricalPd") -> torch.Tensor:
+        """KL(self ‖ other), per sample."""
+        return (self.logp.exp() * (self.logp - other.logp)).sum(-1)
+
+
+class GaussianPd:
+    """Diagonal Gaussian with a state-independent log-std: mean ``(B, d)``, log_std ``(d,)``."""
+
+    __slots__ = ("mean", "log_std")
+
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
+        self.mean, self.log_std = mean, log_std
+
+    def sample(self) -> torch.Tensor:
+        return self.mean + self.log_std.exp() * torch.randn_like(self.mean)
+
+    def mode(self) -> torch.Tensor:
+        return self.mean
+
+    def log_prob(self, a: torch.Tensor) -> torch.Tensor:
+        z = (a - self.mean) * torch.exp(-self.log_std)
+        return (-0.5 * z.pow(2) - self.log_std - LOG_SQRT_2PI).sum(-1)
+
+    def entropy(self) -> torch.Tensor:
+        return (self.log_std + 0.5 + LOG_SQRT_2PI).sum(-1).expand(self.mean.shape[0])
+
+    def kl(self, other: "GaussianPd") -> torch.Tensor:
+        """KL(self ‖ other), per sample (closed form for diagonal Gaussians)."""
+        var, ovar = (2 * self.log_std).exp(), (2 * other.log_std).exp()
+        return (other.log_std - self.log_std + (var + (self.mean - other.mean).pow(2)) / (2 * ovar) - 0.5).sum(-1)
+
+
+Pd = CategoricalPd | GaussianPd
+
+
+class ActorCritic(nn.Module):
+    """Policy π(a|s) and value V(s).
+
+    Vector observations: two separate MLPs (``net_arch`` ``{pi, vf}`` or one list for
+    both; default [64, 64], SB3's). Pixels: one Nature CNN shared by both heads
+    (SB3's CnnPolicy), unless ``share_features=False`` (TRPO fits the critic
+    separately and must not move the policy while doing so).
+    Continuous actions get a state-independent log-std parameter.
+    """
+
+    def __init__(
+        self,
+        obs_space: gym.spaces.Box,
+        action_space: gym.spaces.Space,
+        *,
+        net_arch: Any = None,
+        activation: str = "tanh",
+        ortho_init: bool = True,
+        log_std_init: float = 0.0,
+        share_features: bool = True,
+    ):
+        super().__init__()
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        n_out = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
+        self.pixels = obs_space.dtype == np.uint8 and len(obs_space.shape) == 3
+        if self.pixels:
+            self.pi_features = NatureCNN(obs_space.shape[0], ortho_init)
+            self.vf_features = self.pi_features if share_features else NatureCNN(obs_space.shape[0], ortho_init)
+            self.pi = _init(nn.Linear(512, n_out), 0.01, ortho_init)
+            self.vf = _init(nn.Linear(512, 1), 1.0, ortho_init)
+        else:
+            pi_arch, vf_arch = _arch(net_arch)
+            d = int(np.prod(obs_space.shape))
+            self.pi_features = self.vf_features = nn.Identity()
+            self.pi = mlp([d, *pi_arch, n_out], activation, 0.01, ortho_init)
+            self.vf = mlp([d, *vf_arch, 1], activation, 1.0, ortho_init)
+        self.shared = self.pixels and share_features
+        if not self.discrete:
+            self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
+
+    # -- parameter groups ----------------------------------------------------
+    def actor_parameters(self) -> list[nn.Parameter]:
+        ps = list(self.pi_features.parameters()) + list(self.pi.parameters())
+        return ps + ([] if self.discrete else [self.log_std])
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        own = list(self.vf.parameters())
+        return own if self.shared else list(self.vf_features.parameters()) + own
+
+    # -- evaluation ----------------------------------------------------------
+    def dist(self, obs: torch.Tensor) -> Pd:
+        out = self.pi(self.pi_features(obs))
+        return CategoricalPd(out) if self.discrete else GaussianPd(out, self.log_std)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.vf(self.vf_features(obs)).squeeze(-1)
+
+
+def _arch(net_arch: Any) -> tuple[list[int], list[int]]:
+    if net_arch is None:
+        return [64, 64], [64, 64]
+    if isinstance(net_arch, (list, tuple)):
+        return list(net_arch), list(net_arch)
+    pi = net_arch["pi"] if isinstance(net_arch, dict) else net_arch.pi
+    vf = net_arch["vf"] if isinstance(net_arch, dict) else net_arch.vf
+    return list(pi), list(vf)
+
+
+def make_policy(envs: gym.vector.VectorEnv, params: Any, *, share_features: bool = True) -> ActorCritic:
+    """An :class:`ActorCritic` for a vector env from the shared hyperparameter fields."""
+    return ActorCritic(
+        envs.single_observation_space,
+        envs.single_action_space,
+        net_arch=params.net_arch,
+        activation=params.activation,
+        ortho_init=params.ortho_init,
+        log_std_init=params.log_std_init,
+        share_features=share_features,
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Normalisation (VecNormalize's algorithm)
+# --------------------------------------------------------------------------- #
+class RunningMeanStd:
+    """Running mean and variance over batches (Chan et al.'s parallel update)."""
+
+    def __init__(self, shape: tuple[int, ...] = ()):
+        self.mean = np.zeros(shape, np.float64)
+        self.var = np.ones(shape, np.float64)
+        self.count = 1e-4
+
+    def update(self, x: np.ndarray) -> None:
+        bm, bv, bc = x.mean(axis=0), x.var(axis=0), x.shape[0]
+        delta, total = bm - self.mean, self.count + bc
+        self.mean = self.mean + delta * bc / total
+        m2 = self.var * self.count + bv * bc + delta**2 * self.count * bc / total
+        self.var, self.count = m2 / total, total
+
+
+class Normalizer:
+    """Observation and reward normalisation as SB3's ``VecNormalize`` does it.
+
+    Observations: ``clip((o - mean) / sqrt(var + eps), ±10)`` with running stats.
+    Rewards: divided by the running std of the discounted return (not centred),
+    clipped to ±10. Recorded episode returns are unaffected: the monitor sits
+    below, on the raw env.
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...], n_envs: int, gamma: float, *, obs: bool, reward: bool):
+        self.do_obs, self.do_reward, self.gamma = obs, reward, gamma
+        self.obs_rms = RunningMeanStd(obs_shape)
+        self.ret_rms = RunningMeanStd(())
+        self.ret = np.zeros(n_envs)
+
+    def obs(self, o: np.ndarray, update: bool) -> np.ndarray:
+        if not self.do_obs:
+            return o
+        if update:
+            self.obs_rms.update(o)
+        return np.clip((o - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -10, 10).astype(np.float32)
+
+    def reward(self, r: np.ndarray, ended: np.ndarray) -> np.ndarray:
+        if not self.do_reward:
+            return r
+        self.ret = self.ret * self.gamma + r
+        self.ret_rms.update(self.ret)
+        self.ret[ended] = 0.0
+        return np.clip(r / np.sqrt(self.ret_rms.var + 1e-8), -10, 10)
+
+
+# --------------------------------------------------------------------------- #
+# Rollouts
+# --------------------------------------------------------------------------- #
+class Rollout(NamedTuple):
+    """``T`` steps of ``N`` envs. Rewards are as trained on (normalised if enabled)."""
+
+    obs: torch.Tensor  # (T, N, *obs_shape), as the policy saw them
+    actions: torch.Tensor  # (T, N) discrete, (T, N, d) continuous (unclipped samples)
+    logp: torch.Tensor  # (T, N) log π(a|s) at collection time
+    values: torch.Tensor  # (T, N) V(s)
+    rewards: np.ndarray  # (T, N)
+    terminated: np.ndarray  # (T, N) true terminal state: no bootstrap
+    ended: np.ndarray  # (T, N) terminated or truncated: the episode ends here
+    next_values: np.ndarray  # (T, N) V(s') of the true next state (final obs when an episode ended)
+
+
+class Collector:
+    """Steps a vector env with the current policy, ``n_steps`` at a time.
+
+    The env must use ``AutoresetMode.SAME_STEP`` (:func:`bench.envs.make_vec_env`'s
+    default): a finished sub-env is reset inside ``step()`` and its last
+    observation is in ``info["final_obs"]``, which we need to bootstrap
+    V(s') on truncation (Pardo et al. 2018, "Time Limits in RL").
+    """
+
+    def __init__(self, envs: gym.vector.VectorEnv, policy: ActorCritic, normalizer: Normalizer, *, seed: int,
+                 device: torch.device = torch.device("cpu")):
+        self.envs, self.policy, self.norm, self.device = envs, policy, normalizer, device
+        space = envs.single_action_space
+        self.continuous = isinstance(space, gym.spaces.Box)
+        self.low = space.low if self.continuous else None
+        self.high = space.high if self.continuous else None
+        raw, _ = envs.reset(seed=seed)  # sub-env i gets seed + i, as SB3's DummyVecEnv
+        self.obs = normalizer.obs(raw, update=True)
+
+    def _t(self, x: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(x, device=self.device)
+
+    def collect(self, n_steps: int) -> Rollout:
+        n = self.envs.num_envs
+        obs_buf = np.empty((n_steps, *self.obs.shape), dtype=self.obs.dtype)
+        act_buf: list[torch.Tensor] = []
+        logp_buf = torch.empty((n_steps, n))
+        val_buf = np.empty((n_steps + 1, n), dtype=np.float32)
+        rew = np.empty((n_steps, n), dtype=np.float32)
+        term = np.empty((n_steps, n), dtype=np.float32)
+        ended = np.empty((n_steps, n), dtype=np.float32)
+        final_values: list[tuple[int, np.ndarray, np.ndarray]] = []  # (t, env mask, V(final_obs))
+        policy = self.policy
+        with torch.inference_mode():
+            for t in range(n_steps):
+                obs_buf[t] = self.obs
+                o = self._t(self.obs)
+                pd = policy.dist(o)
+                a = pd.sample()
+                logp_buf[t] = pd.log_prob(a).cpu()
+                val_buf[t] = policy.value(o).cpu().numpy()
+                a_cpu = a.cpu()
+                act_buf.append(a_cpu)
+                a_np = a_cpu.numpy()
+                # The env gets actions clipped to its bounds; the log-prob stays that of the unclipped sample.
+                env_a = np.clip(a_np, self.low, self.high) if self.continuous else a_np
+                raw, r, te, tr, info = self.envs.step(env_a)
+                done = te | tr
+                rew[t] = self.norm.reward(r, done)
+                term[t], ended[t] = te, done
+                if tr.any():
+                    mask = tr & ~te
+                    if mask.any():
+                        fo = np.stack(info["final_obs"][mask])
+                        fo = self.norm.obs(fo, update=False)
+                        final_values.append((t, mask, policy.value(self._t(fo)).cpu().numpy()))
+                self.obs = self.norm.obs(raw, update=True)
+            val_buf[n_steps] = policy.value(self._t(self.obs)).cpu().numpy()
+        next_values = val_buf[1:].copy()
+        for t, mask, v in final_values:
+            next_values[t, mask] = v
+        return Rollout(
+            obs=torch.from_numpy(obs_buf).to(self.device),
+            actions=torch.stack(act_buf).to(self.device),
+            logp=logp_buf.to(self.device),
+            values=torch.from_numpy(val_buf[:-1]).to(self.device),
+            rewards=rew,
+            terminated=term,
+            ended=ended,
+            next_values=next_values,
+        )
+
+    def policy_fn(self) -> Callable[[np.ndarray], np.ndarray]:
+        """The deterministic policy on raw observations, for evaluation (stats frozen)."""
+
+        def act(raw: np.ndarray) -> np.ndarray:
+            with torch.inference_mode():
+                o = self._t(self.norm.obs(raw, update=False))
+                a = self.policy.dist(o).mode().cpu().numpy()
+            return np.clip(a, self.low, self.high) if self.continuous else a
+
+        return act
+
+
+# --------------------------------------------------------------------------- #
+# Advantages and diagnostics
+# --------------------------------------------------------------------------- #
+def gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    next_values: np.ndarray,
+    terminated: np.ndarray,
+    ended: np.ndarray,
+    gamma: float,
+    lam: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Generalised advantage estimation (Schulman et al. 2016, eq. 16), all ``(T, N)``.
+
+    δ_t = r_t + γ (1 − terminated_t) V(s'_t) − V(s_t)
+    A_t = δ_t + γ λ (1 − ended_t) A_{t+1}
+
+    ``next_values[t]`` is V of the true next state, so a truncated episode
+    bootstraps from V(s') and a terminated one does not; the recursion never
+    crosses an episode boundary. Returns ``(advantages, returns = A + V)``.
+    λ = 1 gives discounted returns minus V; λ = 0 gives one-step TD errors.
+    """
+    T = rewards.shape[0]
+    adv = np.zeros_like(rewards, dtype=np.float32)
+    last = np.zeros(rewards.shape[1:], dtype=np.float32)
+    delta = rewards + gamma * (1.0 - terminated) * next_values - values
+    carry = gamma * lam * (1.0 - ended)
+    for t in range(T - 1, -1, -1):
+        last = delta[t] + carry[t] * last
+        adv[t] = last
+    return adv, adv + values
+
+
+def explained_variance(pred: np.ndarray | torch.Tensor, target: np.ndarray | torch.Tensor) -> float:
+    """1 − Var(target − pred) / Var(target); NaN when the target is constant."""
+    p, y = np.asarray(pred, dtype=np.float64).ravel(), np.asarray(target, dtype=np.float64).ravel()
+    vy = y.var()
+    return float("nan") if vy == 0 else float(1.0 - (y - p).var() / vy)
+
+
+def grad_noise_ratio(loss_of: Callable[[torch.Tensor], torch.Tensor], params: list[nn.Parameter], batch_size: int,
+                     chunks: int, generator: torch.Generator | None = None) -> float:
+    """Gradient noise: split the batch into ``chunks`` random chunks, take each chunk's
+    gradient g_k, and return  mean_k ‖g_k − ḡ‖² / ‖ḡ‖²  (variance across chunks over
+    the squared norm of their mean). High values mean a noisy gradient estimate:
+    it shows how baselines and critics reduce REINFORCE's variance.
+
+    ``loss_of(idx)`` computes the (mean) loss on the samples ``idx``. Gradients
+    already on ``params`` are left as they were.
+    """
+    if chunks < 2:
+        raise ValueError(f"grad noise needs at least 2 chunks, got {chunks}")
+    perm = torch.randperm(batch_size, generator=generator)
+    grads = []
+    for idx in perm.chunk(chunks):
+        g = torch.autograd.grad(loss_of(idx), params, allow_unused=True)
+        grads.append(torch.cat([(x if x is not None else torch.zeros_like(p)).reshape(-1) for x, p in zip(g, params)]))
+    G = torch.stack(grads)
+    mean = G.mean(0)
+    var = (G - mean).pow(2).sum(1).mean()
+    return float(var / mean.pow(2).sum().clamp_min(1e-20))
+
+
+def linear(value: float, kind: str, progress_remaining: float) -> float:
+    """A schedule's value: ``constant``, or ``linear`` decay to 0 (SB3 / zoo ``lin_X``)."""
+    return value * progress_remaining if kind == "linear" else value

@@ -1,0 +1,153 @@
+"""Proximal Policy Optimization (Schulman et al. 2017, "Proximal Policy Optimization Algorithms").
+
+Per iteration: collect ``n_steps`` on each of ``n_envs`` envs, compute GAE(λ)
+advantages, then take ``n_epochs`` passes of shuffled minibatches over the batch,
+minimising
+
+    L = −E[min(r·Â, clip(r, 1−ε, 1+ε)·Â)] + c_v·E[(V − R)²] − c_e·E[H(π)],
+    r = π(a|s) / π_old(a|s)
+
+(the paper's eq. 7 and 9). Options follow SB3's PPO, whose names the config
+uses: value clipping (``clip_range_vf``), target-KL early stop, linear learning
+rate / clip-range decay, advantage normalisation per minibatch, global gradient
+clipping, and VecNormalize-style observation/reward normalisation
+(``normalize``; the zoo turns it on for continuous control).
+Implementation details follow Huang et al. 2022, "The 37 Implementation Details
+of PPO", and SB3 2.9, so that ``impl: bench`` and ``impl: sb3`` with the same
+hyperparameters run the same algorithm.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from bench.algos.common import Collector, Normalizer, explained_variance, gae, grad_noise_ratio, linear, make_policy, \
+    pick_device, seed_everything
+from bench.envs import make_vec_env
+from bench.hyperparams import PPOParams
+from bench.record import RecorderProtocol
+
+
+def ppo_losses(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    adv: torch.Tensor,
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    clip_range: float,
+    clip_range_vf: float | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Clipped surrogate and value losses on one minibatch, all ``(B,)`` in.
+
+    Returns ``(policy_loss, value_loss, clip_fraction)``. The value loss is
+    ``E[(V − R)²]``, or with ``clip_range_vf`` the value prediction is kept within
+    ±clip_range_vf of the old one (SB3's variant of the paper's value clipping).
+    """
+    ratio = torch.exp(logp - old_logp)
+    pg_loss = -torch.min(ratio * adv, torch.clamp(ratio, 1 - clip_range, 1 + clip_range) * adv).mean()
+    if clip_range_vf is not None:
+        values = old_values + torch.clamp(values - old_values, -clip_range_vf, clip_range_vf)
+    v_loss = (returns - values).pow(2).mean()
+    clip_frac = ((ratio - 1).abs() > clip_range).float().mean()
+    return pg_loss, v_loss, clip_frac
+
+
+def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
+    """Train PPO on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
+    p = params
+    device = pick_device(p.device)
+    rng = seed_everything(seed)
+    envs = make_vec_env(env_id, p.n_envs, recorder=recorder)
+    norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
+                      obs=p.normalize_obs, reward=p.normalize_reward)
+    policy = make_policy(envs, p).to(device)
+    # Adam with eps 1e-5, as SB3's ActorCriticPolicy and the PPO reference code.
+    optimizer = torch.optim.Adam(policy.parameters(), lr=p.learning_rate, eps=1e-5)
+    params_list = list(policy.parameters())
+    collector = Collector(envs, policy, norm, seed=seed, device=device)
+
+    # Derived sizes, in one place.
+    batch = p.n_steps * p.n_envs
+    n_iters = math.ceil(timesteps / batch)
+    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+
+    for it in range(n_iters):
+        progress_remaining = 1.0 - it / n_iters
+        lr = linear(p.learning_rate, p.lr_schedule, progress_remaining)
+        for g in optimizer.param_groups:
+            g["lr"] = lr
+        clip = linear(p.clip_range, p.clip_range_schedule, progress_remaining)
+
+        # -- rollout and advantages -------------------------------------------
+        ro = collector.collect(p.n_steps)
+        adv_np, ret_np = gae(ro.rewards, ro.values.cpu().numpy(), ro.next_values, ro.terminated, ro.ended,
+                             p.gamma, p.gae_lambda)
+        obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
+        actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
+        old_logp, old_values = ro.logp.reshape(batch), ro.values.reshape(batch)
+        advantages = torch.from_numpy(adv_np).reshape(batch).to(device)
+        returns = torch.from_numpy(ret_np).reshape(batch).to(device)
+
+        # -- update: n_epochs of shuffled minibatches ---------------------------
+        pg_losses, v_losses, ents, clip_fracs, kls, gnorms = [], [], [], [], [], []
+        stop = False
+        for _epoch in range(p.n_epochs):
+            for idx in torch.randperm(batch, generator=gen).split(p.batch_size):
+                pd = policy.dist(obs[idx])
+                logp = pd.log_prob(actions[idx])
+                adv = advantages[idx]
+                if p.normalize_advantage and len(idx) > 1:
+                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                pg_loss, v_loss, clip_frac = ppo_losses(
+                    logp, old_logp[idx], adv, policy.value(obs[idx]), old_values[idx], returns[idx],
+                    clip, p.clip_range_vf,
+                )
+                entropy = pd.entropy().mean()
+                loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
+
+                with torch.no_grad():
+                    # Low-variance KL estimator k3 = E[(r − 1) − log r] (Schulman 2020, "Approximating KL
+                    # divergence", http://joschu.net/blog/kl-approx.html), as SB3 and CleanRL use.
+                    log_ratio = logp - old_logp[idx]
+                    approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
+                if p.target_kl is not None and approx_kl > 1.5 * p.target_kl:
+                    stop = True  # SB3's rule: stop the epochs once KL exceeds 1.5 × target
+                    break
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                gnorms.append(float(nn.utils.clip_grad_norm_(params_list, p.max_grad_norm)))
+                optimizer.step()
+                pg_losses.append(float(pg_loss.detach()))
+                v_losses.append(float(v_loss.detach()))
+                ents.append(float(entropy.detach()))
+                clip_fracs.append(float(clip_frac))
+                kls.append(approx_kl)
+            if stop:
+                break
+
+        # -- diagnostics ---------------------------------------------------------
+        # Means over the minibatch steps taken (none when target-KL stopped the first one).
+        diag = {k: float(np.mean(v)) for k, v in [
+            ("loss/policy", pg_losses), ("loss/value", v_losses), ("policy/entropy", ents),
+            ("policy/approx_kl", kls), ("policy/clip_fraction", clip_fracs), ("grad/norm", gnorms),
+        ] if v}
+        diag["value/explained_variance"] = explained_variance(ro.values.cpu().numpy(), ret_np)
+        diag["train/learning_rate"] = lr
+        if not policy.discrete:
+            diag["policy/log_std"] = float(policy.log_std.mean())
+        if p.grad_noise_chunks:
+            adv_n = (advantages - advantages.mean()) / (advantages.std() + 1e-8) if p.normalize_advantage else advantages
+
+            def pg_loss_of(idx: torch.Tensor) -> torch.Tensor:
+                return -(policy.dist(obs[idx]).log_prob(actions[idx]) * adv_n[idx]).mean()
+
+            diag["grad/noise_ratio"] = grad_noise_ratio(pg_loss_of, policy.actor_parameters(), batch,
+                                                        p.grad_noise_chunks, gen)
+        recorder.diagnostics(diag)
+        recorder.after_update(collector.policy_fn())
+    envs.close()
