@@ -1,4 +1,4 @@
-"""The ``bench`` command: run | status | export | envs | schema.
+"""The ``bench`` command: run | status | export | envs | schema | speed.
 
 Bad input is one line per problem on stderr and exit status 2; nothing runs and
 no store is created or touched. A run's own failure is a result, reported in the
@@ -257,6 +257,52 @@ def envs() -> None:
     for s in list_specs():
         t.add_row(s.id, s.family, s.action, s.obs, s.reward, _fmt(s.horizon), _fmt(s.threshold), s.threshold_source)
     out.print(t)
+
+
+@app.command()
+def speed(
+    algo: str = typer.Option("ppo", "--algo", help="Comma-separated: ppo, a2c, trpo."),
+    env: str = typer.Option("CartPole-v1", "--env", help="Gymnasium id."),
+    timesteps: int = typer.Option(20_000, "--timesteps", min=1, help="Env steps per timed run."),
+    rounds: int = typer.Option(3, "--rounds", min=1, help="Timed rounds per implementation (alternating)."),
+    seeds: int = typer.Option(0, "--seeds", min=0, help="Also compare median samples-to-threshold over this many seeds."),
+    sample_timesteps: Optional[int] = typer.Option(None, "--sample-timesteps", min=1, help="Budget of those runs."),
+    out_json: Optional[Path] = typer.Option(None, "--json", help="Also write the measurements as JSON."),
+) -> None:
+    """Own implementation vs SB3: env-steps/s side by side in one process, one torch thread each."""
+    from dataclasses import asdict
+
+    from bench.envs import env_exists
+    from bench.speed import compare, median_steps
+
+    algos = [a.strip() for a in algo.split(",") if a.strip()]
+    bad = [a for a in algos if a not in ("ppo", "a2c", "trpo")]
+    if bad or not algos:
+        raise _bad_input(f"--algo: {', '.join(bad) or repr(algo)} not comparable with SB3; allowed: ppo, a2c, trpo")
+    if not env_exists(env):
+        raise _bad_input(f"--env: unknown environment {env!r}; allowed: a registered Gymnasium id (see `bench envs`)")
+    results = []
+    for a in algos:
+        results.append(compare(a, env, timesteps=timesteps, rounds=rounds, sample_seeds=seeds,
+                               sample_timesteps=sample_timesteps, progress=lambda s: err.print(s)))
+    t = Table(title=f"own vs SB3 on {env}: env-steps/s (median of {rounds}), one torch thread, same hyperparameters")
+    for col in ("algo", "own steps/s", "sb3 steps/s", "ratio", "own median steps-to-threshold", "sb3 median"):
+        t.add_column(col)
+    for r in results:
+        t.add_row(
+            r.algo, _fmt(float(sorted(r.own_steps_per_s)[len(r.own_steps_per_s) // 2]), 0),
+            _fmt(float(sorted(r.sb3_steps_per_s)[len(r.sb3_steps_per_s) // 2]), 0), f"{r.ratio:.2f}x",
+            _fmt(median_steps(r.own_steps_to_threshold), 0) if seeds else "",
+            _fmt(median_steps(r.sb3_steps_to_threshold), 0) if seeds else "",
+        )
+    out.print(t)
+    if out_json is not None:
+        import platform
+
+        from bench.runner import run_metadata
+
+        out_json.write_text(json.dumps({"results": [asdict(r) | {"ratio": r.ratio} for r in results],
+                                        "meta": run_metadata(), "machine": platform.machine()}, indent=2))
 
 
 @app.command()

@@ -66,8 +66,9 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
     norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
                       obs=p.normalize_obs, reward=p.normalize_reward)
     policy = make_policy(envs, p).to(device)
-    # Adam with eps 1e-5, as SB3's ActorCriticPolicy and the PPO reference code.
-    optimizer = torch.optim.Adam(policy.parameters(), lr=p.learning_rate, eps=1e-5)
+    # Adam with eps 1e-5, as SB3's ActorCriticPolicy and the PPO reference code. The fused
+    # kernel does the same maths in one call per step instead of ~10 ops per parameter.
+    optimizer = torch.optim.Adam(policy.parameters(), lr=p.learning_rate, eps=1e-5, fused=True)
     params_list = list(policy.parameters())
     collector = Collector(envs, policy, norm, seed=seed, device=device)
 
