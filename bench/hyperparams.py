@@ -45,6 +45,7 @@ __all__ = [
     "PPOParams",
     "A2CParams",
     "TRPOParams",
+    "REINFORCEParams",
     "PARAMS",
     "ZOO",
     "ZOO_TIMESTEPS",
@@ -280,7 +281,64 @@ class TRPOParams(_OnPolicyParams):
         return self
 
 
-PARAMS: dict[str, type[BaseModel]] = {"ppo": PPOParams, "a2c": A2CParams, "trpo": TRPOParams}
+class REINFORCEParams(_OnPolicyParams):
+    """REINFORCE (Williams 1992), the Monte-Carlo policy gradient; SB3 has no REINFORCE.
+
+    Batches are whole episodes: each of the ``n_envs`` envs plays episodes until
+    the batch holds at least ``n_steps × n_envs`` steps, and an env whose episode
+    ends after that sits idle until the slowest env's episode is over. Every
+    return is then a complete Monte-Carlo return of the current policy (no
+    bootstrapping except at time limits, no step of the next policy wasted or
+    mixed in). ``n_steps = 1, n_envs = 1`` is one episode per update, as in
+    Williams' episodic REINFORCE and PyTorch's ``examples/reinforcement_learning/reinforce.py``.
+
+    Defaults: ``learning_rate`` 1e-2, ``gamma`` 0.99, one episode per update, returns
+    standardised per batch, no entropy bonus and no gradient clipping are the PyTorch
+    example's; the learned state-value baseline (``baseline: value``) is
+    "REINFORCE with baseline", Sutton & Barto 2018 §13.4, fitted jointly by MSE to G_t
+    with SB3's ``vf_coef`` 0.5. Fields named as SB3's mean what they mean there;
+    ``baseline`` and ``normalize_returns`` are named after the paper and the example.
+    """
+
+    learning_rate: float = Field(1e-2, gt=0, description="Adam step size (PyTorch's reinforce.py example: 1e-2).")
+    n_steps: int = Field(
+        1,
+        gt=0,
+        description=(
+            "Minimum steps per env per batch: envs play whole episodes until the batch holds at least "
+            "n_steps × n_envs steps, then the in-flight episodes are finished (1: one episode per env per update)."
+        ),
+    )
+    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor of the Monte-Carlo returns G_t.")
+    gae_lambda: float = Field(
+        1.0, ge=1, le=1, description="Fixed at 1: REINFORCE uses full Monte-Carlo returns (kept so blocks are shared)."
+    )
+    baseline: Literal["none", "mean", "value"] = Field(
+        "value",
+        description=(
+            "b(s) subtracted from G_t: none (Williams' plain REINFORCE), mean (the batch's mean return, a constant "
+            "baseline) or value (a learned V(s) fitted to G_t by MSE, Sutton & Barto 2018 §13.4)."
+        ),
+    )
+    normalize_returns: bool = Field(
+        True,
+        description=(
+            "Standardise the returns G_t per batch before the baseline (PyTorch's reinforce.py); with baseline "
+            "value the critic then fits standardised returns. Centring is itself a mean baseline."
+        ),
+    )
+    normalize_advantage: bool = Field(
+        False, description="Standardise the advantages G_t − b(s) per batch (after the baseline)."
+    )
+    ent_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    vf_coef: float = Field(0.5, ge=0, description="Weight of the value loss in the joint loss (baseline value only).")
+    max_grad_norm: float | None = Field(
+        None, gt=0, description="Global gradient-norm clip; null disables it (plain REINFORCE clips nothing)."
+    )
+
+PARAMS: dict[str, type[BaseModel]] = {
+    "reinforce": REINFORCEParams, "ppo": PPOParams, "a2c": A2CParams, "trpo": TRPOParams,
+}
 
 
 # --------------------------------------------------------------------------- #
@@ -443,10 +501,12 @@ _ZOO_TRPO: dict[str, dict[str, Any]] = {
 }
 
 #: algo → bench env id → rl-baselines3-zoo tuned hyperparameters, as fields of PARAMS[algo].
-ZOO: dict[str, dict[str, dict[str, Any]]] = {"ppo": _ZOO_PPO, "a2c": _ZOO_A2C, "trpo": _ZOO_TRPO}
+# The zoo has no REINFORCE: its table is empty, so only model defaults and overrides apply.
+ZOO: dict[str, dict[str, dict[str, Any]]] = {"reinforce": {}, "ppo": _ZOO_PPO, "a2c": _ZOO_A2C, "trpo": _ZOO_TRPO}
 
 #: algo → bench env id → the zoo's ``n_timesteps`` for that entry (the budget it was tuned for).
 ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
+    "reinforce": {},  # no zoo entry
     "ppo": {
         "ALE/Breakout-v5": 10_000_000,  # atari
         "ALE/Pong-v5": 10_000_000,  # atari
@@ -495,7 +555,8 @@ def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
     """Resolve hyperparameters in layers: model defaults ← zoo values for the env ← each override.
 
     Later layers win key by key; a nested value (``normalize``, ``net_arch``) is
-    replaced whole, never merged. Raises :class:`pydantic.ValidationError` for an
+    replaced whole, never merged. When no layer sets ``normalize`` and the env has
+    continuous actions, it is ``true``. Raises :class:`pydantic.ValidationError` for an
     unknown key (its loc names the key) or a bad value.
     """
     if algo not in PARAMS:
@@ -503,4 +564,20 @@ def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
     merged: dict[str, Any] = zoo_defaults(algo, env_id)
     for layer in overrides:
         merged.update(dict(layer or {}))
+    if "normalize" not in merged and _continuous(env_id):
+        # Running obs/reward normalisation is on by default for continuous control: the zoo
+        # sets it for nearly every continuous env, and Huang et al. 2022 ("The 37
+        # Implementation Details of PPO", MuJoCo details 4-7) count it as part of PPO there.
+        # Only a default: a layer that names ``normalize`` (even the zoo's) wins.
+        merged["normalize"] = True
     return PARAMS[algo].model_validate(merged)
+
+
+def _continuous(env_id: str) -> bool:
+    """Whether ``env_id`` has a continuous action space (unknown ids count as not)."""
+    from bench.envs import env_exists, get_spec  # envs imports nothing from here; lazy to keep this module light
+
+    try:
+        return env_exists(env_id) and get_spec(env_id).action == "continuous"
+    except ValueError:  # registered but unbuildable: the suite validator reports that itself
+        return False

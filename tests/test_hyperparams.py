@@ -193,3 +193,15 @@ def test_zoo_defaults_is_a_copy():
     assert zoo_defaults("ppo", "Acrobot-v1") == {}
     with pytest.raises(KeyError):
         zoo_defaults("dqn", "CartPole-v1")
+
+
+def test_normalize_defaults_on_for_continuous_control_only():
+    # Pendulum's zoo block does not name normalize: the continuous default turns it on.
+    assert resolve("ppo", "Pendulum-v1").normalize is True
+    assert resolve("trpo", "Pendulum-v1").normalize_obs is True
+    # Discrete envs keep the model default (off) ...
+    assert resolve("ppo", "CartPole-v1").normalize is False
+    # ... and any layer that names it wins, even to turn it off.
+    assert resolve("ppo", "Pendulum-v1", {"normalize": False}).normalize is False
+    spec = resolve("a2c", "Pendulum-v1", {"normalize": {"obs": True, "reward": False}})
+    assert (spec.normalize_obs, spec.normalize_reward) == (True, False)

@@ -140,7 +140,7 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
         diag["value/explained_variance"] = explained_variance(ro.values.cpu().numpy(), ret_np)
         diag["train/learning_rate"] = lr
         if not policy.discrete:
-            diag["policy/log_std"] = float(policy.log_std.mean())
+            diag["policy/log_std"] = float(policy.log_std.detach().mean())
         if p.grad_noise_chunks:
             adv_n = (advantages - advantages.mean()) / (advantages.std() + 1e-8) if p.normalize_advantage else advantages
 

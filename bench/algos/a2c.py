@@ -1,0 +1,154 @@
+"""Advantage Actor-Critic, synchronous (Mnih et al. 2016, "Asynchronous Methods for
+Deep Reinforcement Learning", Algorithm S3, run on a vector env instead of
+asynchronous workers, as OpenAI Baselines' and SB3's A2C do).
+
+Per iteration: collect ``n_steps`` on each of ``n_envs`` envs, compute advantages
+Â_t = R_t − V(s_t) with n-step returns (``gae_lambda`` 1, SB3's default; any λ < 1
+gives GAE(λ), Schulman et al. 2016), then take ONE gradient step on the whole batch,
+minimising
+
+    L = −E[Â · log π(a|s)] + c_v · E[(R − V(s))²] − c_e · E[H(π(·|s))]
+
+with global gradient-norm clipping. Options follow SB3's A2C, whose names the
+config uses: RMSprop (α 0.99, the paper's optimizer) or Adam, linear learning-rate
+decay, advantage standardisation over the rollout (off by default, not in the
+paper), and VecNormalize-style observation/reward normalisation (``normalize``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from bench.algos.common import Collector, Normalizer, explained_variance, gae, grad_noise_ratio, linear, make_policy, \
+    pick_device, seed_everything
+from bench.envs import make_vec_env
+from bench.hyperparams import A2CParams
+from bench.record import RecorderProtocol
+
+
+def a2c_losses(
+    logp: torch.Tensor, adv: torch.Tensor, values: torch.Tensor, returns: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Policy-gradient and value losses on one batch, all ``(B,)`` in.
+
+    Returns ``(policy_loss, value_loss)`` = ``(−mean(Â · log π), mean((R − V)²))``;
+    ``adv`` and ``returns`` are constants (no gradient flows into them).
+    """
+    pg_loss = -(adv * logp).mean()
+    v_loss = (returns - values).pow(2).mean()
+    return pg_loss, v_loss
+
+
+def make_optimizer(params: list[nn.Parameter], p: A2CParams) -> torch.optim.Optimizer:
+    """SB3's A2C optimizer: RMSprop(α 0.99, ε rms_prop_eps, no weight decay), or Adam(ε 1e-5)."""
+    if p.use_rms_prop:
+        return torch.optim.RMSprop(params, lr=p.learning_rate, alpha=0.99, eps=p.rms_prop_eps, weight_decay=0,
+                                   foreach=True)
+    return torch.optim.Adam(params, lr=p.learning_rate, eps=1e-5, foreach=True)
+
+
+class _FlatParams:
+    """The policy's parameters re-homed as views into one flat buffer, their gradients
+    into another, so that gradient clipping and the optimizer step are a handful of
+    ops on one tensor instead of a handful per parameter (at A2C's batch of 40 these
+    per-tensor ops cost a large share of the update). Backward accumulates into the
+    existing ``.grad`` views in place, so ``zero_grad`` is one ``zero_()``.
+    """
+
+    def __init__(self, params: list[nn.Parameter]):
+        self.param = nn.Parameter(torch.cat([q.detach().reshape(-1) for q in params]))
+        self.grad = torch.zeros_like(self.param)
+        self.param.grad = self.grad
+        o = 0
+        for q in params:
+            k = q.numel()
+            q.data = self.param.data[o:o + k].view_as(q)
+            q.grad = self.grad[o:o + k].view_as(q)
+            o += k
+
+    def zero_grad(self) -> None:
+        self.grad.zero_()
+
+    def clip_grad_norm(self, max_norm: float) -> torch.Tensor:
+        """``nn.utils.clip_grad_norm_``'s rule on the flat gradient; returns the norm before clipping."""
+        norm = torch.linalg.vector_norm(self.grad)
+        self.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+
+
+def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
+    """Train A2C on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
+    p = params
+    device = pick_device(p.device)
+    rng = seed_everything(seed)
+    envs = make_vec_env(env_id, p.n_envs, recorder=recorder)
+    norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
+                      obs=p.normalize_obs, reward=p.normalize_reward)
+    policy = make_policy(envs, p).to(device)
+    flat = _FlatParams(list(policy.parameters()))
+    optimizer = make_optimizer([flat.param], p)
+    collector = Collector(envs, policy, norm, seed=seed, device=device)
+
+    # Derived sizes, in one place.
+    batch = p.n_steps * p.n_envs
+    n_iters = math.ceil(timesteps / batch)
+    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+
+    for it in range(n_iters):
+        lr = linear(p.learning_rate, p.lr_schedule, 1.0 - it / n_iters)
+        for g in optimizer.param_groups:
+            g["lr"] = lr
+
+        # -- rollout and advantages -------------------------------------------
+        ro = collector.collect(p.n_steps)
+        values_np = ro.values.cpu().numpy()
+        adv_np, ret_np = gae(ro.rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
+        obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
+        actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
+        advantages = torch.from_numpy(adv_np).reshape(batch).to(device)
+        returns = torch.from_numpy(ret_np).reshape(batch).to(device)
+        if p.normalize_advantage:  # over the whole rollout (validated: batch > 1)
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+        # -- update: one gradient step on the whole rollout ----------------------
+        pd = policy.dist(obs)
+        logp = pd.log_prob(actions)
+        pg_loss, v_loss = a2c_losses(logp, advantages, policy.value(obs), returns)
+        entropy = pd.entropy().mean()
+        loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
+        flat.zero_grad()
+        loss.backward()
+        gnorm = flat.clip_grad_norm(p.max_grad_norm)
+        optimizer.step()
+
+        # -- diagnostics ---------------------------------------------------------
+        with torch.no_grad():
+            # k3 = E[(r − 1) − log r], r = π_new/π_old on the rollout (Schulman 2020,
+            # "Approximating KL divergence"), as ppo.py; π_old is the pre-update policy.
+            log_ratio = policy.dist(obs).log_prob(actions) - logp.detach()
+            approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
+        diag = {
+            "loss/policy": float(pg_loss.detach()),
+            "loss/value": float(v_loss.detach()),
+            "policy/entropy": float(entropy.detach()),
+            "policy/approx_kl": approx_kl,
+            "grad/norm": float(gnorm),
+            "value/explained_variance": explained_variance(values_np, ret_np),
+            "train/learning_rate": lr,
+        }
+        if not policy.discrete:
+            diag["policy/log_std"] = float(policy.log_std.detach().mean())
+        if p.grad_noise_chunks:
+            # Measured after the step, on the updated policy with this rollout's advantages (as ppo.py).
+            def pg_loss_of(idx: torch.Tensor) -> torch.Tensor:
+                return -(policy.dist(obs[idx]).log_prob(actions[idx]) * advantages[idx]).mean()
+
+            diag["grad/noise_ratio"] = grad_noise_ratio(pg_loss_of, policy.actor_parameters(), batch,
+                                                        p.grad_noise_chunks, gen)
+        recorder.diagnostics(diag)
+        recorder.after_update(collector.policy_fn())
+    envs.close()
