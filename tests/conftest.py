@@ -51,3 +51,35 @@ def store_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'bench.db'}"
     return request.getfixturevalue("pg_url")
+
+
+#: Where the `learning` session keeps its measured bars (committed; the README quotes the latest).
+LEARNING_LOG = ROOT / "results" / "learning.jsonl"
+
+
+@pytest.fixture
+def learning_record(request):
+    """Call ``learning_record(bar=..., values=..., passed=...)`` once per learning test.
+
+    Appends one JSON line with the measured values, whether the bar held, the wall
+    time and the run metadata (versions, CPU, threads, git commit) to
+    ``results/learning.jsonl``, so the figures quoted in the README are traceable.
+    """
+    import json
+    import time
+
+    from bench.runner import run_metadata
+
+    t0 = time.time()
+
+    def record(*, bar: str, values, passed: bool) -> None:
+        line = {
+            "test": request.node.nodeid, "bar": bar, "values": values, "passed": bool(passed),
+            "wall_s": round(time.time() - t0, 1),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "meta": run_metadata(),
+        }
+        LEARNING_LOG.parent.mkdir(exist_ok=True)
+        with LEARNING_LOG.open("a") as f:
+            f.write(json.dumps(line) + "\n")
+
+    return record

@@ -72,7 +72,7 @@ def test_ppo_solves_cartpole_fast():
 
 
 @pytest.mark.learning
-def test_ppo_cartpole_bar_five_seeds():
+def test_ppo_cartpole_bar_five_seeds(learning_record):
     """Learning bar: 475 within 100k steps on at least 4 of 5 seeds."""
     hits = []
     for seed in range(5):
@@ -80,24 +80,32 @@ def test_ppo_cartpole_bar_five_seeds():
         s = summarize(np.array(rec.ep_step), np.array(rec.ep_wall), np.array(rec.ep_return), threshold=475.0, window=20)
         hits.append(s.steps_to_threshold)
     print("PPO CartPole steps-to-475:", hits)
-    assert sum(h is not None for h in hits) >= 4
+    ok = sum(h is not None for h in hits) >= 4
+    learning_record(bar="PPO CartPole-v1: 475 within 100k steps on >= 4/5 seeds (steps-to-475 per seed)",
+                    values=hits, passed=ok)
+    assert ok, hits
 
 
 @pytest.mark.learning
-def test_ppo_pendulum_bar_five_seeds():
+def test_ppo_pendulum_bar_five_seeds(learning_record):
     """Learning bar: final return >= -250 within 200k steps on at least 4 of 5 seeds."""
     finals = []
     for seed in range(5):
         rec = run("Pendulum-v1", 200_000, seed=seed)
         finals.append(float(np.mean(rec.ep_return[-20:])))
     print("PPO Pendulum final returns:", finals)
-    assert sum(f >= -250 for f in finals) >= 4
+    ok = sum(f >= -250 for f in finals) >= 4
+    learning_record(bar="PPO Pendulum-v1: final return >= -250 within 200k steps on >= 4/5 seeds "
+                        "(final 20-episode mean per seed)", values=[round(f, 1) for f in finals], passed=ok)
+    assert ok, finals
 
 
 @pytest.mark.learning
-def test_ppo_halfcheetah_once():
+def test_ppo_halfcheetah_once(learning_record):
     """Learning bar: HalfCheetah-v5 final return >= 1500 within 1M steps, one run."""
     rec = run("HalfCheetah-v5", 1_000_000, seed=0)
     final = float(np.mean(rec.ep_return[-20:]))
     print("PPO HalfCheetah final return:", final)
+    learning_record(bar="PPO HalfCheetah-v5: final return >= 1500 within 1M steps, one run (seed 0)",
+                    values=[round(final, 1)], passed=final >= 1500)
     assert final >= 1500

@@ -173,7 +173,7 @@ class _StopWhenSolved(Recorder):
 
 
 @pytest.mark.learning
-def test_value_baseline_solves_cartpole_on_most_seeds():
+def test_value_baseline_solves_cartpole_on_most_seeds(learning_record):
     crossed = {}
     for seed in range(5):
         rec = _StopWhenSolved()
@@ -184,4 +184,7 @@ def test_value_baseline_solves_cartpole_on_most_seeds():
             pass
         i = first_crossing(np.asarray(rec.ep_return), 475, 20)
         crossed[seed] = None if i is None else rec.ep_step[i]
-    assert sum(s is not None for s in crossed.values()) >= 3, crossed
+    ok = sum(s is not None for s in crossed.values()) >= 3
+    learning_record(bar="REINFORCE (value baseline; n_envs 4, n_steps 125, lr 3e-3) CartPole-v1: 475 within 500k "
+                        "steps on >= 3/5 seeds (steps-to-475 per seed)", values=list(crossed.values()), passed=ok)
+    assert ok, crossed
