@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from bench.algos import a2c
+from bench.algos.common import FlatParams
 from bench.hyperparams import resolve
 from bench.metrics import first_crossing, summarize
 from bench.record import Recorder
@@ -123,7 +124,7 @@ def test_flat_params_share_storage_with_the_module():
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
     ref = copy.deepcopy(net)
-    flat = a2c._FlatParams(list(net.parameters()))
+    flat = FlatParams(list(net.parameters()))
     x = torch.randn(5, 3)
     for _ in range(2):  # twice: the second backward must land in the same (zeroed) buffer
         flat.zero_grad()

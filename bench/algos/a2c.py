@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import Collector, Normalizer, explained_variance, gae, grad_noise_ratio, linear, make_policy, \
+from bench.algos.common import Collector, FlatParams, Normalizer, explained_variance, gae, grad_noise_ratio, linear, make_policy, \
     pick_device, seed_everything
 from bench.envs import make_vec_env
 from bench.hyperparams import A2CParams
@@ -51,35 +51,6 @@ def make_optimizer(params: list[nn.Parameter], p: A2CParams) -> torch.optim.Opti
     return torch.optim.Adam(params, lr=p.learning_rate, eps=1e-5, foreach=True)
 
 
-class _FlatParams:
-    """The policy's parameters re-homed as views into one flat buffer, their gradients
-    into another, so that gradient clipping and the optimizer step are a handful of
-    ops on one tensor instead of a handful per parameter (at A2C's batch of 40 these
-    per-tensor ops cost a large share of the update). Backward accumulates into the
-    existing ``.grad`` views in place, so ``zero_grad`` is one ``zero_()``.
-    """
-
-    def __init__(self, params: list[nn.Parameter]):
-        self.param = nn.Parameter(torch.cat([q.detach().reshape(-1) for q in params]))
-        self.grad = torch.zeros_like(self.param)
-        self.param.grad = self.grad
-        o = 0
-        for q in params:
-            k = q.numel()
-            q.data = self.param.data[o:o + k].view_as(q)
-            q.grad = self.grad[o:o + k].view_as(q)
-            o += k
-
-    def zero_grad(self) -> None:
-        self.grad.zero_()
-
-    def clip_grad_norm(self, max_norm: float) -> torch.Tensor:
-        """``nn.utils.clip_grad_norm_``'s rule on the flat gradient; returns the norm before clipping."""
-        norm = torch.linalg.vector_norm(self.grad)
-        self.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
-        return norm
-
-
 def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
     """Train A2C on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
     p = params
@@ -89,7 +60,7 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
     norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
                       obs=p.normalize_obs, reward=p.normalize_reward)
     policy = make_policy(envs, p).to(device)
-    flat = _FlatParams(list(policy.parameters()))
+    flat = FlatParams(list(policy.parameters()))
     optimizer = make_optimizer([flat.param], p)
     collector = Collector(envs, policy, norm, seed=seed, device=device)
 

@@ -142,6 +142,36 @@ class GaussianPd:
 Pd = CategoricalPd | GaussianPd
 
 
+class FlatParams:
+    """The policy's parameters re-homed as views into one flat buffer, their gradients
+    into another, so that gradient clipping and the optimizer step are a handful of
+    ops on one tensor instead of a handful per parameter (at A2C's batch of 40 these
+    per-tensor ops cost a large share of the update; in PPO's CartPole update,
+    measured side by side in one process, about 16% of a minibatch step). Backward accumulates into the
+    existing ``.grad`` views in place, so ``zero_grad`` is one ``zero_()``.
+    """
+
+    def __init__(self, params: list[nn.Parameter]):
+        self.param = nn.Parameter(torch.cat([q.detach().reshape(-1) for q in params]))
+        self.grad = torch.zeros_like(self.param)
+        self.param.grad = self.grad
+        o = 0
+        for q in params:
+            k = q.numel()
+            q.data = self.param.data[o:o + k].view_as(q)
+            q.grad = self.grad[o:o + k].view_as(q)
+            o += k
+
+    def zero_grad(self) -> None:
+        self.grad.zero_()
+
+    def clip_grad_norm(self, max_norm: float) -> torch.Tensor:
+        """``nn.utils.clip_grad_norm_``'s rule on the flat gradient; returns the norm before clipping."""
+        norm = torch.linalg.vector_norm(self.grad)
+        self.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+
+
 class ActorCritic(nn.Module):
     """Policy π(a|s) and value V(s).
 
