@@ -197,8 +197,9 @@ def test_zoo_defaults_is_a_copy():
 
 def test_normalize_defaults_on_for_continuous_control_only():
     # Pendulum's zoo block does not name normalize: the continuous default turns it on.
-    assert resolve("ppo", "Pendulum-v1").normalize is True
-    assert resolve("trpo", "Pendulum-v1").normalize_obs is True
+    assert resolve("ppo", "LunarLanderContinuous-v3").normalize is True
+    pend = resolve("ppo", "Pendulum-v1")  # the documented exception: observations only
+    assert (pend.normalize_obs, pend.normalize_reward) == (True, False)
     # Discrete envs keep the model default (off) ...
     assert resolve("ppo", "CartPole-v1").normalize is False
     # ... and any layer that names it wins, even to turn it off.
