@@ -6,6 +6,8 @@ Tables
 - ``suite_cells``: which runs (by cell key) belong to which suite, under which label.
 - ``runs``: one row per cell key: status, attempt, owner, heartbeat, summary, metadata.
 - ``episodes``, ``diagnostics``, ``evaluations``: what the run recorded.
+- ``env_anchors``: per env, the random-policy return and threshold that reports
+  normalise scores with; written once, never overwritten.
 
 Crash safety
 ------------
@@ -17,6 +19,21 @@ still owns that attempt: a crash at any moment leaves either no trace of the
 attempt's data or the whole of it, never a half-run counted as done. A
 ``running`` row whose owner is dead (same host, process gone) or whose heartbeat
 is stale is taken over by the next ``bench run``.
+
+Owners
+------
+An owner is ``host:pid:start`` of the process that runs the attempt, optionally
+prefixed with an executor's task tag, ``TAG@host:pid:start`` (the Ray executor
+tags each task with a random id that its retries share). A task that an
+executor re-submits after its worker died takes over its own earlier attempt at
+once, even from another host where the dead pid cannot be checked.
+
+Several writers
+---------------
+Any number of ``bench run`` processes and workers may share one store (on a
+cluster: PostgreSQL). Schema creation and suite registration tolerate running
+concurrently (advisory lock, ``INSERT … ON CONFLICT DO NOTHING``), and the
+conditional claim makes each attempt belong to exactly one of them.
 """
 
 from __future__ import annotations
@@ -122,6 +139,20 @@ evaluations = sa.Table(
 )
 
 
+env_anchors = sa.Table(
+    "env_anchors",
+    metadata,
+    # Normalisation anchors for reports: written once per env, never overwritten,
+    # so adding runs or algorithms never changes anyone's normalised scores.
+    sa.Column("env_id", sa.String(128), primary_key=True),
+    sa.Column("random_return", sa.Float, nullable=False),  # mean return of a uniform-random policy
+    sa.Column("threshold", sa.Float, nullable=False),
+    sa.Column("episodes", sa.Integer, nullable=False),
+    sa.Column("seed", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+
 @dataclass
 class RunResult:
     """Everything one attempt recorded, written in one transaction."""
@@ -145,10 +176,21 @@ def _proc_start(pid: int) -> str | None:
         return None
 
 
-def this_owner() -> str:
-    """``host:pid:start`` of this process; the start time guards against pid reuse."""
+def this_owner(tag: str | None = None) -> str:
+    """``host:pid:start`` of this process (``TAG@…`` with a task tag); the start time guards against pid reuse."""
     pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{_proc_start(pid) or 0}"
+    me = f"{socket.gethostname()}:{pid}:{_proc_start(pid) or 0}"
+    return f"{tag}@{me}" if tag else me
+
+
+def owner_tag(owner: str | None) -> str | None:
+    """The executor's task tag of an owner string, or None."""
+    return owner.split("@", 1)[0] if owner and "@" in owner else None
+
+
+def owner_host(owner: str | None) -> str | None:
+    """The host an owner ran on (hostnames contain neither ``@`` nor ``:``)."""
+    return owner.rsplit("@", 1)[-1].split(":", 1)[0] if owner else None
 
 
 def owner_alive(owner: str | None) -> bool | None:
@@ -156,7 +198,7 @@ def owner_alive(owner: str | None) -> bool | None:
     if not owner:
         return False
     try:
-        host, pid, start = owner.rsplit(":", 2)
+        host, pid, start = owner.rsplit("@", 1)[-1].rsplit(":", 2)
     except ValueError:
         return None
     if host != socket.gethostname():
@@ -170,11 +212,17 @@ def owner_alive(owner: str | None) -> bool | None:
     return _proc_start(int(pid)) == start
 
 
-def is_claimable(row: Any, now: float | None = None) -> bool:
-    """Whether a run row should be (re-)run: not done, and not alive elsewhere."""
+def is_claimable(row: Any, now: float | None = None, owner: str | None = None) -> bool:
+    """Whether a run row should be (re-)run (by ``owner``, if given): not done, and not alive elsewhere."""
     if row.status == "done":
         return False
     if row.status != "running":
+        return True
+    tag = owner_tag(owner)
+    if tag is not None and owner_tag(row.owner) == tag and row.owner != owner:
+        # The same executor task, run again: Ray re-submits a task only after the
+        # worker running it died, so the earlier attempt is gone even if its host
+        # cannot be asked. (Were it alive after all, its finish() would be refused.)
         return True
     alive = owner_alive(row.owner)
     if alive is False:
@@ -211,6 +259,19 @@ def store_exists(url: str) -> bool:
         return False
 
 
+#: Any fixed 64-bit number: the PostgreSQL advisory lock taken while creating the schema.
+_SCHEMA_LOCK = 0x62656E6368  # "bench"
+
+
+def _insert(conn: Any, table: sa.Table):
+    """INSERT with ON CONFLICT support, in the connection's dialect (SQLite or PostgreSQL)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(table)
+
+
 def normalise_url(url: str) -> str:
     """Accept ``postgresql://`` and use the psycopg 3 driver the project installs."""
     if url.startswith("postgresql://") or url.startswith("postgres://"):
@@ -239,7 +300,13 @@ class Store:
                 cur.close()
         else:
             self.engine = sa.create_engine(self.url, pool_pre_ping=True)
-        metadata.create_all(self.engine)
+        with self.engine.begin() as c:
+            if self.engine.dialect.name == "postgresql":
+                # Concurrent CREATE TABLEs collide in PostgreSQL's catalog (a unique
+                # violation on pg_type), as when several `bench run`s start on a fresh
+                # database: one creator at a time, the others then find the tables.
+                c.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
+            metadata.create_all(c)
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -249,32 +316,31 @@ class Store:
         """Record the suite and make sure every cell has a run row (pending if new)."""
         now = time.time()
         cells = list(cells)
+        # Safe to run concurrently (several `bench run`s of one suite on a cluster):
+        # the upsert of the suite row comes first and locks it, so registrations of
+        # one suite queue up behind each other; rows that another registration
+        # inserted in the meantime are left alone (ON CONFLICT DO NOTHING), and keys
+        # go in sorted so that overlapping suites cannot deadlock.
         with self.engine.begin() as c:
-            c.execute(sa.delete(suites).where(suites.c.name == name))
-            c.execute(
-                suites.insert().values(
-                    name=name, path=path, spec=json.dumps(spec), env_meta=json.dumps(env_meta), updated_at=now
-                )
-            )
-            have = {
-                r.key
-                for r in c.execute(sa.select(runs.c.key).where(runs.c.key.in_([x.key for x in cells])))
-            } if cells else set()
+            row = dict(path=path, spec=json.dumps(spec), env_meta=json.dumps(env_meta), updated_at=now)
+            c.execute(_insert(c, suites).values(name=name, **row).on_conflict_do_update(index_elements=["name"], set_=row))
             new = [
                 dict(
                     key=x.key, env_id=x.env_id, algo=x.algo, impl=x.impl, seed=x.seed, timesteps=x.timesteps,
                     threshold=x.threshold, window=x.window, config=json.dumps(x.identity(), sort_keys=True),
                     status="pending", attempt=0, created_at=now,
                 )
-                for x in {x.key: x for x in cells}.values()
-                if x.key not in have
+                for _, x in sorted({x.key: x for x in cells}.items())
             ]
             if new:
-                c.execute(runs.insert(), new)
+                c.execute(_insert(c, runs).on_conflict_do_nothing(index_elements=["key"]), new)
             c.execute(sa.delete(suite_cells).where(suite_cells.c.suite == name))
-            links = {x.key: x.label for x in cells}
+            links = sorted({x.key: x.label for x in cells}.items())
             if links:
-                c.execute(suite_cells.insert(), [dict(suite=name, key=k, label=v) for k, v in links.items()])
+                c.execute(
+                    _insert(c, suite_cells).on_conflict_do_nothing(index_elements=["suite", "key"]),
+                    [dict(suite=name, key=k, label=v) for k, v in links],
+                )
 
     def rows(self, keys: Sequence[str]) -> dict[str, Any]:
         """Run rows by key (only those that exist)."""
@@ -292,7 +358,7 @@ class Store:
         now = time.time()
         with self.engine.begin() as c:
             row = c.execute(sa.select(runs).where(runs.c.key == key)).first()
-            if row is None or not is_claimable(row, now):
+            if row is None or not is_claimable(row, now, owner):
                 return None
             res = c.execute(
                 runs.update()
@@ -387,6 +453,28 @@ class Store:
             q = q.where(suite_cells.c.suite == suite)
         with self.engine.connect() as c:
             return pd.read_sql(q, c)
+
+    def anchors(self) -> dict[str, Any]:
+        """Normalisation anchor rows by env id (see :mod:`bench.anchors`)."""
+        with self.engine.connect() as c:
+            return {r.env_id: r for r in c.execute(sa.select(env_anchors))}
+
+    def put_anchor(self, env_id: str, random_return: float, threshold: float, episodes: int, seed: int) -> bool:
+        """Store an env's anchors unless it has some already (they are never overwritten).
+
+        Returns True if this call wrote them, False if they were there (a concurrent writer may have won).
+        """
+        try:
+            with self.engine.begin() as c:
+                if c.execute(sa.select(env_anchors.c.env_id).where(env_anchors.c.env_id == env_id)).first():
+                    return False
+                c.execute(env_anchors.insert().values(
+                    env_id=env_id, random_return=float(random_return), threshold=float(threshold),
+                    episodes=int(episodes), seed=int(seed), created_at=time.time(),
+                ))
+            return True
+        except sa.exc.IntegrityError:
+            return False
 
     def episodes_of(self, key: str):
         import pandas as pd

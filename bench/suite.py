@@ -14,6 +14,7 @@ A suite is a YAML grid of environments × algorithms × seeds::
         hyperparams: {n_envs: 8}
         env_hyperparams:
           CartPole-v1: {n_steps: 32}
+        resources: {num_cpus: 1}  # Ray only (also on envs); not part of the key
 
 Everything is checked before anything runs. Every problem becomes one line
 naming the file, the line, the path inside the file, the bad value and what is
@@ -37,6 +38,8 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bench.spaces import TuneSpec
 
 ALGOS = ("reinforce", "a2c", "trpo", "ppo")
 IMPLS = ("bench", "sb3")
@@ -67,6 +70,35 @@ class EvalSpec(_Strict):
     episodes: int = Field(5, gt=0, description="Episodes per evaluation.")
 
 
+class Resources(_Strict):
+    """What one run of a cell asks a Ray cluster for (``bench run --executor ray``).
+
+    Scheduling only: resources are not part of a cell's key, because they change
+    where a run goes, not what it does. The local process pool ignores them (one
+    cell per worker process, ``--workers`` of them).
+    """
+
+    num_cpus: float | None = Field(None, gt=0, description="CPUs reserved per run (Ray `num_cpus`); default 1.")
+    num_gpus: float | None = Field(
+        None, ge=0, description="GPUs reserved per run (Ray `num_gpus`, fractions allowed); default 0. Pair with hyperparams device: cuda."
+    )
+
+
+def merge_resources(*parts: Resources | None) -> dict[str, float]:
+    """Field by field, the largest of the requests given; unset fields fall back to 1 CPU, 0 GPUs.
+
+    A cell is an algorithm on an env and needs what either asks for (the env may
+    need CPUs for many Atari emulators, the algorithm a GPU), so the larger
+    value wins rather than one side overriding the other.
+    """
+    out = {"num_cpus": 1.0, "num_gpus": 0.0}
+    for name in out:
+        asked = [getattr(p, name) for p in parts if p is not None and getattr(p, name) is not None]
+        if asked:
+            out[name] = float(max(asked))
+    return out
+
+
 class Defaults(_Strict):
     """Values every env inherits unless it sets its own."""
 
@@ -87,6 +119,7 @@ class EnvEntry(_Strict):
     timesteps: int | None = Field(None, gt=0, description="Budget for this env; overrides defaults.timesteps.")
     window: int | None = Field(None, gt=0, description="Overrides defaults.window.")
     eval: EvalSpec | None = Field(None, description="Overrides defaults.eval.")
+    resources: Resources | None = Field(None, description="Ray resources per run on this env; not part of the key.")
 
 
 class AlgoEntry(_Strict):
@@ -101,6 +134,7 @@ class AlgoEntry(_Strict):
     env_hyperparams: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-env overrides, keyed by env id."
     )
+    resources: Resources | None = Field(None, description="Ray resources per run of this algorithm; not part of the key.")
 
     @property
     def display(self) -> str:
@@ -116,6 +150,9 @@ class Suite(_Strict):
     defaults: Defaults = Field(default_factory=Defaults)
     envs: list[EnvEntry] = Field(min_length=1)
     algorithms: list[AlgoEntry] = Field(min_length=1)
+    tune: TuneSpec | None = Field(
+        None, description="Hyperparameter tuning for `bench tune SUITE.yaml` (see bench/spaces.py); ignored by `bench run`."
+    )
 
     @field_validator("seeds")
     @classmethod
@@ -259,6 +296,8 @@ class Cell:
     eval: dict[str, int] | None
     hyperparams: dict[str, Any] = field(hash=False)
     key: str = ""
+    #: Ray scheduling request (``num_cpus``, ``num_gpus``); deliberately not in :meth:`identity`.
+    resources: dict[str, float] = field(default_factory=lambda: merge_resources(), hash=False, compare=False)
 
     def identity(self) -> dict[str, Any]:
         """What the key covers: everything that changes what the run does or records."""
@@ -369,6 +408,10 @@ def load_suite(path: str | Path) -> LoadedSuite:
         raise SuiteError(file, _problems_from_pydantic(e), lines) from None
     problems: list[Problem] = []
     cells, env_meta = _expand(suite, problems)
+    if suite.tune is not None:
+        from bench.spaces import check_tune
+
+        problems.extend(check_tune(suite))
     if problems:
         raise SuiteError(file, problems, lines)
     return LoadedSuite(suite=suite, path=file, cells=cells, env_meta=env_meta)
@@ -507,6 +550,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     window=e.window or suite.defaults.window,
                     eval=ev.model_dump() if ev else None,
                     hyperparams=resolved,
+                    resources=merge_resources(a.resources, e.resources),
                 )
                 cells.append(_with_key(cell))
     return cells, env_meta

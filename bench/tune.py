@@ -1,0 +1,818 @@
+"""Hyperparameter tuning with Optuna: multi-seed, pruned, resumable, fault-tolerant.
+
+One *target* is an (algorithm, implementation, env) to tune; one Optuna study
+holds its trials. ``bench tune SUITE.yaml`` makes one target per (algorithm
+entry, env) of the suite, all with the same trials, seeds and env steps, so
+every algorithm gets the same tuning effort.
+
+A trial
+-------
+A trial samples hyperparameters from the target's search space
+(:mod:`bench.spaces`), then trains on every tuning seed, one after the other,
+through the very path ``bench run`` uses: :func:`bench.runner.train_cell`
+dispatches the same :class:`~bench.suite.Cell`, and
+:func:`bench.runner.result_of` computes the same summary with
+:func:`bench.metrics.summarize`. Its value is the mean over seeds of the
+per-seed objective:
+
+- ``auc``: the mean training return over the run (maximised);
+- ``final_return``: the mean return of the last ``window`` episodes (maximised);
+- ``steps_to_threshold``: env steps until the trailing mean reaches the
+  threshold (minimised). A censored seed, one that never reaches it, counts as
+  **2 × budget**: the PAR-2 convention of solver competitions (a time-out scores
+  twice the time limit), so a seed that never solves ranks below one that solves
+  on the last step, and censored runs are never dropped.
+
+Pruning: intermediate values at fixed budget fractions
+------------------------------------------------------
+Seeds train one after another, and each seed reports at ``checkpoints`` equal
+fractions of its budget (default 4: 25 %, 50 %, 75 %, 100 %). The report's
+*step* is the env steps the trial has consumed, ``i × budget + k × budget /
+checkpoints`` for seed ``i``, and its *value* is the mean of the finished seeds'
+objectives and the objective of the current seed's curve so far. Every trial of
+a study follows this same schedule with the same seeds in the same order, so
+the pruner (Optuna's ``MedianPruner`` by default) always compares values that
+mean the same thing at the same step. Reports come from the recorder's
+``after_update`` hook, so the pruner can stop a trial mid-seed; a trial may not
+be pruned before ``n_warmup_checkpoints`` of its first seed nor before
+``n_startup_trials`` trials have finished.
+
+A NaN or diverging run (:class:`bench.record.Diverged`, or a non-finite
+objective) makes the trial PRUNED; any other exception makes it FAIL, with the
+error kept as the ``error`` user attribute, and the study goes on.
+
+Storage, resume and faults
+--------------------------
+Studies live in the results store's own database (``--store``: SQLite by
+default, PostgreSQL for several processes or hosts), in Optuna's tables beside
+bench's. Running a target again loads its study and adds trials:
+``--trials`` is the number of *finished* (complete or pruned) trials wanted in
+total, so asking for 6 after 4 runs 2 more. A study remembers its settings
+(objective, budget, seeds, space, ...); adding trials with different ones is
+refused, since their scores would not be comparable.
+
+Each trial runs with Optuna's heartbeat (``RDBStorage(heartbeat_interval=...)``).
+A worker killed with SIGKILL leaves its trial RUNNING with a heartbeat that
+stops; the next ``bench tune`` on the study (or any of its cooperating workers,
+before each trial) marks it FAIL once the heartbeat is ``grace`` seconds old, and
+``RetryHeartbeatStaleTrialCallback`` re-queues it as a WAITING trial with the
+same parameters (system attributes ``failed_trial`` and ``retry_history`` say
+which), which the next trial to start picks up first.
+
+``workers > 1`` starts that many processes, each running ``study.optimize`` on
+the shared storage. SQLite is refused for that: Optuna's FAQ advises against
+concurrent writers on SQLite; use PostgreSQL.
+
+Sampling is TPE (multivariate), seeded with ``sampler_seed + trials already in
+the study + 10007 × worker`` so that a resumed study or a second worker does not
+replay the first one's random start-up trials.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing as mp
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from bench.record import Diverged, Recorder
+from bench.spaces import Dim, TuneSpec, build_space, parse_space, readable_name, sample
+from bench.suite import AVAILABLE, Cell, cell_key
+
+#: Optimisation direction of each objective.
+DIRECTIONS = {"auc": "maximize", "final_return": "maximize", "steps_to_threshold": "minimize"}
+#: A censored seed's steps_to_threshold, in budgets (PAR-2).
+CENSORED_PENALTY = 2.0
+#: Seconds between a running trial's heartbeats, and before a silent one counts as dead.
+HEARTBEAT_S = 60
+GRACE_S = 120
+#: How often a trial whose worker died is re-queued with the same parameters.
+MAX_RETRY = 3
+#: Study user attribute holding the target's settings (what makes a study a bench study).
+STUDY_ATTR = "bench"
+
+
+SQLITE_WORKERS = (
+    "--workers: {workers} workers on a SQLite store is refused (Optuna's FAQ advises against concurrent writers "
+    "on SQLite); use a PostgreSQL store (--store postgresql://USER@HOST:PORT/DB) or --workers 1"
+)
+
+
+class BadInput(ValueError):
+    """A user error in flags or settings: one line, exit status 2, nothing runs."""
+
+
+# --------------------------------------------------------------------------- #
+# Targets
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class Target:
+    """One (algorithm, implementation, env) to tune, with everything a trial needs."""
+
+    study: str
+    algo: str
+    impl: str
+    label: str
+    env_id: str
+    threshold: float
+    window: int
+    timesteps: int
+    seeds: tuple[int, ...]
+    objective: str
+    checkpoints: int
+    space: dict[str, Dim]
+    fixed: dict[str, Any] = field(default_factory=dict)
+    pruner: dict[str, Any] = field(default_factory=dict)
+    sampler_seed: int = 0
+    suite: str | None = None
+
+    @property
+    def direction(self) -> str:
+        return DIRECTIONS[self.objective]
+
+    def identity(self) -> dict[str, Any]:
+        """What a study's trials were scored under; adding trials requires the same."""
+        ident = {
+            "algo": self.algo, "impl": self.impl, "env_id": self.env_id, "fixed": self.fixed,
+            "threshold": self.threshold, "window": self.window, "timesteps": self.timesteps,
+            "seeds": list(self.seeds), "objective": self.objective, "checkpoints": self.checkpoints,
+            "space": {k: d.describe() for k, d in self.space.items()},
+        }
+        return json.loads(json.dumps(ident))
+
+    def cell(self, hyperparams: dict[str, Any], seed: int) -> Cell:
+        """The cell ``bench run`` would make for these resolved hyperparameters and seed."""
+        c = Cell(
+            suite=self.suite or "tune", env_id=self.env_id, algo=self.algo, impl=self.impl, label=self.label,
+            seed=seed, timesteps=self.timesteps, threshold=self.threshold, window=self.window, eval=None,
+            hyperparams=hyperparams,
+        )
+        from dataclasses import replace
+
+        return replace(c, key=cell_key(c.identity()))
+
+    def marks(self) -> list[int]:
+        """Env steps of a seed at which intermediate values are reported, shape ``(checkpoints,)``."""
+        return [math.ceil(k * self.timesteps / self.checkpoints) for k in range(1, self.checkpoints + 1)]
+
+
+def _n_envs(algo: str, env_id: str, fixed: dict[str, Any]) -> int:
+    from bench.hyperparams import resolve
+
+    return int(resolve(algo, env_id, fixed).n_envs)  # type: ignore[attr-defined]
+
+
+def target_from_flags(
+    algo: str,
+    impl: str,
+    env_id: str,
+    *,
+    timesteps: int | None = None,
+    seeds: int = 3,
+    objective: str = "auc",
+    study: str | None = None,
+) -> Target:
+    """A target from ``bench tune --algo --impl --env``: the default space, the registry's threshold."""
+    from bench.envs import env_exists, get_spec
+    from bench.hyperparams import PARAMS, ZOO_TIMESTEPS
+
+    if algo not in PARAMS:
+        raise BadInput(f"--algo: unknown algorithm {algo!r}; allowed: {', '.join(PARAMS)}")
+    if impl not in AVAILABLE[algo]:
+        raise BadInput(f"--impl: {impl!r} is not available for {algo}; allowed: {', '.join(AVAILABLE[algo])}")
+    if not env_exists(env_id):
+        raise BadInput(f"--env: unknown environment {env_id!r}; allowed: a registered Gymnasium id (see `bench envs`)")
+    threshold = get_spec(env_id).threshold
+    if threshold is None:
+        raise BadInput(f"--env: {env_id} has no threshold; tune it from a suite file that sets envs[i].threshold")
+    if objective not in DIRECTIONS:
+        raise BadInput(f"--objective: unknown objective {objective!r}; allowed: {', '.join(DIRECTIONS)}")
+    if timesteps is None:
+        timesteps = ZOO_TIMESTEPS.get(algo, {}).get(env_id)
+        if timesteps is None:
+            raise BadInput(f"--timesteps: rl-baselines3-zoo has no budget for {algo} on {env_id}; give --timesteps")
+    spec = TuneSpec(seeds=seeds, objective=objective, timesteps=timesteps)  # type: ignore[arg-type]
+    n_envs = _n_envs(algo, env_id, {})
+    if n_envs > timesteps:
+        raise BadInput(f"--timesteps: {timesteps} is smaller than one rollout of {algo} on {env_id} (n_envs {n_envs})")
+    space = build_space(algo, {}, fixed={}, use_defaults=True, n_envs=n_envs, timesteps=timesteps, checkpoints=spec.checkpoints)
+    return Target(
+        study=study or f"{algo}-{impl}-{env_id}", algo=algo, impl=impl, label=f"{algo}-{impl}", env_id=env_id,
+        threshold=float(threshold), window=20, timesteps=timesteps, seeds=tuple(spec.seed_list), objective=objective,
+        checkpoints=spec.checkpoints, space=space, pruner=spec.pruner.model_dump(), sampler_seed=spec.sampler_seed,
+    )
+
+
+def targets_from_suite(
+    loaded: Any,
+    *,
+    timesteps: int | None = None,
+    seeds: int | None = None,
+    objective: str | None = None,
+    study: str | None = None,
+) -> list[Target]:
+    """One target per (algorithm entry, env) of a loaded suite; flags override its ``tune:`` block."""
+    suite = loaded.suite
+    spec: TuneSpec = suite.tune or TuneSpec()
+    over: dict[str, Any] = {}
+    if seeds is not None:
+        over["seeds"] = seeds
+    if objective is not None:
+        over["objective"] = objective
+    if over:
+        spec = TuneSpec.model_validate({**spec.model_dump(), **over})
+    algos = sorted({a.algo for a in suite.algorithms})
+    user, issues = parse_space(spec.space, algos)
+    assert not issues, issues  # load_suite already reported these
+    pairs = [(a, e) for a in suite.algorithms for e in suite.envs]
+    if study is not None and len(pairs) > 1:
+        raise BadInput(f"--study: names one study, but {loaded.path} has {len(pairs)} (algorithm, env) targets; leave it out")
+    out = []
+    for a, e in pairs:
+        fixed = {**a.hyperparams, **a.env_hyperparams.get(e.id, {})}
+        budget = timesteps or spec.timesteps or e.timesteps or suite.defaults.timesteps
+        n_envs = _n_envs(a.algo, e.id, fixed)
+        if budget < n_envs:
+            raise BadInput(f"--timesteps: {budget} is smaller than one rollout of {a.display} on {e.id} (n_envs {n_envs})")
+        space = build_space(
+            a.algo, user[a.algo], fixed=fixed, use_defaults=spec.default_space, n_envs=n_envs,
+            timesteps=budget, checkpoints=spec.checkpoints,
+        )
+        if not space:
+            raise BadInput(f"{loaded.path}: tune.space: nothing to search for {a.display}; set default_space: true or name a dimension")
+        out.append(
+            Target(
+                study=study or f"{suite.name}-{a.display}-{e.id}", algo=a.algo, impl=a.impl, label=a.display,
+                env_id=e.id, threshold=float(loaded.env_meta[e.id]["threshold"]), window=e.window or suite.defaults.window,
+                timesteps=int(budget), seeds=tuple(spec.seed_list), objective=spec.objective,
+                checkpoints=spec.checkpoints, space=space, fixed=fixed, pruner=spec.pruner.model_dump(),
+                sampler_seed=spec.sampler_seed, suite=suite.name,
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- #
+# Scores (pure)
+# --------------------------------------------------------------------------- #
+def seed_score(summary: dict[str, Any], objective: str, timesteps: int) -> float | None:
+    """One run's objective from its summary (``bench.runner.result_of``); ``None`` if it has no episode."""
+    if objective == "steps_to_threshold":
+        if summary.get("episodes", 1) == 0:
+            return None
+        stt = summary.get("steps_to_threshold")
+        return float(stt) if stt is not None else CENSORED_PENALTY * timesteps
+    v = summary.get(objective)
+    return None if v is None else float(v)
+
+
+def iqr_normalised(scores: np.ndarray, lo: float, hi: float) -> float:
+    """Interquartile range of ``scores`` (shape ``(n,)``) after mapping ``[lo, hi]`` to ``[0, 1]``.
+
+    ``nan`` for no scores; ``0`` when ``hi == lo`` (every score equal).
+    """
+    s = np.asarray(scores, dtype=float)
+    if s.size == 0:
+        return float("nan")
+    if hi <= lo:
+        return 0.0
+    q75, q25 = np.percentile((s - lo) / (hi - lo), [75, 25])
+    return float(q75 - q25)
+
+
+# --------------------------------------------------------------------------- #
+# One trial
+# --------------------------------------------------------------------------- #
+class _Prune(Exception):
+    """Raised from the recorder hook to unwind training when the pruner says stop."""
+
+
+@dataclass
+class CheckpointRecorder(Recorder):
+    """A :class:`~bench.record.Recorder` that calls ``on_mark(k)`` when env steps cross ``marks[k]``."""
+
+    marks: Sequence[int] = ()
+    on_mark: Callable[[int, "CheckpointRecorder"], None] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._next = 0
+
+    def after_update(self, policy: Any = None) -> None:
+        super().after_update(policy)
+        while self._next < len(self.marks) and self.steps >= self.marks[self._next]:
+            self._next += 1
+            if self.on_mark is not None:
+                self.on_mark(self._next - 1, self)
+
+    def finish_marks(self) -> None:
+        """Report the marks no update reached (a run may stop just short of a fraction)."""
+        while self._next < len(self.marks):
+            self._next += 1
+            if self.on_mark is not None:
+                self.on_mark(self._next - 1, self)
+
+
+def _partial_summary(rec: Recorder, target: Target) -> dict[str, Any]:
+    from bench.metrics import summarize
+
+    a = rec.summary_inputs()
+    return summarize(a["steps"], a["wall"], a["returns"], threshold=target.threshold, window=target.window).as_dict()
+
+
+def _one_line(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}".replace("\n", " ")[:500]
+
+
+def run_trial(trial: Any, target: Target) -> float:
+    """The Optuna objective: sample, train every seed, return the mean objective (see module doc)."""
+    import optuna
+    import torch
+    from pydantic import ValidationError
+
+    from bench.hyperparams import resolve
+    from bench.runner import result_of, train_cell
+    from bench.store import this_owner
+
+    torch.set_num_threads(1)
+    trial.set_user_attr("worker", this_owner())
+    base = resolve(target.algo, target.env_id, target.fixed).model_dump(mode="json")
+    values = sample(trial, target.space, rollout_of=lambda v: {**base, **v}["n_steps"] * {**base, **v}["n_envs"])
+    hyperparams = {**target.fixed, **values}
+    trial.set_user_attr("hyperparams", hyperparams)
+    try:
+        resolved = resolve(target.algo, target.env_id, hyperparams).model_dump(mode="json")
+    except ValidationError as e:
+        err = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_url=False))
+        trial.set_user_attr("error", f"invalid hyperparameters: {err}")
+        raise ValueError(f"invalid hyperparameters: {err}") from None
+
+    marks = target.marks()
+    T = target.timesteps
+    scores: list[float] = []
+    solved: list[bool] = []
+
+    def finish(state: str, current_solved: bool = False) -> None:
+        n_solved = sum(solved) + int(current_solved)
+        trial.set_user_attr("seed_scores", scores)
+        trial.set_user_attr("solved", solved)
+        trial.set_user_attr("solved_fraction", n_solved / len(target.seeds))
+        trial.set_user_attr("outcome", state)
+
+    for i, seed in enumerate(target.seeds):
+        cell = target.cell(resolved, seed)
+
+        def on_mark(k: int, rec: CheckpointRecorder, i: int = i) -> None:
+            partial = seed_score(_partial_summary(rec, target), target.objective, T)
+            if partial is None or not math.isfinite(partial):
+                return
+            trial.report(float(np.mean(scores + [partial])), step=i * T + marks[k])
+            last = i == len(target.seeds) - 1 and k == len(marks) - 1
+            if not last and trial.should_prune():
+                raise _Prune(f"pruned at seed {seed}, {marks[k]:,} of {T:,} steps")
+
+        rec = CheckpointRecorder(marks=marks, on_mark=on_mark)
+        started = time.time()
+        try:
+            train_cell(cell, rec)
+            rec.finish_marks()
+        except _Prune as e:
+            finish("pruned", _partial_summary(rec, target)["steps_to_threshold"] is not None)
+            raise optuna.TrialPruned(str(e)) from None
+        except Diverged as e:
+            trial.set_user_attr("error", _one_line(e))
+            finish("diverged")
+            raise optuna.TrialPruned(f"diverged at seed {seed}: {e}") from None
+        except Exception as e:  # noqa: BLE001 - any training error fails the trial, with its message
+            trial.set_user_attr("error", _one_line(e))
+            finish("failed")
+            raise
+        summary = result_of(cell, rec, started).summary
+        score = seed_score(summary, target.objective, T)
+        if score is None:
+            trial.set_user_attr("error", f"seed {seed}: no episode finished within {T:,} steps; nothing to score")
+            finish("failed")
+            raise RuntimeError(f"seed {seed}: no episode finished within {T:,} steps; nothing to score")
+        if not math.isfinite(score):
+            finish("diverged")
+            raise optuna.TrialPruned(f"non-finite {target.objective} at seed {seed}")
+        scores.append(score)
+        solved.append(summary["steps_to_threshold"] is not None)
+    finish("complete")
+    return float(np.mean(scores))
+
+
+# --------------------------------------------------------------------------- #
+# Studies on the store's database
+# --------------------------------------------------------------------------- #
+def is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
+def make_storage(url: str, *, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S) -> Any:
+    """Optuna's RDBStorage on the results store's URL, with heartbeats and retry of dead workers' trials."""
+    import optuna
+
+    from bench.store import Store, normalise_url
+
+    url = normalise_url(url)
+    # Create bench's own tables too (and, for SQLite, the file in WAL mode): the
+    # database is then a complete results store that reports can open.
+    Store(url).dispose()
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if is_sqlite(url) else {"pool_pre_ping": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.storages.RDBStorage(
+            url,
+            engine_kwargs=kwargs,
+            heartbeat_interval=int(heartbeat_s),
+            grace_period=int(grace_s),
+            heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+        )
+
+
+def _pruner(target: Target) -> Any:
+    import optuna
+
+    p = target.pruner or {}
+    kind = p.get("type", "median")
+    if kind == "none":
+        return optuna.pruners.NopPruner()
+    # Steps are env steps consumed by the trial, so warm-up is counted in checkpoints of a seed.
+    warmup = target.marks()[p.get("n_warmup_checkpoints", 1) - 1] if p.get("n_warmup_checkpoints", 1) > 0 else 0
+    if kind == "percentile":
+        return optuna.pruners.PercentilePruner(
+            p.get("percentile", 25.0), n_startup_trials=p.get("n_startup_trials", 5), n_warmup_steps=warmup
+        )
+    return optuna.pruners.MedianPruner(n_startup_trials=p.get("n_startup_trials", 5), n_warmup_steps=warmup)
+
+
+def _check_existing(target: Target, existing: Any) -> None:
+    had = existing.user_attrs.get(STUDY_ATTR)
+    if had is None:
+        raise BadInput(f"--study: {target.study!r} exists in the store but was not made by `bench tune`; choose another name")
+    now = target.identity()
+    diff = [k for k in now if had.get(k) != now[k]]
+    if diff:
+        shown = "; ".join(f"{k} {json.dumps(had.get(k))[:60]} (now {json.dumps(now[k])[:60]})" for k in diff)
+        raise BadInput(
+            f"--study: {target.study!r} was tuned with other settings: {shown}; "
+            "add trials with the same settings, or pass --study NEW_NAME for a new study"
+        )
+
+
+def check_studies(targets: list[Target], url: str) -> None:
+    """Refuse, before anything runs, targets whose existing study was tuned under other settings.
+
+    Reads only: creates neither the store nor a study.
+    """
+    import optuna
+
+    from bench.store import normalise_url, store_exists
+
+    url = normalise_url(url)
+    if not store_exists(url):
+        return
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        storage = optuna.storages.RDBStorage(url, skip_compatibility_check=True, skip_table_creation=True)
+        names = set(optuna.study.get_all_study_names(storage))
+    except Exception:  # noqa: BLE001 - no Optuna tables yet: no studies
+        return
+    for t in targets:
+        if t.study in names:
+            _check_existing(t, optuna.load_study(study_name=t.study, storage=storage))
+
+
+def open_study(target: Target, storage: Any, *, worker: int = 0) -> Any:
+    """Create the target's study or load it to add trials; refuses one tuned under other settings."""
+    import optuna
+
+    n_before = 0
+    try:
+        existing = optuna.load_study(study_name=target.study, storage=storage)
+        n_before = len(existing.trials)
+    except KeyError:
+        existing = None
+    if existing is not None:
+        _check_existing(target, existing)
+    sampler = optuna.samplers.TPESampler(
+        seed=target.sampler_seed + n_before + 10007 * worker, multivariate=True, constant_liar=True
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study = optuna.create_study(
+            storage=storage, study_name=target.study, direction=target.direction, sampler=sampler,
+            pruner=_pruner(target), load_if_exists=True,
+        )
+    if existing is None:
+        study.set_user_attr(
+            STUDY_ATTR,
+            {**target.identity(), "label": target.label, "suite": target.suite,
+             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+        )
+    return study
+
+
+def _finished_states() -> tuple[Any, ...]:
+    from optuna.trial import TrialState
+
+    return (TrialState.COMPLETE, TrialState.PRUNED)
+
+
+def optimize(
+    target: Target,
+    url: str,
+    *,
+    trials: int,
+    timeout: float | None = None,
+    heartbeat_s: int = HEARTBEAT_S,
+    grace_s: int = GRACE_S,
+    worker: int = 0,
+    on_trial: Callable[[Any], None] | None = None,
+) -> None:
+    """Run trials of ``target`` in this process until the study has ``trials`` finished ones."""
+    import optuna
+    from optuna.study import MaxTrialsCallback
+    from optuna.trial import TrialState
+
+    # ERROR: Optuna would log each failed trial with its traceback; the caller reports
+    # trials itself (the error is the trial's `error` user attribute).
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    storage = make_storage(url, heartbeat_s=heartbeat_s, grace_s=grace_s)
+    study = open_study(target, storage, worker=worker)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # Fail dead workers' trials now (Optuna also does before each trial), so their
+        # retries are counted below even when no new trial would otherwise start.
+        optuna.storages.fail_stale_trials(study)
+    finished = len(study.get_trials(deepcopy=False, states=_finished_states()))
+    waiting = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+    remaining = max(trials - finished, 0)
+    if remaining == 0:
+        return
+    callbacks: list[Any] = [MaxTrialsCallback(trials, states=_finished_states())]
+    if on_trial is not None:
+        callbacks.append(lambda _study, frozen: on_trial(frozen))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # n_trials also bounds failed trials (they do not count as finished), so a
+        # target whose every trial raises cannot loop forever.
+        study.optimize(
+            lambda t: run_trial(t, target), n_trials=remaining + waiting, timeout=timeout,
+            callbacks=callbacks, catch=(Exception,), gc_after_trial=False,
+        )
+
+
+def _worker_main(target: Target, url: str, kw: dict[str, Any], worker: int) -> None:
+    from bench.runner import _init_worker
+
+    _init_worker()  # one torch thread; die with the parent; Ctrl-C is the parent's to handle
+    optimize(target, url, worker=worker, **kw)
+
+
+@dataclass
+class TuneOutcome:
+    """What one target's tuning left in its study."""
+
+    study: str
+    counts: dict[str, int]
+    new: list[Any]  # FrozenTrials finished by this call
+    best_value: float | None
+    best_trial: int | None
+    best_hyperparams: dict[str, Any] | None
+    #: Worker processes that exited with an error (``workers > 1`` only).
+    dead_workers: int = 0
+
+
+def tune(
+    target: Target,
+    url: str,
+    *,
+    trials: int,
+    timeout: float | None = None,
+    workers: int = 1,
+    heartbeat_s: int = HEARTBEAT_S,
+    grace_s: int = GRACE_S,
+    on_trial: Callable[[Any], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> TuneOutcome:
+    """Tune one target with ``workers`` processes (1: in this process). See the module doc.
+
+    ``on_start(n)`` is told how many trials the study had finished already;
+    ``on_trial(frozen_trial)`` sees each trial that finishes from then on.
+    """
+    import optuna
+
+    from bench.runner import THREAD_ENV
+
+    if workers > 1 and is_sqlite(url):
+        raise BadInput(SQLITE_WORKERS.format(workers=workers))
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = make_storage(url, heartbeat_s=heartbeat_s, grace_s=grace_s)
+    study = open_study(target, storage)  # created (and checked) once, before any worker starts
+    before = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
+    if on_start is not None:
+        on_start(len(study.get_trials(deepcopy=False, states=_finished_states())))
+    kw = dict(trials=trials, timeout=timeout, heartbeat_s=heartbeat_s, grace_s=grace_s)
+    dead = 0
+    if workers <= 1:
+        optimize(target, url, on_trial=on_trial, **kw)  # type: ignore[arg-type]
+    else:
+        os.environ.update(THREAD_ENV)
+        ctx = mp.get_context("spawn")
+        procs = [ctx.Process(target=_worker_main, args=(target, url, kw, w), daemon=False) for w in range(workers)]
+        for p in procs:
+            p.start()
+        seen = set(before)
+        try:
+            while any(p.is_alive() for p in procs):
+                time.sleep(1.0)
+                seen |= _report_new(study, seen, on_trial)
+        except KeyboardInterrupt:
+            for p in procs:
+                p.terminate()
+            raise
+        finally:
+            for p in procs:
+                p.join(timeout=10)
+        _report_new(study, seen, on_trial)
+        dead = sum(p.exitcode not in (0, None) for p in procs)
+    all_trials = study.get_trials(deepcopy=False)
+    counts: dict[str, int] = {}
+    for t in all_trials:
+        counts[t.state.name.lower()] = counts.get(t.state.name.lower(), 0) + 1
+    complete = [t for t in all_trials if t.state == optuna.trial.TrialState.COMPLETE]
+    best = study.best_trial if complete else None
+    return TuneOutcome(
+        study=target.study, counts=counts,
+        new=[t for t in all_trials if t.state.is_finished() and t.number not in before],
+        best_value=None if best is None else best.value, best_trial=None if best is None else best.number,
+        best_hyperparams=None if best is None else best.user_attrs.get("hyperparams"),
+        dead_workers=dead,
+    )
+
+
+def _report_new(study: Any, seen: set[int], on_trial: Callable[[Any], None] | None) -> set[int]:
+    new = set()
+    for t in study.get_trials(deepcopy=False):
+        if t.state.is_finished() and t.number not in seen:
+            new.add(t.number)
+            if on_trial is not None:
+                on_trial(t)
+    return new
+
+
+# --------------------------------------------------------------------------- #
+# Export: the best configuration as a suite `bench run` accepts
+# --------------------------------------------------------------------------- #
+def export_suite(targets: list[Target], url: str, path: Path, *, name: str | None = None) -> dict[str, Any]:
+    """Write the best trial of each target's study as one suite file; returns the suite dict.
+
+    The seeds are *fresh*: as many as were used for tuning, numbered after the
+    largest tuning seed. The best trial was picked on the tuning seeds, so its
+    score there is optimistically biased; a run on new seeds is an honest check
+    that the configuration reproduces its tuned objective within the seed spread.
+    Hyperparameters are the algorithm's fixed ones plus the best trial's
+    readable values; ``bench run`` resolves them over the same zoo layer.
+    """
+    import optuna
+    import yaml
+
+    from bench.store import describe_url, normalise_url
+
+    url = normalise_url(url)
+    storage = optuna.storages.RDBStorage(url, skip_compatibility_check=True)
+    header = ["Exported by `bench tune` on " + datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              f"from the studies in {describe_url(url)}:"]
+    envs: dict[str, dict[str, Any]] = {}
+    algos: dict[str, dict[str, Any]] = {}
+    tuning_seeds: set[int] = set()
+    for t in targets:
+        study = optuna.load_study(study_name=t.study, storage=storage)
+        complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        if not complete:
+            raise BadInput(f"--export: study {t.study!r} has no completed trial yet; nothing to export")
+        best = study.best_trial
+        scores = best.user_attrs.get("seed_scores", [])
+        header.append(
+            f"  {t.label} on {t.env_id}: study {t.study!r}, trial {best.number}, {t.objective} = {best.value:.6g} "
+            f"(mean over tuning seeds {list(t.seeds)}; per seed {', '.join(f'{s:.6g}' for s in scores)})"
+        )
+        tuning_seeds |= set(t.seeds)
+        envs.setdefault(t.env_id, {"id": t.env_id, "threshold": t.threshold, "timesteps": t.timesteps, "window": t.window})
+        entry = algos.setdefault(t.label, {"algo": t.algo, "impl": t.impl, "label": t.label, "env_hyperparams": {}})
+        entry["env_hyperparams"][t.env_id] = dict(best.user_attrs["hyperparams"])
+    n = max(len(t.seeds) for t in targets)
+    first = max(tuning_seeds) + 1
+    header.append(f"Seeds {first}..{first + n - 1} are fresh: the tuning seeds were {sorted(tuning_seeds)}.")
+    for entry in algos.values():
+        hp = entry.pop("env_hyperparams")
+        # One env: plain hyperparams read best; several: one block per env.
+        if len(hp) == 1:
+            entry["hyperparams"] = next(iter(hp.values()))
+        else:
+            entry["hyperparams"] = {}
+            entry["env_hyperparams"] = hp
+    base = name or (targets[0].suite or targets[0].study)
+    suite_name = "tuned-" + "".join(c if c.isalnum() or c in "_.-" else "_" for c in base)
+    suite = {
+        "name": suite_name[:64],
+        "description": f"Best configurations of `bench tune` ({', '.join(t.study for t in targets)})",
+        "seeds": list(range(first, first + n)),
+        "envs": list(envs.values()),
+        "algorithms": list(algos.values()),
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(f"# {line}\n" for line in header) + yaml.safe_dump(suite, sort_keys=False, default_flow_style=None)
+    path.write_text(text)
+    return suite
+
+
+# --------------------------------------------------------------------------- #
+# Sensitivity summary (for the report and the decision matrix)
+# --------------------------------------------------------------------------- #
+SENSITIVITY_COLUMNS = [
+    "algo", "impl", "env_id", "study", "n_trials", "n_complete", "score_iqr", "success_fraction", "importances",
+    "objective", "n_pruned",
+]
+
+
+def sensitivity_table(store_url: str):
+    """One row per bench study in the store: how sensitive the algorithm is to its hyperparameters.
+
+    - ``n_trials``: all trials; ``n_complete`` / ``n_pruned``: those that ran to the end / were pruned.
+    - ``score_iqr``: interquartile range of the complete trials' objective values,
+      min-max normalised to [0, 1] over the complete trials of *every* study on the
+      same env and objective in the store, so studies of different algorithms on one
+      env share one scale; NaN without complete trials. Wide means the result
+      depends a lot on the hyperparameters.
+    - ``success_fraction``: over complete and pruned trials (a pruned or diverged trial
+      is a configuration that did not get there), the mean of each trial's
+      ``solved_fraction``, the fraction of its tuning seeds whose trailing mean reached
+      the threshold (seeds a pruned trial never trained count as not reached). It
+      estimates P(a configuration from the space, on a random seed, reaches the threshold
+      within the budget). NaN when no trial finished.
+    - ``importances``: Optuna's parameter importances (its default evaluator) keyed by
+      readable hyperparameter names; ``{}`` with fewer than 2 complete trials or when
+      it cannot be computed.
+    """
+    import optuna
+    import pandas as pd
+    from optuna.trial import TrialState
+
+    from bench.store import normalise_url, store_exists
+
+    url = normalise_url(store_url)
+    if not store_exists(url):
+        return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        storage = optuna.storages.RDBStorage(url, skip_compatibility_check=True, skip_table_creation=True)
+        summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
+    except Exception:  # noqa: BLE001 - a results store without Optuna tables has no studies
+        return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
+    rows, values = [], []
+    for s in summaries:
+        attrs = s.user_attrs.get(STUDY_ATTR)
+        if not attrs:
+            continue
+        study = optuna.load_study(study_name=s.study_name, storage=storage)
+        trials = study.get_trials(deepcopy=False)
+        complete = [t for t in trials if t.state == TrialState.COMPLETE]
+        finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+        importances: dict[str, float] = {}
+        if len(complete) >= 2:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    raw = optuna.importance.get_param_importances(study)
+                importances = {readable_name(k): float(v) for k, v in raw.items()}
+            except Exception:  # noqa: BLE001 - e.g. a single distinct value per parameter
+                importances = {}
+        solved = [float(t.user_attrs.get("solved_fraction", 0.0)) for t in finished]
+        rows.append({
+            "algo": attrs.get("algo"), "impl": attrs.get("impl"), "env_id": attrs.get("env_id"), "study": s.study_name,
+            "n_trials": len(trials), "n_complete": len(complete), "score_iqr": float("nan"),
+            "success_fraction": float(np.mean(solved)) if solved else float("nan"),
+            "importances": importances, "objective": attrs.get("objective"),
+            "n_pruned": sum(t.state == TrialState.PRUNED for t in trials),
+        })
+        values.append(np.array([t.value for t in complete], dtype=float))
+    # Normalise over every study on the same (env, objective).
+    for i, row in enumerate(rows):
+        pooled = np.concatenate(
+            [values[j] for j, r in enumerate(rows) if (r["env_id"], r["objective"]) == (row["env_id"], row["objective"])]
+        )
+        if values[i].size:
+            row["score_iqr"] = iqr_normalised(values[i], float(pooled.min()), float(pooled.max()))
+    return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)

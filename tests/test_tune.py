@@ -1,0 +1,376 @@
+"""`bench tune`: studies that complete and resume, pruning, faults, export, validation, sensitivity.
+
+Budgets are tiny (2k-8k env steps of the project's own A2C on CartPole, a few
+hundred milliseconds per run) and runs are deterministic per seed, so every
+number below is reproducible; nothing here checks that tuning finds good
+hyperparameters, only that the machinery does what it says.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+import yaml
+from optuna.trial import TrialState
+from typer.testing import CliRunner
+
+from bench.cli import app
+from bench.spaces import DEFAULT_SPACES, Dim, parse_dim, sample
+from bench.tune import Target, open_study, optimize, run_trial, sensitivity_table, target_from_flags
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench(*args: str):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def trials_of(url: str, study: str) -> list[optuna.trial.FrozenTrial]:
+    return optuna.load_study(study_name=study, storage=url).get_trials(deepcopy=False)
+
+
+def finished(trials) -> list:
+    return [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+
+
+# --------------------------------------------------------------------------- #
+# A small study: completes, resumes, exports
+# --------------------------------------------------------------------------- #
+TUNE_ARGS = ("--algo", "a2c", "--impl", "bench", "--env", "CartPole-v1", "--timesteps", "2048", "--seeds", "3")
+
+
+@pytest.fixture(scope="module")
+def small_study(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tune")
+    url = f"sqlite:///{tmp / 'bench.db'}"
+    export = tmp / "best.yaml"
+    r = bench("tune", *TUNE_ARGS, "--trials", "4", "--storage", url, "--export", export)
+    assert r.exit_code == 0, r.output
+    return url, export, r
+
+
+def test_small_study_completes_with_multi_seed_scores_and_checkpoints(small_study):
+    url, _, r = small_study
+    trials = trials_of(url, "a2c-bench-CartPole-v1")
+    assert len(trials) == 4 and len(finished(trials)) == 4
+    assert "a2c-bench-CartPole-v1: 4 complete" in r.stdout
+    T, marks = 2048, [512, 1024, 1536, 2048]
+    for t in trials:
+        if t.state != TrialState.COMPLETE:
+            continue
+        scores = t.user_attrs["seed_scores"]
+        assert len(scores) == 3 and t.value == pytest.approx(np.mean(scores))
+        # Reports at 4 fixed fractions of each of the 3 seeds' budgets, in trial env steps.
+        assert sorted(t.intermediate_values) == [i * T + m for i in range(3) for m in marks]
+        assert t.intermediate_values[3 * T] == pytest.approx(t.value)  # the last report is the objective
+        # 1 - gamma is searched on a log scale; the readable gamma is a user attribute.
+        assert t.user_attrs["gamma"] == pytest.approx(1 - t.params["one_minus_gamma"])
+        assert t.user_attrs["hyperparams"]["n_steps"] == 2 ** t.params["log2_n_steps"]
+        assert 0.0 <= t.user_attrs["solved_fraction"] <= 1.0
+
+
+def test_rerun_with_more_trials_adds_to_the_same_study(small_study, tmp_path):
+    url, _, _ = small_study
+    before = {t.number: t.params for t in trials_of(url, "a2c-bench-CartPole-v1")}
+    r = bench("tune", *TUNE_ARGS, "--trials", "6", "--storage", url)
+    assert r.exit_code == 0, r.output
+    after = trials_of(url, "a2c-bench-CartPole-v1")
+    assert optuna.study.get_all_study_names(url) == ["a2c-bench-CartPole-v1"]
+    assert len(finished(after)) == 6 and len(after) == 6  # exactly 2 more, none repeated
+    assert {t.number: t.params for t in after if t.number in before} == before
+    # Resumed TPE is seeded past the existing trials: it does not replay the first start-up draws.
+    assert after[4].params != before[0] and after[5].params != before[1]
+
+
+def test_changed_settings_on_an_existing_study_are_refused(small_study):
+    url, _, _ = small_study
+    r = bench("tune", *TUNE_ARGS[:-4], "--timesteps", "4096", "--seeds", "3", "--trials", "9", "--storage", url)
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "timesteps 2048 (now 4096)" in lines[0] and "--study" in lines[0]
+    assert len(trials_of(url, "a2c-bench-CartPole-v1")) <= 6  # nothing ran
+
+
+def test_exported_suite_runs_and_reproduces_the_tuned_objective(small_study, tmp_path):
+    url, export, _ = small_study
+    study = optuna.load_study(study_name="a2c-bench-CartPole-v1", storage=url)
+    best = study.best_trial
+    text = export.read_text()
+    assert f"study 'a2c-bench-CartPole-v1', trial {best.number}" in text  # provenance comment
+    spec = yaml.safe_load(text)
+    assert spec["seeds"] == [3, 4, 5]  # fresh: the tuning seeds were 0, 1, 2
+    run_url = f"sqlite:///{tmp_path / 'run.db'}"
+    r = bench("run", export, "--store", run_url, "--workers", "1")
+    assert r.exit_code == 0, r.output
+    from bench.store import Store
+
+    fresh = Store(run_url).runs_frame(spec["name"])["auc"].to_numpy()
+    tuned = np.asarray(best.user_attrs["seed_scores"])
+    assert fresh.size == 3 and np.isfinite(fresh).all()
+    # Within the seed spread of the tuned objective: mean ± 2 sd of the tuning seeds.
+    assert abs(fresh.mean() - tuned.mean()) <= 2 * tuned.std(ddof=1), (fresh, tuned)
+
+    # On the tuning seeds, the suite's cells reproduce every tuning run exactly: the same
+    # cell, through the same functions a `bench run` worker calls (run in-process here to
+    # save a worker pool's start-up).
+    from bench.runner import record_cell, result_of
+    from bench.suite import load_suite
+
+    spec2 = {**spec, "name": "tuned-on-tuning-seeds", "seeds": [0, 1, 2]}
+    (tmp_path / "same.yaml").write_text(yaml.safe_dump(spec2))
+    again = []
+    for cell in load_suite(tmp_path / "same.yaml").cells:
+        rec, error = record_cell(cell)
+        assert error is None
+        again.append(result_of(cell, rec, time.time()).summary["auc"])
+    np.testing.assert_allclose(again, tuned, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- #
+# Bad input: one line with the YAML path, exit 2, nothing created
+# --------------------------------------------------------------------------- #
+SUITE = """\
+name: badtune
+seeds: 1
+defaults: {{timesteps: 4096}}
+envs:
+  - id: CartPole-v1
+algorithms:
+  - algo: ppo
+    impl: bench
+tune:
+  trials: 2
+  space:
+{space}
+"""
+
+
+@pytest.mark.parametrize(
+    "space, path, words",
+    [
+        ("    learning_rat: {type: float, low: 0.0001, high: 0.001}", "tune.space.learning_rat", "unknown hyperparameter for ppo"),
+        ("    learning_rate: {type: float, low: 0.1, high: 0.001, log: true}", "tune.space.learning_rate.low", "low must be <= high"),
+        ("    learning_rate: {type: gaussian, low: 0.0001, high: 0.001}", "tune.space.learning_rate.type", "unknown distribution"),
+        ("    n_steps: {type: pow2, low: 16, high: 48}", "tune.space.n_steps.high", "power of two"),
+        ("    gamma: {type: float, low: 0.9, high: 1.5}", "tune.space.gamma.high", "not a valid gamma"),
+        ("    trpo: {target_kl: {type: float, low: 0.001, high: 0.1}}", "tune.space.trpo", "not an algorithm of this suite"),
+        ("    clip_range: {type: categorical, choices: [0.1, 0.2], low: 0}", "tune.space.clip_range.low", "not used by a categorical"),
+    ],
+)
+def test_malformed_search_space_is_one_line_with_its_yaml_path(tmp_path, space, path, words):
+    suite = tmp_path / "bad.yaml"
+    suite.write_text(SUITE.format(space=space))
+    db = tmp_path / "bench.db"
+    for cmd in (["tune", suite, "--storage", f"sqlite:///{db}"], ["run", suite, "--store", f"sqlite:///{db}"]):
+        r = bench(*cmd)
+        assert r.exit_code == 2, r.output
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, lines
+        assert lines[0].startswith(f"{suite}:12: {path}: ") and words in lines[0], lines[0]
+        assert "Traceback" not in r.output
+    assert not db.exists()
+
+
+def test_sqlite_with_several_workers_is_refused(tmp_path):
+    db = tmp_path / "bench.db"
+    r = bench("tune", *TUNE_ARGS, "--trials", "2", "--workers", "2", "--storage", f"sqlite:///{db}")
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "SQLite" in lines[0] and "PostgreSQL" in lines[0]
+    assert not db.exists()
+
+
+def test_bad_flags_are_one_line(tmp_path):
+    db = tmp_path / "bench.db"
+    for args, words in [
+        (("--algo", "sac", "--env", "CartPole-v1"), "--algo: unknown algorithm 'sac'"),
+        (("--algo", "reinforce", "--impl", "sb3", "--env", "CartPole-v1"), "--impl: 'sb3' is not available for reinforce"),
+        (("--algo", "ppo", "--env", "CartPoel-v1"), "--env: unknown environment"),
+    ]:
+        r = bench("tune", *args, "--storage", f"sqlite:///{db}")
+        assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, r.output
+    assert not db.exists()
+
+
+# --------------------------------------------------------------------------- #
+# Search spaces
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("algo", sorted(DEFAULT_SPACES))
+def test_default_spaces_are_valid_dimensions_of_their_algorithm(algo):
+    for name, dim in DEFAULT_SPACES[algo].items():
+        parsed, issues = parse_dim(dim.describe(), f"x.{name}", [algo], name)
+        assert issues == [] and parsed == dim, (name, issues)
+
+
+def test_batch_size_is_clamped_to_one_rollout():
+    space = {"n_steps": Dim("pow2", 8, 64), "batch_size": Dim("pow2", 8, 512)}
+    trial = optuna.trial.FixedTrial({"log2_n_steps": 4, "log2_batch_size": 9})
+    values = sample(trial, space, rollout_of=lambda v: v["n_steps"] * 2)
+    assert values == {"n_steps": 16, "batch_size": 32}
+    assert trial.user_attrs["batch_size_sampled"] == 512 and trial.user_attrs["n_steps"] == 16
+
+
+# --------------------------------------------------------------------------- #
+# Trial outcomes: pruned at a checkpoint, diverged → pruned, exception → failed
+# --------------------------------------------------------------------------- #
+def _lr_target(study: str, **pruner) -> Target:
+    t = target_from_flags("a2c", "bench", "CartPole-v1", timesteps=4096, seeds=1, study=study)
+    return Target(**{**t.__dict__, "space": {"learning_rate": Dim("float", 1e-4, 10.0, log=True)},
+                     "pruner": {"type": "median", "n_startup_trials": 1, "n_warmup_checkpoints": 0, **pruner}})
+
+
+def test_pruner_stops_a_hopeless_trial_at_a_checkpoint(tmp_path):
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    target = _lr_target("prune")
+    from bench.tune import make_storage
+
+    study = open_study(target, make_storage(url))
+    study.enqueue_trial({"learning_rate": 3e-3})  # learns
+    study.enqueue_trial({"learning_rate": 5.0})  # collapses to a deterministic policy at once
+    optimize(target, url, trials=2)
+    good, bad = trials_of(url, "prune")
+    assert good.state == TrialState.COMPLETE
+    assert bad.state == TrialState.PRUNED and bad.user_attrs["outcome"] == "pruned"
+    assert len(bad.intermediate_values) < len(good.intermediate_values) == 4
+
+
+def test_diverged_run_prunes_and_an_exception_fails_with_its_message(monkeypatch):
+    import bench.runner
+    from bench.record import Diverged
+
+    target = _lr_target("faults")
+    study = optuna.create_study(direction="maximize")
+
+    def diverge(cell, recorder):
+        raise Diverged("non-finite loss/policy = nan at step 40")
+
+    def crash(cell, recorder):
+        raise RuntimeError("boom in the env")
+
+    for fn in (diverge, crash):
+        monkeypatch.setattr(bench.runner, "train_cell", fn)
+        study.optimize(lambda t: run_trial(t, target), n_trials=1, catch=(Exception,))
+    diverged, crashed = study.trials
+    assert diverged.state == TrialState.PRUNED and diverged.user_attrs["outcome"] == "diverged"
+    assert "Diverged: non-finite loss/policy" in diverged.user_attrs["error"]
+    assert crashed.state == TrialState.FAIL and crashed.user_attrs["error"] == "RuntimeError: boom in the env"
+
+
+# --------------------------------------------------------------------------- #
+# Faults and cooperation on a real PostgreSQL server
+# --------------------------------------------------------------------------- #
+KILL_SUITE = """\
+name: kill
+seeds: 1
+defaults: {timesteps: 16384}
+envs: [{id: CartPole-v1}]
+algorithms: [{algo: a2c, impl: bench}]
+tune:
+  trials: 1
+  seeds: 1
+  default_space: false
+  space: {learning_rate: {type: float, low: 0.0001, high: 0.01, log: true}, gamma: {type: one_minus_log, low: 0.9, high: 0.999}}
+"""
+
+
+@pytest.mark.postgres
+def test_killed_worker_trial_is_failed_and_retried_with_the_same_params(pg_url, tmp_path):
+    (tmp_path / "kill.yaml").write_text(KILL_SUITE)
+    KILL_ARGS = (tmp_path / "kill.yaml", "--study", "killed", "--heartbeat", "1", "--grace", "2")
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "tune", *map(str, KILL_ARGS), "--storage", pg_url],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        running = None
+        while running is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            try:
+                ts = trials_of(pg_url, "killed")
+            except KeyError:  # the study is not created yet
+                continue
+            # Sampled and training: its hyperparameters are recorded just before the first seed starts.
+            running = next((t for t in ts if t.state == TrialState.RUNNING and "hyperparams" in t.user_attrs), None)
+        assert running is not None, f"no running trial seen; worker exited {proc.poll()}: {proc.stderr.read() if proc.poll() is not None else ''}"
+        os.kill(proc.pid, signal.SIGKILL)  # mid-trial: it trains 16k steps (about a second), we saw it start
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (stuck,) = trials_of(pg_url, "killed")
+    assert stuck.state == TrialState.RUNNING  # what a SIGKILL leaves behind, before the heartbeat check
+    time.sleep(3.0)  # > grace (2 s) since its last heartbeat
+
+    r = bench("tune", *KILL_ARGS, "--storage", pg_url)
+    assert r.exit_code == 0, r.output
+    trials = trials_of(pg_url, "killed")
+    killed = trials[0]
+    assert killed.state == TrialState.FAIL and killed.value is None
+    retries = [t for t in trials if t.system_attrs.get("failed_trial") == killed.number]
+    assert len(retries) == 1
+    assert retries[0].params == killed.params and retries[0].state == TrialState.COMPLETE
+    assert retries[0].system_attrs["retry_history"] == [killed.number]
+    assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+
+
+@pytest.mark.postgres
+def test_two_worker_processes_share_one_study_on_postgres(pg_url):
+    r = bench("tune", *TUNE_ARGS[:-4], "--timesteps", "2048", "--seeds", "1", "--trials", "4", "--workers", "2",
+              "--storage", pg_url, "--study", "shared")
+    assert r.exit_code == 0, r.output
+    trials = trials_of(pg_url, "shared")
+    # MaxTrialsCallback stops each worker once 4 are finished; the other may be finishing one more.
+    assert 4 <= len(finished(trials)) <= 5 and len(trials) == len(finished(trials))
+    workers = {t.user_attrs["worker"] for t in trials}
+    assert len(workers) == 2  # both processes ran trials
+    assert r.stderr.count("trial ") >= 4  # the parent reported each finished trial
+
+
+# --------------------------------------------------------------------------- #
+# Sensitivity summary: a known answer
+# --------------------------------------------------------------------------- #
+SENS = """\
+name: {name}
+seeds: 1
+defaults: {{timesteps: 8192, window: 10}}
+envs:
+  - id: CartPole-v1
+    threshold: 100     # reachable at this budget by a learning A2C (about 2-5k steps)
+algorithms:
+  - algo: a2c
+    impl: bench
+tune:
+  trials: 3
+  seeds: 2
+  default_space: false
+  pruner: {{type: none}}
+  space:
+    learning_rate: {{type: float, low: {low}, high: {high}, log: true}}
+"""
+
+
+def test_sensitivity_shows_a_too_large_learning_rate_as_lower_success(tmp_path):
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    for name, low, high in (("sane", 2e-3, 6e-3), ("huge", 1.0, 10.0)):
+        (tmp_path / f"{name}.yaml").write_text(SENS.format(name=name, low=low, high=high))
+        r = bench("tune", tmp_path / f"{name}.yaml", "--storage", url)
+        assert r.exit_code == 0, r.output
+    df = sensitivity_table(url).set_index("study")
+    assert set(df.index) == {"sane-a2c-bench-CartPole-v1", "huge-a2c-bench-CartPole-v1"}
+    sane, huge = df.loc["sane-a2c-bench-CartPole-v1"], df.loc["huge-a2c-bench-CartPole-v1"]
+    assert (sane.algo, sane.impl, sane.env_id, sane.n_trials, sane.n_complete) == ("a2c", "bench", "CartPole-v1", 3, 3)
+    # A learning rate of 1-10 collapses the policy at once: no seed of any trial reaches 100.
+    assert huge.success_fraction == 0.0
+    assert sane.success_fraction > huge.success_fraction
+    assert set(sane.importances) == {"learning_rate"} and sane.importances["learning_rate"] == pytest.approx(1.0)
+    for row in (sane, huge):
+        assert 0.0 <= row.score_iqr <= 1.0 and not math.isnan(row.score_iqr)
