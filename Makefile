@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-* && touch $@
 
 quickstart: $(STAMP)
-	$(VENV)/bin/bench run suites/quickstart.yaml
+	@# The report is written even when some cells failed (it lists them); the exit status still says so.
+	$(VENV)/bin/bench run suites/quickstart.yaml; status=$$?; \
+	$(VENV)/bin/bench report quickstart --out reports/quickstart && exit $$status
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest

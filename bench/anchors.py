@@ -1,0 +1,95 @@
+"""Normalisation anchors: each env's random-policy return (0) and threshold (1).
+
+Scores across environments are only comparable after normalisation, and the
+scale must not move when an algorithm is added (Agarwal et al. 2021 normalise
+Atari by fixed random and human scores for the same reason). So the anchors
+are fixed per env: the low anchor is the mean return of a uniform-random
+policy, computed once, deterministically, and the high anchor is the env's
+threshold at that moment. Both are stored in the results store's
+``env_anchors`` table the first time a report needs them and never overwritten.
+
+The random policy runs :data:`EPISODES` whole episodes (``make_env(...,
+training=False)``: Atari scores are raw game scores over whole games) with the
+env reset to seed :data:`SEED` once and the action space seeded with it too.
+Atari uses :data:`ATARI_EPISODES` episodes, because one random game of Pong
+takes about 800 agent steps and the mean settles quickly (Mnih et al. 2015
+averaged 30 random episodes; the spread of random Breakout/Pong scores is a
+few points, small beside the gap to the threshold).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Random-policy episodes per env, and the seed of the env and of the action space.
+EPISODES = 20
+ATARI_EPISODES = 5
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Normalised score = (return - random_return) / (threshold - random_return)."""
+
+    env_id: str
+    random_return: float
+    threshold: float
+    episodes: int
+    seed: int
+
+
+def random_policy_return(env_id: str, episodes: int = EPISODES, seed: int = SEED) -> float:
+    """Mean return of ``episodes`` episodes of uniformly random actions; deterministic for a seed.
+
+    Episodes are capped at the env's horizon (or :data:`bench.envs.EVAL_STEP_CAP`).
+    """
+    from bench.envs import EVAL_STEP_CAP, get_spec, make_env
+
+    cap = get_spec(env_id).horizon or EVAL_STEP_CAP
+    env = make_env(env_id, training=False)
+    env.action_space.seed(seed)
+    returns = []
+    try:
+        for ep in range(episodes):
+            env.reset(seed=seed if ep == 0 else None)
+            total = 0.0
+            for _ in range(cap):
+                _, r, terminated, truncated, _ = env.step(env.action_space.sample())
+                total += float(r)
+                if terminated or truncated:
+                    break
+            returns.append(total)
+    finally:
+        env.close()
+    return float(np.mean(returns))
+
+
+def episodes_for(env_id: str) -> int:
+    from bench.envs import get_spec
+
+    return ATARI_EPISODES if get_spec(env_id).family == "atari" else EPISODES
+
+
+def ensure_anchors(store, thresholds: dict[str, float], log=None) -> dict[str, Anchor]:
+    """The anchors of every env in ``thresholds``, computing and storing the missing ones.
+
+    :param store: a :class:`bench.store.Store`.
+    :param thresholds: env id → the threshold to anchor at, used only for envs
+        with no stored anchors yet.
+    :param log: optional ``callable(str)`` told about each env being computed.
+    """
+    have = store.anchors()
+    for env_id, thr in thresholds.items():
+        if env_id in have or thr is None:
+            continue
+        n = episodes_for(env_id)
+        if log:
+            log(f"computing the random-policy anchor of {env_id} ({n} episodes, seed {SEED}) once; it is stored")
+        store.put_anchor(env_id, random_policy_return(env_id, n, SEED), float(thr), n, SEED)
+    return {
+        r.env_id: Anchor(r.env_id, float(r.random_return), float(r.threshold), int(r.episodes), int(r.seed))
+        for r in store.anchors().values()
+        if r.env_id in thresholds
+    }

@@ -1,0 +1,475 @@
+"""``bench report``: one self-contained static HTML page from the results store.
+
+The numbers come from :mod:`bench.analysis` (which reads the store and uses the
+pure statistics of :mod:`bench.stats`); this module draws them with
+seaborn/matplotlib (Agg backend, the colour-blind-safe "colorblind" palette)
+and writes ``index.html`` with every figure embedded as a base64 PNG, no
+external CSS, JavaScript or fonts, so the page opens offline and fetches nothing.
+
+Sections (see the issue): inventory and provenance, per environment (learning
+curves vs steps and vs seconds with IQM and 95% bootstrap bands, Kaplan-Meier
+fraction solved, final-return table, diagnostics), across environments
+(normalised IQM with stratified bootstrap intervals, performance profiles,
+probability of improvement), the decision matrix and the recommendation table.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import re
+import shutil
+import subprocess
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from bench import analysis as an
+from bench import stats
+
+#: Bootstrap replicates for the bands of curves (per grid point).
+CURVE_BOOT = 200
+DPI = 72
+TEMPLATE = Path(__file__).with_name("report.html.j2")
+
+
+# --------------------------------------------------------------------------- #
+# Figures
+# --------------------------------------------------------------------------- #
+@functools.cache
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.9)
+    # seaborn 0.13's heatmap calls a colormap method matplotlib 3.11 plans to deprecate; nothing to act on here.
+    warnings.filterwarnings("ignore", message="The set_bad function", category=PendingDeprecationWarning)
+    # A fixed title height skips matplotlib's automatic title placement, which measures every
+    # tick label again; with fixed margins (``_figure``) each figure is drawn once, not twice
+    # as ``bbox_inches="tight"`` would. Together they halve the report's build time.
+    plt.rcParams["axes.titley"] = 1.01
+    return plt, sns
+
+
+def _figure(plt, ncols: int, width: float, height: float, *, left: float = 0.8, right: float = 0.3,
+            bottom: float = 0.6, top: float = 0.4, wspace: float = 0.3, **kw):
+    """A one-row figure whose margins are given in inches (room for labels and outside legends)."""
+    fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False, **kw)
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=wspace)
+    return fig, list(axes[0])
+
+
+def _few_ticks(ax) -> None:
+    """At most ~5 ticks per axis: enough to read, and every tick costs drawing time."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(5))
+    ax.yaxis.set_major_locator(MaxNLocator(5))
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+class Style:
+    """One colour per label (colour-blind palette), solid lines for own code, dashed for SB3."""
+
+    def __init__(self, labels: list[str], impl: dict[str, str]):
+        import seaborn as sns
+
+        pal = sns.color_palette("colorblind", max(len(labels), 1))
+        self.color = {lb: pal[i % len(pal)] for i, lb in enumerate(labels)}
+        self.impl = impl
+
+    def line(self, label: str) -> dict[str, Any]:
+        return dict(color=self.color[label], linestyle="--" if self.impl.get(label) == "sb3" else "-", label=label)
+
+
+def _iqm_band(curves: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """IQM over runs at each grid point, with a 95% percentile bootstrap band over runs.
+
+    :param curves: ``(n_runs, G)``. :returns: ``(iqm, lo, hi)``, each ``(G,)``.
+    """
+    n = curves.shape[0]
+    point = stats.iqm(curves, axis=0)
+    reps = stats.iqm(curves[rng.integers(0, n, size=(CURVE_BOOT, n))], axis=1)  # (B, G)
+    lo, hi = stats.percentile_interval(reps)
+    return point, lo, hi
+
+
+def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, threshold: float | None,
+            random: float | None) -> str:
+    """One env, four panels: return vs steps and vs seconds (IQM over seeds, 95% bootstrap band),
+    and the Kaplan-Meier fraction of runs solved vs steps and vs seconds (unsolved runs censored)."""
+    plt, _ = _plt()
+    width, height = 13.0, 7.0
+    fig, axes = plt.subplots(2, 2, figsize=(width, height), sharex="col")
+    fig.subplots_adjust(left=0.8 / width, right=1 - 2.5 / width, bottom=0.6 / height, top=1 - 0.4 / height,
+                        wspace=0.12, hspace=0.22)
+    rng = np.random.default_rng(0)
+    for ax, grid, by in ((axes[0, 0], c.steps, c.by_steps), (axes[0, 1], c.wall, c.by_wall)):
+        for label, curves in sorted(by.items()):
+            mid, lo, hi = _iqm_band(curves, rng)
+            ax.plot(grid, mid, **style.line(label), lw=1.8)
+            ax.fill_between(grid, lo, hi, color=style.color[label], alpha=0.18, lw=0)
+        if threshold is not None:
+            ax.axhline(threshold, color="0.3", lw=1, ls=":", label=f"threshold {threshold:g}")
+        if random is not None:
+            ax.axhline(random, color="0.6", lw=1, ls="-.", label=f"random policy {random:.3g}")
+        _few_ticks(ax)
+    axes[0, 1].sharey(axes[0, 0])
+    for ax, col, grid in ((axes[1, 0], "t_steps", c.steps), (axes[1, 1], "t_secs", c.wall)):
+        grid = np.r_[0.0, grid]
+        for label, g in runs.groupby("label", sort=True):
+            f, lo, hi = stats.kaplan_meier_band(g[col].to_numpy(float), g["solved"].to_numpy(bool), grid, n_boot=500)
+            k = int(g["solved"].sum())
+            ax.step(grid, f, where="post", **{**style.line(label), "label": f"{label}: {k}/{len(g)} runs solved"}, lw=1.8)
+            ax.fill_between(grid, lo, hi, step="post", color=style.color[label], alpha=0.15, lw=0)
+        ax.set_ylim(-0.02, 1.02)
+        _few_ticks(ax)
+    axes[0, 0].set_ylabel("return (running mean of episodes)")
+    axes[1, 0].set_ylabel("fraction of runs solved")
+    axes[1, 0].set_xlabel("env steps")
+    axes[1, 1].set_xlabel("training wall-clock (s)")
+    axes[0, 0].set_title(f"{env_id}: return vs env steps")
+    axes[0, 1].set_title(f"{env_id}: return vs wall-clock")
+    axes[1, 0].set_title("solved by env steps (Kaplan-Meier)")
+    axes[1, 1].set_title("solved by wall-clock (Kaplan-Meier)")
+    axes[0, 1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title="IQM over seeds, 95% CI",
+                      title_fontsize=8)
+    axes[1, 1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1),
+                      title="unsolved runs censored at their end", title_fontsize=8)
+    return _png(fig)
+
+
+def fig_diagnostics(env_id: str, runs: pd.DataFrame, diags: pd.DataFrame, style: Style, grid: np.ndarray) -> str | None:
+    names = [n for n in an.DIAGNOSTICS if (diags["name"] == n).any()]
+    if not names:
+        return None
+    plt, _ = _plt()
+    width = 3.2 * len(names) + 2.9
+    fig, axes2 = _figure(plt, len(names), width, 3.2, right=2.1, top=0.65, wspace=0.35)
+    axes = [axes2]
+    label_of = dict(zip(runs["key"], runs["label"]))
+    for ax, name in zip(axes[0], names):
+        d = diags[(diags["name"] == name) & diags["value"].notna()]
+        per_label: dict[str, list[np.ndarray]] = {}
+        for key, g in d.groupby("key", sort=False):
+            if key in label_of and len(g):
+                per_label.setdefault(label_of[key], []).append(
+                    # Held at the first value before a run's first update (and at the last after its end).
+                    np.interp(grid, g["step"].to_numpy(float), g["value"].to_numpy(float)))
+        for label, cs in sorted(per_label.items()):
+            q1, mid, q3 = np.percentile(np.array(cs), [25, 50, 75], axis=0)
+            ax.plot(grid, mid, **style.line(label), lw=1.5)
+            ax.fill_between(grid, q1, q3, color=style.color[label], alpha=0.15, lw=0)
+        ax.set_title(name)
+        ax.set_xlabel("env steps")
+        _few_ticks(ax)
+    axes[0][0].set_ylabel("median over seeds (band: IQR)")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
+    fig.suptitle(f"{env_id}: diagnostics per update", y=0.99)
+    return _png(fig)
+
+
+def fig_aggregate(agg: pd.DataFrame, style: Style) -> str:
+    plt, _ = _plt()
+    fig, (ax,) = _figure(plt, 1, 9, 0.45 * len(agg) + 1.3, left=2.8, bottom=0.75)
+    agg = agg.sort_values("iqm")
+    for i, r in enumerate(agg.itertuples()):
+        ax.errorbar(r.iqm, i, xerr=[[r.iqm - r.lo], [r.hi - r.iqm]], fmt="o", color=style.color[r.label], capsize=4)
+    ax.set_yticks(range(len(agg)), [f"{r.label} ({r.envs} envs, {r.runs} runs)" for r in agg.itertuples()])
+    ax.axvline(0, color="0.6", lw=1, ls="-.")
+    ax.axvline(1, color="0.3", lw=1, ls=":")
+    ax.set_xlabel("IQM of normalised final return (0 = random policy, 1 = threshold), 95% stratified bootstrap CI")
+    ax.set_title("Across environments: IQM of normalised final return")
+    return _png(fig)
+
+
+def fig_profiles(scored: an.Scored, style: Style) -> str:
+    plt, _ = _plt()
+    r = scored.runs[scored.runs["final_norm"].notna()]
+    hi = max(1.2, float(np.nanpercentile(r["final_norm"], 98)) + 0.05)
+    lo = min(0.0, float(np.nanpercentile(r["final_norm"], 2)) - 0.05)
+    taus = np.linspace(lo, hi, 120)
+    fig, (ax,) = _figure(plt, 1, 9, 3.8, right=2.2)
+    for label, g in r.groupby("label", sort=True):
+        envs = sorted(g["env"].unique())
+        prof, plo, phi = stats.performance_profile([g.loc[g["env"] == e, "final_norm"].to_numpy(float) for e in envs],
+                                                   taus, n_boot=500)
+        ax.plot(taus, prof, **style.line(label), lw=1.8)
+        ax.fill_between(taus, plo, phi, color=style.color[label], alpha=0.15, lw=0)
+    ax.set_xlabel("normalised final return τ (0 = random, 1 = threshold)")
+    ax.set_ylabel("fraction of runs with score > τ")
+    ax.set_title("Performance profiles (95% stratified bootstrap bands)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
+    return _png(fig)
+
+
+def fig_improvement(pim: pd.DataFrame, labels: list[str]) -> str:
+    plt, sns = _plt()
+    m = pd.DataFrame(np.nan, index=labels, columns=labels)
+    ann = pd.DataFrame("", index=labels, columns=labels)
+    for r in pim.itertuples():
+        m.loc[r.x, r.y] = r.p
+        ann.loc[r.x, r.y] = f"{r.p:.2f}\n[{r.lo:.2f}, {r.hi:.2f}]"
+    fig, (ax,) = _figure(plt, 1, 1.35 * len(labels) + 4.5, 0.9 * len(labels) + 2.0, left=1.8, right=0.6,
+                         bottom=1.3, top=0.45)
+    sns.heatmap(m, annot=ann.values, fmt="", cmap="vlag", vmin=0, vmax=1, center=0.5, ax=ax, annot_kws={"fontsize": 7},
+                cbar_kws={"label": "P(row > column)"})
+    ax.grid(False)
+    ax.set_xlabel("Y")
+    ax.set_ylabel("X")
+    ax.set_title("Probability of improvement P(X > Y), normalised final return, 95% CI")
+    return _png(fig)
+
+
+def fig_decision(dm: pd.DataFrame, category: str) -> str:
+    """Annotated heatmap: rows labels, columns criteria. Colour = rank within the column (higher is better)."""
+    plt, sns = _plt()
+    d = dm[dm["category"] == category]
+    labels = sorted(d["label"].unique())
+    crits = list(an.CRITERIA) + [an.SENSITIVITY]
+    colour = pd.DataFrame(np.nan, index=labels, columns=crits)
+    ann = pd.DataFrame("", index=labels, columns=crits)
+    for crit in crits:
+        col = d[d["criterion"] == crit].set_index("label")
+        vals = col["point"].astype(float)
+        if vals.notna().sum():
+            span = (vals.max() - vals.min()) or 1.0
+            scaled = (vals - vals.min()) / span
+            colour[crit] = (1 - scaled) if crit == an.SENSITIVITY else scaled  # lower sensitivity is better
+        for lb, r in col.iterrows():
+            if r["point"] != r["point"]:
+                ann.loc[lb, crit] = r["note"] or "n/a"
+                continue
+            mark = {"best": " ★", "tie": " ≈"}.get(r["mark"], "")
+            ci = f"\n[{r['lo']:.2f}, {r['hi']:.2f}]" if r["lo"] is not None and r["lo"] == r["lo"] else ""
+            cover = f"\n{r['n_envs']}/{r['cat_envs']} envs" if r["n_envs"] < r["cat_envs"] else ""
+            ann.loc[lb, crit] = f"{r['point']:.2f}{mark}{ci}{cover}"
+    fig, (ax,) = _figure(plt, 1, 13, 0.75 * len(labels) + 1.5, left=1.5, right=0.2, bottom=0.75, top=0.4)
+    cmap = plt.get_cmap("cividis")
+    sns.heatmap(colour.astype(float), annot=False, cmap=cmap, vmin=0, vmax=1, cbar=False, ax=ax,
+                linewidths=0.5, linecolor="white")
+    ax.grid(False)
+    # Text drawn by hand: seaborn skips annotations of NaN cells, and "no tuning data" must show.
+    for i, lb in enumerate(labels):
+        for j, crit in enumerate(crits):
+            v = colour.loc[lb, crit]
+            dark = v == v and sum(cmap(float(v))[:3]) < 1.5  # light text on dark cells
+            ax.text(j + 0.5, i + 0.5, ann.loc[lb, crit], ha="center", va="center", fontsize=8,
+                    color="white" if dark else "black")
+    ax.set_xticks(np.arange(len(crits)) + 0.5, [c.replace(" ", "\n", 1) for c in crits], rotation=0)
+    ax.set_ylabel("")
+    ax.set_title(f"Decision matrix: {category}  (★ best, ≈ tie: 95% intervals overlap; colour = rank in column)")
+    return _png(fig)
+
+
+# --------------------------------------------------------------------------- #
+# The page
+# --------------------------------------------------------------------------- #
+def _slug(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")
+
+
+def _f(v: Any, digits: int = 2) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "—"
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}" if abs(v) < 1e5 else f"{v:,.0f}"
+    return str(v)
+
+
+def _provenance(data: an.Data) -> dict[str, Any]:
+    r = data.runs
+    done = r[r["status"] == "done"] if not r.empty else r
+    metas = list(done["meta"]) if not done.empty else []
+    versions = sorted({", ".join(f"{k} {v}" for k, v in sorted((m.get("versions") or {}).items()) if v) for m in metas})
+    commits = sorted({f"{(m.get('git_commit') or '?')[:10]}{' (dirty)' if m.get('git_dirty') else ''}" for m in metas})
+    starts = sorted(m["started_at"] for m in metas if m.get("started_at"))
+    ends = sorted(m["finished_at"] for m in metas if m.get("finished_at"))
+    return dict(
+        versions=versions, commits=commits,
+        hardware=sorted({an.hardware_of(m) + f" · {m.get('cpu_count', '?')} cores · host {m.get('host', '?')}" for m in metas}),
+        python=sorted({m.get("python", "?") for m in metas}),
+        dates=f"{starts[0]} → {ends[-1]}" if starts and ends else "—",
+    )
+
+
+def _inventory(data: an.Data) -> tuple[list[dict], list[dict]]:
+    r = data.runs
+    if r.empty:
+        return [], []
+    counts = (r.groupby(["suite", "env", "label", "impl", "status"]).size().unstack("status", fill_value=0).reset_index())
+    rows = []
+    for c in counts.to_dict("records"):
+        g = r[(r["suite"] == c["suite"]) & (r["env"] == c["env"]) & (r["label"] == c["label"])]
+        rows.append(dict(suite=c["suite"], env=c["env"], label=c["label"], impl=c["impl"],
+                         total=int(sum(c.get(s, 0) for s in ("pending", "running", "done", "failed", "interrupted"))),
+                         **{s: int(c.get(s, 0)) for s in ("done", "failed", "interrupted", "running", "pending")},
+                         pooled=int(g["pooled"].sum()), budget=_f(int(g["timesteps"].max()))))
+    bad = r[r["status"].isin(["failed", "interrupted"])]
+    failures = [dict(env=x.env, label=x.label, seed=int(x.seed), status=x.status, error=x.error or "")
+                for x in bad.itertuples()]
+    return rows, failures
+
+
+def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
+          log: Callable[[str], None] | None = None, anchors: bool = True) -> Path:
+    """Write ``out_dir/index.html`` for ``suites`` (default: all in the store); returns its path."""
+    import jinja2
+
+    t0 = time.perf_counter()
+    data = an.load(store_url, suites, anchors=anchors, log=log)
+    scored = an.score(data)
+    runs = scored.runs
+    labels = sorted(data.runs["label"].unique()) if not data.runs.empty else []
+    impl = dict(zip(data.runs.get("label", []), data.runs.get("impl", [])))
+    style = Style(labels, impl)
+    warn = an.hardware_warnings(data)
+
+    env_sections = []
+    for env_id, c in scored.curves.items():
+        g = runs[runs["env"] == env_id]
+        a = data.anchors.get(env_id)
+        thr = data.traits.get(env_id, {}).get("threshold")
+        table = an.final_table(scored, env_id)
+        d = data.diagnostics[data.diagnostics["key"].isin(g["key"])]
+        env_sections.append(dict(
+            id=f"env-{_slug(env_id)}", env=env_id, traits=an.category_of(data.traits[env_id]),
+            threshold=f"{thr:g}" if thr is not None else "—", random=f"{a.random_return:.4g}" if a else "—",
+            anchor=f"{a.episodes} random episodes, seed {a.seed}" if a else "none",
+            warning=warn.get(env_id),
+            figure=fig_env(env_id, c, g, style, thr, a.random_return if a else None),
+            diagnostics=fig_diagnostics(env_id, g, d, style, c.steps),
+            table=[dict(label=t.label, impl=t.impl, runs=t.runs, iqm=f"{_f(t.iqm)} [{_f(t.lo)}, {_f(t.hi)}]",
+                        median=_f(t.median), success=f"{t.solved}/{t.runs} = {t.success:.2f} [{t.success_lo:.2f}, {t.success_hi:.2f}]",
+                        median_steps=_f(t.median_steps, 0), median_secs=_f(t.median_secs, 1))
+                   for t in table.itertuples()],
+        ))
+
+    across = None
+    dm = pd.DataFrame()
+    if an.normalised_envs(scored):
+        agg = an.across_envs(scored)
+        pim = an.improvement_matrix(scored)
+        plabels = sorted(runs.loc[runs["final_norm"].notna(), "label"].unique())
+        across = dict(
+            aggregate=fig_aggregate(agg, style), profiles=fig_profiles(scored, style),
+            improvement=fig_improvement(pim, plabels) if len(plabels) > 1 else None,
+            table=[dict(label=r.label, impl=r.impl, envs=r.envs, runs=r.runs, iqm=f"{r.iqm:.2f} [{r.lo:.2f}, {r.hi:.2f}]")
+                   for r in agg.itertuples()],
+        )
+        dm = an.decision_matrix(scored, data.sensitivity)
+
+    cats = an.categories(scored) if not dm.empty else {}
+    decision = [dict(category=cat, envs=", ".join(envs), figure=fig_decision(dm, cat),
+                     wall_warning=sorted(e for e in envs if e in warn), rows=_decision_rows(dm, cat))
+                for cat, envs in cats.items()]
+    recs = an.recommend(scored)
+    inventory, failures = _inventory(data)
+
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    html = env.from_string(TEMPLATE.read_text()).render(
+        title="bench report: " + (", ".join(data.suites) or "empty store"),
+        generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        store=_describe(data.store_url), suites=data.suites, inventory=inventory, failures=failures,
+        provenance=_provenance(data), warnings=warn, notes=data.notes, envs=env_sections, across=across,
+        decision=decision, criteria=[(k, v[2]) for k, v in an.CRITERIA.items()], sensitivity=an.SENSITIVITY,
+        criteria_names=list(an.CRITERIA) + [an.SENSITIVITY],
+        recs=[_rec_row(r) for r in recs], n_runs=len(data.runs), n_pooled=int(len(runs)),
+        n_boot=an.N_BOOT, anchors=data.anchors,
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "index.html"
+    path.write_text(html, encoding="utf-8")
+    if log:
+        log(f"report built in {time.perf_counter() - t0:.1f}s from {len(data.runs)} runs")
+    return path
+
+
+def _decision_rows(dm: pd.DataFrame, category: str) -> list[dict[str, Any]]:
+    """The decision matrix of one category as table rows: one per label, one cell per criterion."""
+    d = dm[dm["category"] == category]
+    rows = []
+    for lb, g in d.groupby("label", sort=True):
+        cells = []
+        for crit in list(an.CRITERIA) + [an.SENSITIVITY]:
+            x = g[g["criterion"] == crit].iloc[0]
+            if x["point"] != x["point"]:
+                cells.append(dict(text=x["note"] or "n/a", mark="", title=x["note"]))
+                continue
+            ci = "" if x["lo"] is None or x["lo"] != x["lo"] else f" [{x['lo']:.2f}, {x['hi']:.2f}]"
+            cover = f" ({x['n_envs']}/{x['cat_envs']} envs)" if x["n_envs"] < x["cat_envs"] else ""
+            cells.append(dict(text=f"{x['point']:.2f}{ci}{cover}", mark={"best": "★ best", "tie": "≈ tie"}.get(x["mark"], ""),
+                              title=f"{x['n_runs']} runs on {x['n_envs']} envs. {x['note']}".strip()))
+        rows.append(dict(label=lb, impl=g["impl"].iloc[0], cells=cells))
+    return rows
+
+
+def _describe(url: str) -> str:
+    from bench.store import describe_url
+
+    return describe_url(url)
+
+
+def _rec_row(r: an.Recommendation) -> dict[str, Any]:
+    return dict(
+        action=r.action, obs=r.obs, reward=r.reward, priority=r.priority, verdict=r.verdict,
+        best=r.best or "—", runner_up=r.runner_up or "—",
+        best_score=str(r.best_score) if r.best_score else "", runner_up_score=str(r.runner_up_score) if r.runner_up_score else "",
+        p=str(r.p_improvement) if r.p_improvement else "—", evidence=r.evidence, message=r.message,
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Screenshot (headless Chromium)
+# --------------------------------------------------------------------------- #
+def find_chromium() -> str | None:
+    """Path of a Chromium/Chrome binary on PATH, or None."""
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        if p := shutil.which(name):
+            return p
+    return None
+
+
+#: Flags for a quiet, offline, throwaway headless browser.
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--hide-scrollbars")
+
+
+def screenshot(html: Path, png: Path, *, width: int = 1400, height: int = 2400, timeout: float = 120) -> Path:
+    """Render ``html`` in headless Chromium and save the top ``width × height`` pixels as ``png``.
+
+    :raises FileNotFoundError: no Chromium on PATH (Debian: ``apt-get install chromium``).
+    """
+    import tempfile
+
+    exe = find_chromium()
+    if exe is None:
+        raise FileNotFoundError("no chromium on PATH (Debian: apt-get install chromium)")
+    png = png.resolve()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--screenshot={png}",
+                        f"--window-size={width},{height}", html.resolve().as_uri()],
+                       capture_output=True, timeout=timeout, check=False)
+    if not png.is_file():
+        raise RuntimeError(f"chromium did not write {png}")
+    return png

@@ -1,0 +1,253 @@
+"""The report and `bench recommend`: planted answers, ties, anchors, bad input, and a real page in headless Chromium."""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench import analysis
+from bench.report import CHROMIUM_FLAGS, build, find_chromium
+from bench.store import Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import Planted, write_store  # noqa: E402
+
+ENVS = ["CartPole-v1", "MountainCar-v0", "Pendulum-v1"]  # discrete·dense, discrete·sparse, continuous·dense
+WINNER = Planted("winner-bench", "ppo", "bench", skill=1.2, tau=0.1)
+OTHERS = [Planted("ppo-sb3", "ppo", "sb3", skill=0.6, tau=0.3), Planted("a2c-bench", "a2c", "bench", skill=0.4, tau=0.4)]
+TWINS = [Planted("twin-a", "a2c", "bench", skill=0.5, tau=0.3, noise=0.15),
+         Planted("twin-b", "trpo", "sb3", skill=0.5, tau=0.3, noise=0.15)]
+
+
+def bench(*args, cwd, timeout=300):
+    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('planted') / 's.db'}"
+    write_store(url, ENVS, [WINNER, *OTHERS], seeds=8)
+    return url
+
+
+@pytest.fixture(scope="module")
+def twins(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('twins') / 's.db'}"
+    write_store(url, ENVS[:2], TWINS, seeds=8)
+    return url
+
+
+def scored(url):
+    return analysis.score(analysis.load(url, anchors=False))
+
+
+# --------------------------------------------------------------------------- #
+# Recommendations
+# --------------------------------------------------------------------------- #
+def test_recommend_names_a_planted_clear_winner(planted):
+    for priority in ("samples", "wall-clock"):
+        (rec,) = analysis.recommend(scored(planted), action="discrete", obs="vector", reward="dense", priority=priority)
+        assert rec.verdict == "recommended", rec.message
+        assert rec.best == "winner-bench" and rec.runner_up == "ppo-sb3"
+        assert rec.p_improvement.lo > 0.5 and not rec.best_score.overlaps(rec.runner_up_score)
+        assert rec.envs == ["CartPole-v1"] and rec.runs == {"a2c-bench": 8, "ppo-sb3": 8, "winner-bench": 8}
+
+
+def test_recommend_cli_prints_the_winner_and_its_evidence(planted, tmp_path):
+    p = bench("recommend", "--action", "continuous", "--obs", "vector", "--reward", "dense", "--priority", "samples",
+              "--store", planted, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "winner-bench" in p.stdout and "tie" not in p.stdout
+    assert "Pendulum-v1" in p.stdout and "winner-bench 8" in p.stdout  # evidence: env and run counts
+
+
+def test_recommend_says_tie_for_indistinguishable_algorithms(twins, tmp_path):
+    recs = analysis.recommend(scored(twins), action="discrete", obs="vector")
+    measured = [r for r in recs if r.envs]
+    assert len(measured) == 4  # dense and sparse × two priorities
+    for r in measured:
+        assert r.verdict == "tie", r.message
+        assert {r.best, r.runner_up} == {"twin-a", "twin-b"}
+        assert r.p_improvement.lo <= 0.5 <= r.p_improvement.hi
+    p = bench("recommend", "--action", "discrete", "--reward", "sparse", "--obs", "vector", "--store", twins, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("tie: twin-") == 2 and "insufficient evidence" in p.stdout
+
+
+def test_recommend_without_a_covering_env_says_so(planted):
+    recs = analysis.recommend(scored(planted), obs="pixels")
+    assert len(recs) == 8
+    assert all(r.verdict == "insufficient evidence" and "no measured environment" in r.message for r in recs)
+
+
+def test_decision_matrix_marks_the_winner_and_overlaps_as_ties(planted, twins):
+    dm = analysis.decision_matrix(scored(planted), n_boot=500)
+    cat = dm[(dm["category"] == "discrete · vector · dense") & (dm["criterion"] == "final performance")].set_index("label")
+    assert cat.loc["winner-bench", "mark"] == "best"
+    assert cat.loc["winner-bench", "lo"] > cat.loc["ppo-sb3", "hi"]
+    success = dm[(dm["category"] == "all environments") & (dm["criterion"] == "success rate")].set_index("label")
+    assert success.loc["winner-bench", "point"] == pytest.approx(1.0) and success.loc["a2c-bench", "point"] == 0.0
+    sens = dm[dm["criterion"] == analysis.SENSITIVITY]
+    assert (sens["note"] == "no tuning data").all()
+    twin = analysis.decision_matrix(scored(twins), n_boot=500)
+    fp = twin[(twin["category"] == "all environments") & (twin["criterion"] == "final performance")]
+    assert set(fp["mark"]) == {"tie"}
+
+
+def test_decision_matrix_takes_sensitivity_from_the_tuner_s_table(planted):
+    import pandas as pd
+
+    sens = pd.DataFrame([
+        dict(algo="ppo", impl="bench", env_id="CartPole-v1", study="s1", n_trials=10, n_complete=8, score_iqr=0.3,
+             success_fraction=0.5, importances={"learning_rate": 0.7, "n_steps": 0.3}),
+        dict(algo="ppo", impl="bench", env_id="Pendulum-v1", study="s2", n_trials=10, n_complete=6, score_iqr=0.1,
+             success_fraction=0.25, importances={"learning_rate": 0.4, "n_steps": 0.6}),
+    ])
+    dm = analysis.decision_matrix(scored(planted), sens, n_boot=200)
+    s = dm[dm["criterion"] == analysis.SENSITIVITY].set_index(["category", "label"])
+    cp = s.loc[("discrete · vector · dense", "winner-bench")]
+    assert cp["point"] == pytest.approx(0.3) and cp["n_runs"] == 8 and "learning_rate (0.70)" in cp["note"]
+    both = s.loc[("all environments", "winner-bench")]
+    assert both["point"] == pytest.approx(0.2) and both["n_envs"] == 2 and "38% of trials" in both["note"]
+    assert s.loc[("all environments", "ppo-sb3"), "note"] == "no tuning data"  # same algo, other impl
+
+
+# --------------------------------------------------------------------------- #
+# Anchors: fixed once, never overwritten, independent of the algorithms
+# --------------------------------------------------------------------------- #
+def test_anchors_are_deterministic_stored_once_and_never_overwritten(tmp_path):
+    from bench.anchors import ensure_anchors
+
+    a = ensure_anchors(Store(f"sqlite:///{tmp_path / 'a.db'}"), {"CartPole-v1": 475.0})["CartPole-v1"]
+    b = ensure_anchors(Store(f"sqlite:///{tmp_path / 'b.db'}"), {"CartPole-v1": 475.0})["CartPole-v1"]
+    assert a.random_return == b.random_return and 10 < a.random_return < 40  # random CartPole lasts ~20 steps
+    db = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    assert db.put_anchor("CartPole-v1", 999.0, 1.0, 1, 1) is False
+    again = ensure_anchors(db, {"CartPole-v1": 500.0})["CartPole-v1"]
+    assert (again.random_return, again.threshold) == (a.random_return, 475.0)
+
+
+def test_anchor_rows_are_written_once_on_sqlite_and_postgres(store_url):
+    db = Store(store_url)
+    assert db.put_anchor("Pendulum-v1", -1200.5, -200.0, 20, 0) is True
+    assert db.put_anchor("Pendulum-v1", 0.0, 1.0, 1, 1) is False
+    row = db.anchors()["Pendulum-v1"]
+    assert (row.random_return, row.threshold, row.episodes, row.seed) == (-1200.5, -200.0, 20, 0)
+    db.dispose()
+
+
+def test_adding_an_algorithm_does_not_change_anyone_s_scores(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, ENVS[:1], [WINNER], seeds=4, suite="first")
+    before = scored(url).runs.set_index("key")["final_norm"]
+    write_store(url, ENVS[:1], OTHERS, seeds=4, suite="second")
+    after = scored(url).runs.set_index("key")["final_norm"]
+    assert len(after) == 12
+    assert after.loc[before.index].tolist() == before.tolist()
+
+
+# --------------------------------------------------------------------------- #
+# The page
+# --------------------------------------------------------------------------- #
+def test_report_warns_when_wall_clock_comes_from_different_hardware(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, ENVS[:1], [WINNER], seeds=3, suite="here")
+    write_store(url, ENVS[:1], OTHERS[:1], seeds=3, suite="there", meta_extra={"cpu_model": "Other CPU", "torch_threads": 4})
+    html = build(url, tmp_path / "out").read_text()
+    assert "Wall-clock warning" in html and "Other CPU · 4 torch thread(s)" in html
+    single = build(url, tmp_path / "one", ["here"]).read_text()
+    assert "Wall-clock warning" not in single
+
+
+def test_bad_input_is_one_line_and_exit_2(planted, tmp_path):
+    for args, needle in [
+        (["report", "nosuch", "--store", planted], "no suite named 'nosuch'"),
+        (["recommend", "--priority", "cheap", "--store", planted], "--priority: 'cheap' is not allowed; allowed: samples, wall-clock"),
+        (["recommend", "--store", f"sqlite:///{tmp_path / 'none.db'}"], "no results store"),
+        (["report", "--store", "mysql://x/y"], "not a usable store URL"),
+    ]:
+        p = bench(*args, cwd=tmp_path)
+        assert p.returncode == 2, (args, p.stdout, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0], p.stderr
+    assert not (tmp_path / "none.db").exists()
+    empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    Store(empty)
+    p = bench("report", "--store", empty, cwd=tmp_path)
+    assert p.returncode == 2 and "no finished runs" in p.stderr
+
+
+TINY = """\
+name: tiny-report
+seeds: [0, 1]
+defaults: {timesteps: 3000, window: 5}
+envs:
+  - id: CartPole-v1
+  - id: Pendulum-v1
+    timesteps: 2048
+algorithms:
+  - {algo: a2c, impl: bench}
+  - {algo: a2c, impl: sb3}
+  - {algo: reinforce, impl: bench, hyperparams: {n_envs: 1, n_steps: 512}}
+"""
+
+#: Injected into a copy of the page, test-only: collects errors, then checks every image once loaded.
+PROBE = """<script>
+window.__errors = [];
+window.addEventListener('error', e => window.__errors.push(String(e.message || (e.target && e.target.outerHTML) || e.type).slice(0, 200)), true);
+const __ce = console.error; console.error = (...a) => { window.__errors.push(a.join(' ')); __ce(...a); };
+window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  const r = {images: imgs.length, broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0 && i.naturalHeight > 0)).map(i => i.alt),
+             errors: window.__errors,
+             decision: document.querySelectorAll('#decision-matrix img').length + '/' + document.querySelectorAll('#decision-matrix table.decision-table').length,
+             recommendations: document.querySelectorAll('#recommendation-table tr').length};
+  const pre = document.createElement('pre'); pre.id = '__probe'; pre.textContent = JSON.stringify(r); document.body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.mark.slow
+def test_report_of_a_real_suite_renders_in_headless_chromium(tmp_path):
+    """Run a tiny real suite, `bench report` it, and load the page in headless Chromium."""
+    exe = find_chromium()
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(TINY)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    t0 = time.time()
+    p = bench("run", str(suite), "--store", url, "--workers", "2", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    p = bench("report", str(suite), "--store", url, "--out", str(tmp_path / "rep"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    index = tmp_path / "rep" / "index.html"
+    assert p.stdout.strip() == f"report: {index}"
+    html = index.read_text()
+    # Self-contained: nothing to fetch (no remote or relative src/href, no CSS url()).
+    assert not re.search(r"""(src|href)=["'](?!data:|#)""", html) and "url(" not in html and "@import" not in html
+    assert 'id="decision-matrix"' in html and 'id="recommendation-table"' in html
+    for env_id in ("CartPole-v1", "Pendulum-v1"):
+        assert f">{env_id} <" in html
+    if exe is None:
+        pytest.skip(f"report written in {time.time() - t0:.0f}s; no chromium on PATH for the browser check (Debian: apt-get install chromium)")
+
+    probe = tmp_path / "probe.html"
+    probe.write_text(html.replace("<head>", "<head>" + PROBE, 1))
+    r = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+                        "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="__probe">(.*?)</pre>', r.stdout, re.S)
+    assert m, f"the page did not finish loading in chromium: {r.stderr[-2000:]}"
+    res = json.loads(html_lib.unescape(m.group(1)))
+    assert res["errors"] == [], res["errors"]
+    assert not re.search(r"Uncaught|CONSOLE[:(]\d+.*[Ee]rror", r.stderr), r.stderr[-2000:]
+    assert res["images"] >= 2 * 2 + 4 and res["broken"] == [], res  # per env: curves + diagnostics; across; decision
+    decision_imgs, decision_tables = map(int, res["decision"].split("/"))
+    assert decision_imgs >= 1 and decision_tables >= 1
+    assert res["recommendations"] == 1 + 16  # header + every profile
