@@ -1,4 +1,4 @@
-"""The ``bench`` command: run | status | export | envs | schema | speed.
+"""The ``bench`` command: run | status | export | tune | report | recommend | envs | schema | speed.
 
 Bad input is one line per problem on stderr and exit status 2; nothing runs and
 no store is created or touched. A run's own failure is a result, reported in the
@@ -75,13 +75,27 @@ def _fmt(v, digits: int = 1) -> str:
     return str(v)
 
 
+class Executor(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
 @app.command()
 def run(
     suite: Path = typer.Argument(..., help="Suite YAML file."),
     store: str = StoreOpt,
-    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Worker processes (default: number of cores)."),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", min=1,
+        help="Worker processes (default: number of cores); with --executor ray --address: at most this many cells at once.",
+    ),
     only: Optional[str] = typer.Option(None, "--only", help="Run a subset, e.g. env=CartPole-v1,algo=ppo."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells that would run; touch nothing."),
+    executor: Executor = typer.Option(
+        Executor.local, "--executor", help="local: a process pool on this machine; ray: one Ray task per cell."
+    ),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="With --executor ray: the cluster (auto or HOST:PORT); default: start a local Ray."
+    ),
 ) -> None:
     """Run a suite: every env × algorithm × seed cell, skipping cells already done."""
     import os
@@ -98,6 +112,24 @@ def run(
     if not cells:
         raise _bad_input(f"--only: {only!r} matches none of the {len(loaded.cells)} cells of {suite}")
     n_workers = workers or os.cpu_count() or 1
+    if address is not None:
+        from bench.executors_ray import check_address
+
+        if executor is not Executor.ray:
+            raise _bad_input(f"--address: only used with --executor ray (got --address {address!r} with --executor {executor.value})")
+        if (why := check_address(address)) is not None:
+            raise _bad_input(f"--address: {why}")
+        if url.startswith("sqlite"):
+            # Every worker must reach the store, and SQLite's locking is only safe on one host.
+            raise _bad_input(
+                f"--store: SQLite is not for several hosts; with --executor ray --address give a PostgreSQL store, "
+                f"e.g. postgresql+psycopg://USER@HOST:5432/DB (got {store!r})"
+            )
+        import sqlalchemy as sa
+
+        if (host := sa.engine.make_url(url).host) in ("localhost", "127.0.0.1", "::1"):
+            err.print(f"[yellow]warning[/]: the store's host {host} is this machine's loopback; Ray workers on other "
+                      "hosts will not reach it (give the address other hosts see)")
 
     if dry_run:
         t = Table(title=f"{loaded.suite.name}: {len(cells)} cells (dry run, nothing written)")
@@ -111,6 +143,19 @@ def run(
     from bench.runner import Interrupted, run_local
     from bench.store import Store, describe_url, is_claimable, this_owner
 
+    if executor is Executor.ray:
+        from bench.executors_ray import RayUnavailable, connect
+
+        try:  # a cluster that cannot be reached is found out before anything is written
+            import ray  # noqa: F401
+
+            if address is not None:
+                connect(address)  # stopped at exit: ray.init registers ray.shutdown with atexit
+        except ImportError:
+            raise _bad_input("--executor: ray is not installed; install it with pip install 'bench[ray]' (allowed: local, ray)") from None
+        except RayUnavailable as e:
+            raise _bad_input(f"--address: {e}") from None
+
     db = Store(url)
     db.register(loaded.suite.name, str(suite), loaded.suite.model_dump(mode="json"), loaded.env_meta, loaded.cells)
     rows = db.rows([c.key for c in cells])
@@ -119,8 +164,10 @@ def run(
     busy = len(cells) - len(todo) - done_before
     err.print(
         f"[bold]{loaded.suite.name}[/]: {len(cells)} cells — {done_before} done already, "
-        f"{busy} running elsewhere, {len(todo)} to run on {min(n_workers, max(len(todo), 1))} worker(s) "
-        f"→ {describe_url(url)}"
+        f"{busy} running elsewhere, {len(todo)} to run on "
+        + (f"{min(n_workers, max(len(todo), 1))} worker(s) " if executor is Executor.local
+           else f"the Ray cluster at {address} " if address else f"a local Ray instance with {n_workers} CPUs ")
+        + f"→ {describe_url(url)}"
     )
     if not todo:
         _closing(loaded.suite.name, [], done_before, busy, 0.0)
@@ -161,7 +208,12 @@ def run(
                 progress.console.print(f"[yellow]skipped[/] {cell.env_id} {cell.label} seed {cell.seed}: taken by another runner")
 
         try:
-            run_local(url, todo, owner, n_workers, on_done)
+            if executor is Executor.ray:
+                from bench.executors_ray import run_ray
+
+                run_ray(url, todo, on_done, num_cpus=n_workers, max_in_flight=workers if address else None)
+            else:
+                run_local(url, todo, owner, n_workers, on_done)
         except Interrupted:
             progress.stop()
             n_done = sum(o.status == "done" for _, o in results)
@@ -190,16 +242,24 @@ def _closing(name: str, results: list, done_before: int, busy: int, seconds: flo
 
 @app.command()
 def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: str = StoreOpt) -> None:
-    """Show done / failed / running / pending for every cell of a suite."""
-    from bench.store import Store, is_claimable, store_exists
+    """Show done / failed / running / stale / interrupted / pending for every cell of a suite.
+
+    It reads the store, so on a cluster it shows every host's runs: ``host`` is
+    where a run ran or runs, ``heartbeat`` how long ago a running run last
+    reported. ``stale``: running, but its owner is dead (on this host) or silent
+    for over STALE_AFTER_S seconds; the next ``bench run`` re-runs it.
+    """
+    from bench.store import Store, is_claimable, owner_host, store_exists
 
     loaded = _load(suite)
     url = _check_url(store)
     rows = Store(url).rows([c.key for c in loaded.cells]) if store_exists(url) else {}
     t = Table(title=f"{loaded.suite.name}: {len(loaded.cells)} cells")
-    for col in ("env", "label", "seed", "status", "attempt", "steps", "final return", "steps to threshold", "error"):
+    for col in ("env", "label", "seed", "status", "attempt", "host", "heartbeat", "steps", "final return",
+                "steps to threshold", "error"):
         t.add_column(col)
     counts: dict[str, int] = {}
+    now = time.time()
     for c in loaded.cells:
         r = rows.get(c.key)
         st = "pending" if r is None else r.status
@@ -208,7 +268,9 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
         counts[st] = counts.get(st, 0) + 1
         t.add_row(
             c.env_id, c.label, str(c.seed), st,
-            _fmt(r.attempt if r else 0), _fmt(r.total_steps if r else None),
+            _fmt(r.attempt if r else 0), (owner_host(r.owner) or "") if r else "",
+            f"{now - r.heartbeat_at:,.0f}s ago" if r is not None and r.status == "running" and r.heartbeat_at else "",
+            _fmt(r.total_steps if r else None),
             _fmt(r.final_return if r else None), _fmt(r.steps_to_threshold if r else None),
             (r.error or "")[:60] if r else "",
         )
@@ -303,6 +365,225 @@ def speed(
 
         out_json.write_text(json.dumps({"results": [asdict(r) | {"ratio": r.ratio} for r in results],
                                         "meta": run_metadata(), "machine": platform.machine()}, indent=2))
+
+
+class Objective(str, Enum):
+    auc = "auc"
+    steps_to_threshold = "steps_to_threshold"
+    final_return = "final_return"
+
+
+@app.command()
+def tune(
+    suite: Optional[Path] = typer.Argument(None, help="Suite YAML (its tune: block); or use --algo, --impl and --env."),
+    algo: Optional[str] = typer.Option(None, "--algo", help="reinforce | a2c | trpo | ppo (without a suite)."),
+    impl: str = typer.Option("bench", "--impl", help="bench | sb3 (without a suite)."),
+    env: Optional[str] = typer.Option(None, "--env", help="Gymnasium id (without a suite)."),
+    timesteps: Optional[int] = typer.Option(None, "--timesteps", min=1, help="Env steps per seed per trial."),
+    trials: Optional[int] = typer.Option(None, "--trials", min=1, help="Finished trials wanted per study, in total (default 20)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Stop starting trials after this many seconds."),
+    seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="Seeds per trial (default 3)."),
+    objective: Optional[Objective] = typer.Option(None, "--objective", help="auc | steps_to_threshold | final_return."),
+    storage: str = typer.Option(DEFAULT_URL, "--storage", "--store", help="Store URL; studies live beside the results."),
+    study: Optional[str] = typer.Option(None, "--study", help="Study name (default <algo>-<impl>-<env>)."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Tuning processes on the shared storage (PostgreSQL only)."),
+    export_path: Optional[Path] = typer.Option(None, "--export", help="Write the best configuration as a suite file."),
+    heartbeat: int = typer.Option(60, "--heartbeat", min=1, help="Seconds between a running trial's heartbeats."),
+    grace: int = typer.Option(120, "--grace", min=1, help="Seconds of silence before a trial's worker counts as dead."),
+) -> None:
+    """Tune hyperparameters with Optuna: multi-seed trials, pruning, resumable studies in the store."""
+    from bench.tune import SQLITE_WORKERS, BadInput, check_studies, is_sqlite, target_from_flags, targets_from_suite
+
+    obj = objective.value if objective else None
+    try:
+        if suite is not None:
+            if algo or env:
+                raise BadInput("--algo/--env: give either a suite file or --algo, --impl and --env, not both")
+            loaded = _load(suite)
+            targets = targets_from_suite(loaded, timesteps=timesteps, seeds=seeds, objective=obj, study=study)
+            n_trials = trials or (loaded.suite.tune.trials if loaded.suite.tune else 20)
+        else:
+            if not algo or not env:
+                raise BadInput("bench tune: give a suite file, or --algo and --env (and optionally --impl)")
+            targets = [target_from_flags(algo, impl, env, timesteps=timesteps, seeds=seeds or 3,
+                                         objective=obj or "auc", study=study)]
+            n_trials = trials or 20
+        url = _check_url(storage)
+        if workers > 1 and is_sqlite(url):
+            raise BadInput(SQLITE_WORKERS.format(workers=workers))
+        check_studies(targets, url)
+    except BadInput as e:
+        raise _bad_input(str(e)) from None
+
+    import torch
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from bench.store import describe_url
+    from bench.tune import export_suite
+    from bench.tune import tune as tune_target
+
+    torch.set_num_threads(1)
+    failed = 0
+    for t in targets:
+        err.print(f"[bold]{t.study}[/]: {t.label} on {t.env_id}, {len(t.seeds)} seeds × {t.timesteps:,} steps per trial, "
+                  f"{t.objective} ({t.direction}), {len(t.space)} dimensions → {describe_url(url)}")
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("trials"),
+                      TimeElapsedColumn(), console=err) as progress:
+            task = progress.add_task(t.study, total=n_trials)
+
+            def on_trial(ft, progress=progress, task=task) -> None:
+                state = ft.state.name.lower()
+                if state in ("complete", "pruned"):
+                    # Cooperating workers may each finish one trial past the target.
+                    done = progress.tasks[task].completed + 1
+                    progress.update(task, completed=done, total=max(done, n_trials))
+                val = f"{ft.value:.4g}" if ft.value is not None else "—"
+                why = ft.user_attrs.get("error") or ""
+                progress.console.print(f"trial {ft.number}: {state} {t.objective} {val} {why}".rstrip(), markup=False)
+
+            try:
+                outcome = tune_target(t, url, trials=n_trials, timeout=timeout, workers=workers,
+                                      heartbeat_s=heartbeat, grace_s=grace, on_trial=on_trial,
+                                      on_start=lambda n, progress=progress, task=task: progress.update(
+                                          task, completed=n, total=max(n, n_trials)))
+            except BadInput as e:
+                progress.stop()
+                raise _bad_input(str(e)) from None
+            except KeyboardInterrupt:
+                progress.stop()
+                err.print("[yellow]Interrupted.[/] Finished trials are kept in the study; run again to continue.")
+                raise typer.Exit(130) from None
+        for ft in outcome.new:
+            if ft.state.name == "FAIL" and "error" not in ft.user_attrs:
+                print(f"trial {ft.number}: failed: its worker stopped sending heartbeats (killed?); "
+                      "re-queued with the same parameters", file=sys.stderr)
+        # Trials failed by the heartbeat check were another worker's; count only what raised here.
+        failed += sum(ft.state.name == "FAIL" and "error" in ft.user_attrs for ft in outcome.new)
+        if outcome.dead_workers:
+            print(f"{t.study}: {outcome.dead_workers} worker process(es) exited with an error", file=sys.stderr)
+            failed += outcome.dead_workers
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(outcome.counts.items()))
+        best = (f"best trial {outcome.best_trial}: {t.objective} {outcome.best_value:.4g} {json.dumps(outcome.best_hyperparams)}"
+                if outcome.best_trial is not None else "no completed trial yet")
+        out.print(f"{t.study}: {counts}; {best}", markup=False)
+    if export_path is not None:
+        try:
+            export_suite(targets, url, export_path)
+        except BadInput as e:
+            raise _bad_input(str(e)) from None
+        err.print(f"wrote the best configuration to {export_path} (`bench run {export_path}` runs it on fresh seeds)")
+    if failed:
+        raise typer.Exit(1)
+
+
+#: The project's shipped reference results, read when the user has no store of their own.
+REFERENCE_URL = "sqlite:///results/reference.db"
+
+
+def _results_store(store: str) -> tuple[str, str]:
+    """The store to read, and a line saying which it is.
+
+    Falls back to the shipped reference results when ``--store`` was left at its
+    default and there is no ``results/bench.db`` yet. Bad input (no store, no
+    runs) is one line and exit status 2.
+    """
+    from bench.store import Store, describe_url, store_exists
+
+    url = _check_url(store)
+    if not store_exists(url):
+        if store == DEFAULT_URL and store_exists(_check_url(REFERENCE_URL)):
+            url = _check_url(REFERENCE_URL)
+            return url, (f"reading the project's shipped reference results ({describe_url(url)}): "
+                         f"there is no store of your own at {describe_url(DEFAULT_URL)}")
+        raise _bad_input(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)")
+    db = Store(url)
+    n_done = int((db.runs_frame()["status"] == "done").sum()) if db.suite_names() else 0
+    db.dispose()
+    if n_done == 0:
+        raise _bad_input(f"--store: the store at {describe_url(url)} has no finished runs; run a suite first (`bench run SUITE.yaml`)")
+    return url, f"reading {describe_url(url)}"
+
+
+@app.command()
+def report(
+    suites: Optional[list[str]] = typer.Argument(None, help="Suite names in the store, or suite YAML files (default: every suite in the store)."),
+    store: str = StoreOpt,
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: reports/<suite name>/, or reports/all/)."),
+    screenshot: Optional[Path] = typer.Option(None, "--screenshot", help="Also save a PNG of the page's top 1400×2400 pixels (needs chromium)."),
+) -> None:
+    """Write a self-contained HTML report (index.html, figures embedded) from the store alone."""
+    url, where = _results_store(store)
+    from bench.store import Store
+
+    have = Store(url).suite_names()
+    names: list[str] = []
+    for s in suites or []:
+        if s.endswith((".yaml", ".yml")) or Path(s).is_file():
+            names.append(_load(Path(s)).suite.name)
+        else:
+            names.append(s)
+    unknown = [s for s in names if s not in have]
+    if unknown:
+        raise _bad_input([f"report: no suite named {s!r} in the store; allowed: {', '.join(have) or 'none'}" for s in unknown])
+    chosen = list(dict.fromkeys(names))
+    if screenshot is not None:
+        from bench.report import find_chromium
+
+        if find_chromium() is None:
+            raise _bad_input(f"--screenshot: {screenshot} needs chromium on PATH (Debian: apt-get install chromium); none found")
+    out_dir = out_dir or Path("reports") / ("+".join(chosen) if chosen else "all")
+    err.print(where)
+
+    from bench.report import build
+
+    path = build(url, out_dir, chosen or None, log=lambda s: err.print(s))
+    if screenshot is not None:
+        from bench.report import screenshot as take
+
+        err.print(f"screenshot: {take(path, screenshot)}")
+    out.print(f"report: {path}")
+
+
+def _choice(flag: str, value: Optional[str], allowed: tuple[str, ...]) -> Optional[str]:
+    if value is not None and value not in allowed:
+        raise _bad_input(f"{flag}: {value!r} is not allowed; allowed: {', '.join(allowed)}")
+    return value
+
+
+@app.command()
+def recommend(
+    action: Optional[str] = typer.Option(None, "--action", help="discrete | continuous (default: both)."),
+    obs: Optional[str] = typer.Option(None, "--obs", help="vector | pixels (default: both)."),
+    reward: Optional[str] = typer.Option(None, "--reward", help="dense | sparse (default: both)."),
+    priority: Optional[str] = typer.Option(None, "--priority", help="samples | wall-clock (default: both)."),
+    store: str = StoreOpt,
+) -> None:
+    """Which algorithm for my problem? The matching rows of the recommendation table, with their evidence."""
+    from bench.analysis import ACTIONS, OBS, PRIORITIES, REWARDS
+
+    action = _choice("--action", action, ACTIONS)
+    obs = _choice("--obs", obs, OBS)
+    reward = _choice("--reward", reward, REWARDS)
+    priority = _choice("--priority", priority, PRIORITIES)
+    url, where = _results_store(store)
+    err.print(where)
+
+    from bench import analysis
+
+    scored = analysis.score(analysis.load(url, log=lambda s: err.print(s)))
+    rows = analysis.recommend(scored, action=action, obs=obs, reward=reward, priority=priority)
+    t = Table(title="bench recommend: best on the priority's criterion; a winner only where the 95% intervals separate it")
+    for col in ("action", "obs", "reward", "priority", "recommendation", "runner-up", "score [95% CI]",
+                "P(rec > runner-up) [95% CI]", "evidence"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        rec = f"[bold]{r.best}[/]" if r.verdict == "recommended" else r.message
+        scores = "\n".join(f"{lb}: {s}" for lb, s in ((r.best, r.best_score), (r.runner_up, r.runner_up_score)) if s)
+        t.add_row(r.action, r.obs, r.reward, r.priority, rec, r.runner_up or "—", scores,
+                  str(r.p_improvement) if r.p_improvement else "—", r.evidence)
+    out.print(t)
+    out.print("Scores: IQM over runs of the normalised area under the learning curve (0 = random policy, 1 = threshold), "
+              "against env steps (samples) or wall-clock seconds (wall-clock).")
 
 
 @app.command()
