@@ -387,12 +387,14 @@ def tune(
     storage: str = typer.Option(DEFAULT_URL, "--storage", "--store", help="Store URL; studies live beside the results."),
     study: Optional[str] = typer.Option(None, "--study", help="Study name (default <algo>-<impl>-<env>)."),
     workers: int = typer.Option(1, "--workers", min=1, help="Tuning processes on the shared storage (PostgreSQL only)."),
+    executor: str = typer.Option("local", "--executor", help="local (processes) | ray (workers as Ray tasks; PostgreSQL only)."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster (auto | HOST:PORT); without it a local Ray starts."),
     export_path: Optional[Path] = typer.Option(None, "--export", help="Write the best configuration as a suite file."),
     heartbeat: int = typer.Option(60, "--heartbeat", min=1, help="Seconds between a running trial's heartbeats."),
     grace: int = typer.Option(120, "--grace", min=1, help="Seconds of silence before a trial's worker counts as dead."),
 ) -> None:
     """Tune hyperparameters with Optuna: multi-seed trials, pruning, resumable studies in the store."""
-    from bench.tune import SQLITE_WORKERS, BadInput, check_studies, is_sqlite, target_from_flags, targets_from_suite
+    from bench.tune import SQLITE_RAY, SQLITE_WORKERS, BadInput, check_studies, is_sqlite, target_from_flags, targets_from_suite
 
     obj = objective.value if objective else None
     try:
@@ -409,8 +411,21 @@ def tune(
                                          objective=obj or "auc", study=study)]
             n_trials = trials or 20
         url = _check_url(storage)
-        if workers > 1 and is_sqlite(url):
-            raise BadInput(SQLITE_WORKERS.format(workers=workers))
+        if executor not in ("local", "ray"):
+            raise BadInput(f"--executor: {executor!r}; allowed: local, ray")
+        if address is not None and executor != "ray":
+            raise BadInput("--address: only with --executor ray")
+        if (workers > 1 or executor == "ray") and is_sqlite(url):
+            raise BadInput(SQLITE_RAY if executor == "ray" else SQLITE_WORKERS.format(workers=workers))
+        if executor == "ray":
+            from bench.executors_ray import check_address
+
+            if address is not None and (why := check_address(address)):
+                raise BadInput(f"--address: {why}")
+            try:
+                import ray  # noqa: F401
+            except ImportError:
+                raise BadInput("--executor ray: ray is not installed; install it with pip install 'bench[ray]'") from None
         check_studies(targets, url)
     except BadInput as e:
         raise _bad_input(str(e)) from None
@@ -443,6 +458,7 @@ def tune(
 
             try:
                 outcome = tune_target(t, url, trials=n_trials, timeout=timeout, workers=workers,
+                                      executor=executor, address=address,
                                       heartbeat_s=heartbeat, grace_s=grace, on_trial=on_trial,
                                       on_start=lambda n, progress=progress, task=task: progress.update(
                                           task, completed=n, total=max(n, n_trials)))

@@ -104,6 +104,10 @@ SQLITE_WORKERS = (
     "--workers: {workers} workers on a SQLite store is refused (Optuna's FAQ advises against concurrent writers "
     "on SQLite); use a PostgreSQL store (--store postgresql://USER@HOST:PORT/DB) or --workers 1"
 )
+SQLITE_RAY = (
+    "--executor ray: tuning workers on Ray need a store every worker can write to at once; SQLite is not one "
+    "(use --store postgresql://USER@HOST:PORT/DB)"
+)
 
 
 class BadInput(ValueError):
@@ -579,6 +583,56 @@ def _worker_main(target: Target, url: str, kw: dict[str, Any], worker: int) -> N
     optimize(target, url, worker=worker, **kw)
 
 
+def _ray_worker(target: Target, url: str, kw: dict[str, Any], worker: int) -> None:
+    """One tuning worker as a Ray task: the same loop as a local worker process.
+
+    A task lost with its worker is re-submitted by Ray (``max_retries``) and simply
+    resumes the study; the trial it was running is failed by the heartbeat check
+    and re-queued with the same parameters, as for a killed local worker.
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    optimize(target, url, worker=worker, **kw)
+
+
+def _run_ray_workers(target: Target, url: str, kw: dict[str, Any], workers: int, study: Any, seen: set[int],
+                     on_trial: Callable[[Any], None] | None, address: str | None) -> int:
+    """Run ``workers`` tuning workers as Ray tasks; returns how many ended with an error."""
+    import ray
+
+    from bench.executors_ray import MAX_RETRIES, connect
+    from bench.runner import THREAD_ENV
+
+    started = connect(address, workers)
+    try:
+        remote = ray.remote(_ray_worker).options(
+            num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False,
+            runtime_env={"env_vars": dict(THREAD_ENV)},
+        )
+        refs = [remote.remote(target, url, kw, w) for w in range(workers)]
+        pending = list(refs)
+        dead = 0
+        try:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=len(pending), timeout=1.0)
+                for ref in done:
+                    try:
+                        ray.get(ref)
+                    except ray.exceptions.RayError:
+                        dead += 1
+                seen |= _report_new(study, seen, on_trial)
+        except KeyboardInterrupt:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+        _report_new(study, seen, on_trial)
+        return dead
+    finally:
+        if started:
+            ray.shutdown()
+
+
 @dataclass
 class TuneOutcome:
     """What one target's tuning left in its study."""
@@ -604,8 +658,13 @@ def tune(
     grace_s: int = GRACE_S,
     on_trial: Callable[[Any], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> TuneOutcome:
     """Tune one target with ``workers`` processes (1: in this process). See the module doc.
+
+    ``executor="ray"`` runs the workers as Ray tasks instead (on the cluster at
+    ``address``, or a local Ray instance), which needs a PostgreSQL storage.
 
     ``on_start(n)`` is told how many trials the study had finished already;
     ``on_trial(frozen_trial)`` sees each trial that finishes from then on.
@@ -614,8 +673,8 @@ def tune(
 
     from bench.runner import THREAD_ENV
 
-    if workers > 1 and is_sqlite(url):
-        raise BadInput(SQLITE_WORKERS.format(workers=workers))
+    if (workers > 1 or executor == "ray") and is_sqlite(url):
+        raise BadInput(SQLITE_RAY if executor == "ray" else SQLITE_WORKERS.format(workers=workers))
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = make_storage(url, heartbeat_s=heartbeat_s, grace_s=grace_s)
     study = open_study(target, storage)  # created (and checked) once, before any worker starts
@@ -624,7 +683,9 @@ def tune(
         on_start(len(study.get_trials(deepcopy=False, states=_finished_states())))
     kw = dict(trials=trials, timeout=timeout, heartbeat_s=heartbeat_s, grace_s=grace_s)
     dead = 0
-    if workers <= 1:
+    if executor == "ray":
+        dead = _run_ray_workers(target, url, kw, workers, study, set(before), on_trial, address)
+    elif workers <= 1:
         optimize(target, url, on_trial=on_trial, **kw)  # type: ignore[arg-type]
     else:
         os.environ.update(THREAD_ENV)

@@ -278,3 +278,34 @@ def test_four_processes_one_postgres_store_lose_and_duplicate_nothing(pg_url, tm
     eng.dispose()
     assert eps == dict(zip(df.key, df.episodes)) and min(eps.values()) > 0
     assert n_suites == 1
+
+
+# --------------------------------------------------------------------------- #
+# Tuning on a cluster: Optuna workers as Ray tasks on one PostgreSQL study
+# --------------------------------------------------------------------------- #
+@pytest.mark.postgres
+def test_tuning_workers_run_as_ray_tasks_on_one_study(ray_address, pg_url):
+    import optuna
+    from optuna.trial import TrialState
+
+    from bench.tune import target_from_flags, tune
+
+    target = target_from_flags("a2c", "bench", "CartPole-v1", timesteps=2048, seeds=1, objective="auc", study="on-ray")
+    seen = []
+    out = tune(target, pg_url, trials=4, workers=2, executor="ray", address=ray_address, on_trial=seen.append)
+    trials = optuna.load_study(study_name="on-ray", storage=pg_url).get_trials(deepcopy=False)
+    finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    # Each Ray worker stops once 4 are finished; the other may be finishing one more.
+    assert 4 <= len(finished) <= 5 and len(trials) == len(finished)
+    assert len({t.user_attrs["worker"] for t in trials}) == 2  # both Ray tasks (two worker processes) ran trials
+    assert out.dead_workers == 0 and len(seen) == len(finished)  # the driver reported every trial
+
+
+def test_tuning_on_ray_refuses_sqlite(tmp_path):
+    db = tmp_path / "bench.db"
+    p = bench("tune", "--algo", "a2c", "--env", "CartPole-v1", "--executor", "ray", "--store", f"sqlite:///{db}",
+              cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.strip().splitlines() if ln]
+    assert len(lines) == 1 and "--executor ray" in lines[0] and "postgresql" in lines[0]
+    assert "Traceback" not in p.stderr and not db.exists()
