@@ -45,25 +45,15 @@ def random_policy_return(env_id: str, episodes: int = EPISODES, seed: int = SEED
 
     Episodes are capped at the env's horizon (or :data:`bench.envs.EVAL_STEP_CAP`).
     """
-    from bench.envs import EVAL_STEP_CAP, get_spec, make_env
+    from bench.envs import evaluate_policy, make_env
 
-    cap = get_spec(env_id).horizon or EVAL_STEP_CAP
-    env = make_env(env_id, training=False)
-    env.action_space.seed(seed)
-    returns = []
-    try:
-        for ep in range(episodes):
-            env.reset(seed=seed if ep == 0 else None)
-            total = 0.0
-            for _ in range(cap):
-                _, r, terminated, truncated, _ = env.step(env.action_space.sample())
-                total += float(r)
-                if terminated or truncated:
-                    break
-            returns.append(total)
-    finally:
-        env.close()
-    return float(np.mean(returns))
+    # A copy of the env's action space, seeded, samples the actions: the same stream the
+    # env's own space would give, fed through the harness's one evaluation loop.
+    probe = make_env(env_id, training=False)
+    space = probe.action_space
+    probe.close()
+    space.seed(seed)
+    return float(np.mean(evaluate_policy(env_id, lambda obs: np.array([space.sample()]), episodes, seed=seed)))
 
 
 def episodes_for(env_id: str) -> int:

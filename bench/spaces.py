@@ -234,13 +234,9 @@ class TuneSpec(_Strict):
     @field_validator("seeds")
     @classmethod
     def _check_seeds(cls, v: list[int] | int) -> list[int] | int:
-        if isinstance(v, int):
-            if v < 1:
-                raise ValueError("an integer seeds must be >= 1 (it means 0..n-1)")
-            return v
-        if not v or any(s < 0 for s in v) or len(set(v)) != len(v):
-            raise ValueError("seeds must be a non-empty list of distinct non-negative integers")
-        return v
+        from bench.suite import check_seeds  # suite imports this module: import at call time
+
+        return check_seeds(v)
 
     @property
     def seed_list(self) -> list[int]:

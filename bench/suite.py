@@ -141,6 +141,21 @@ class AlgoEntry(_Strict):
         return self.label or f"{self.algo}-{self.impl}"
 
 
+def check_seeds(v: list[int] | int) -> list[int] | int:
+    """A ``seeds:`` value: an integer n >= 1 (meaning 0..n-1) or a non-empty list of distinct seeds >= 0."""
+    if isinstance(v, int):
+        if v < 1:
+            raise ValueError("an integer seeds must be >= 1 (it means 0..n-1)")
+        return v
+    if not v:
+        raise ValueError("seeds must not be empty")
+    if any(s < 0 for s in v):
+        raise ValueError("seeds must be non-negative integers")
+    if len(set(v)) != len(v):
+        raise ValueError("seeds must not repeat")
+    return v
+
+
 class Suite(_Strict):
     """A benchmark suite: environments × algorithms × seeds."""
 
@@ -157,17 +172,7 @@ class Suite(_Strict):
     @field_validator("seeds")
     @classmethod
     def _check_seeds(cls, v: list[int] | int) -> list[int] | int:
-        if isinstance(v, int):
-            if v < 1:
-                raise ValueError("an integer seeds must be >= 1 (it means 0..n-1)")
-            return v
-        if not v:
-            raise ValueError("seeds must not be empty")
-        if any(s < 0 for s in v):
-            raise ValueError("seeds must be non-negative integers")
-        if len(set(v)) != len(v):
-            raise ValueError("seeds must not repeat")
-        return v
+        return check_seeds(v)
 
     @property
     def seed_list(self) -> list[int]:
