@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import Collector, FlatParams, Normalizer, explained_variance, gae, grad_noise_ratio, linear, make_policy, \
-    pick_device, seed_everything
-from bench.envs import make_vec_env
+from bench.algos.common import (Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup)
 from bench.hyperparams import A2CParams
 from bench.record import RecorderProtocol
 
@@ -54,12 +51,7 @@ def make_optimizer(params: list[nn.Parameter], p: A2CParams) -> torch.optim.Opti
 def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
     """Train A2C on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
     p = params
-    device = pick_device(p.device)
-    rng = seed_everything(seed)
-    envs = make_vec_env(env_id, p.n_envs, recorder=recorder)
-    norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
-                      obs=p.normalize_obs, reward=p.normalize_reward)
-    policy = make_policy(envs, p).to(device)
+    device, rng, envs, norm, policy = setup(env_id, p, seed, recorder)
     flat = FlatParams(list(policy.parameters()))
     optimizer = make_optimizer([flat.param], p)
     collector = Collector(envs, policy, norm, seed=seed, device=device)

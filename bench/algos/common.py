@@ -26,6 +26,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from bench.envs import make_vec_env
+
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -170,6 +172,29 @@ class FlatParams:
         norm = torch.linalg.vector_norm(self.grad)
         self.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
         return norm
+
+
+class Setup(NamedTuple):
+    """What every algorithm's ``train`` starts from (see :func:`setup`)."""
+
+    device: torch.device
+    rng: np.random.Generator
+    envs: gym.vector.VectorEnv
+    norm: "Normalizer"
+    policy: "ActorCritic"
+
+
+def setup(env_id: str, p: Any, seed: int, recorder: Any, *, share_features: bool = True) -> "Setup":
+    """The common start of a run, in one fixed order (so a seed fixes every random stream):
+    device, seeded RNGs, the vector env (recording through ``recorder``), the
+    normaliser and the policy, built from the shared hyperparameter fields of ``p``."""
+    device = pick_device(p.device)
+    rng = seed_everything(seed)
+    envs = make_vec_env(env_id, p.n_envs, recorder=recorder)
+    norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
+                      obs=p.normalize_obs, reward=p.normalize_reward)
+    policy = make_policy(envs, p, share_features=share_features).to(device)
+    return Setup(device, rng, envs, norm, policy)
 
 
 class ActorCritic(nn.Module):

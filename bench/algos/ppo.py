@@ -24,9 +24,7 @@ import math
 import numpy as np
 import torch
 
-from bench.algos.common import Collector, FlatParams, Normalizer, explained_variance, gae, grad_noise_ratio, linear, make_policy, \
-    pick_device, seed_everything
-from bench.envs import make_vec_env
+from bench.algos.common import (Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup)
 from bench.hyperparams import PPOParams
 from bench.record import RecorderProtocol
 
@@ -59,12 +57,7 @@ def ppo_losses(
 def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
     """Train PPO on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
     p = params
-    device = pick_device(p.device)
-    rng = seed_everything(seed)
-    envs = make_vec_env(env_id, p.n_envs, recorder=recorder)
-    norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
-                      obs=p.normalize_obs, reward=p.normalize_reward)
-    policy = make_policy(envs, p).to(device)
+    device, rng, envs, norm, policy = setup(env_id, p, seed, recorder)
     # Adam with eps 1e-5, as SB3's ActorCriticPolicy and the PPO reference code. All
     # parameters live in one flat buffer and the kernel is fused, so clipping and the
     # step are a few ops per minibatch instead of ~10 per parameter tensor.

@@ -31,9 +31,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import ActorCritic, Normalizer, explained_variance, grad_noise_ratio, linear, make_policy, \
-    pick_device, seed_everything
-from bench.envs import make_vec_env
+from bench.algos.common import (ActorCritic, Normalizer, explained_variance, grad_noise_ratio, linear, setup)
 from bench.hyperparams import REINFORCEParams
 from bench.record import RecorderProtocol
 
@@ -205,12 +203,7 @@ class EpisodeCollector:
 def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
     """Train REINFORCE on ``env_id`` until at least ``timesteps`` env steps (whole batches of episodes)."""
     p = params
-    device = pick_device(p.device)
-    rng = seed_everything(seed)
-    envs = make_vec_env(env_id, p.n_envs, recorder=recorder)
-    norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
-                      obs=p.normalize_obs, reward=p.normalize_reward)
-    policy = make_policy(envs, p).to(device)
+    device, rng, envs, norm, policy = setup(env_id, p, seed, recorder)
     use_value = p.baseline == "value"
     trained = policy.parameters() if use_value else policy.actor_parameters()
     params_list = list(trained)

@@ -32,9 +32,7 @@ from typing import Callable, NamedTuple
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from bench.algos.common import ActorCritic, CategoricalPd, Collector, GaussianPd, Normalizer, Pd, explained_variance, \
-    gae, grad_noise_ratio, linear, make_policy, pick_device, seed_everything
-from bench.envs import make_vec_env
+from bench.algos.common import (ActorCritic, CategoricalPd, Collector, GaussianPd, Pd, explained_variance, gae, grad_noise_ratio, linear, setup)
 from bench.hyperparams import TRPOParams
 from bench.record import RecorderProtocol
 
@@ -154,12 +152,7 @@ def policy_step(policy: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, o
 def train(env_id: str, params: TRPOParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
     """Train TRPO on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as sb3-contrib)."""
     p = params
-    device = pick_device(p.device)
-    rng = seed_everything(seed)
-    envs = make_vec_env(env_id, p.n_envs, recorder=recorder)
-    norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
-                      obs=p.normalize_obs, reward=p.normalize_reward)
-    policy = make_policy(envs, p, share_features=False).to(device)
+    device, rng, envs, norm, policy = setup(env_id, p, seed, recorder, share_features=False)
     critic_params = policy.critic_parameters()
     actor_params = policy.actor_parameters()
     # Adam with eps 1e-5, as SB3's ActorCriticPolicy (the critic's optimizer in sb3-contrib's TRPO).
