@@ -147,6 +147,14 @@ class _OnPolicyParams(_Strict):
         description="VecNormalize on the training envs: true (obs and reward), false, or {obs: bool, reward: bool}.",
     )
     device: Literal["cpu", "cuda", "auto"] = Field("cpu", description="Torch device for the networks.")
+    kernel: Literal["auto", "torch", "numpy"] = Field(
+        "auto",
+        description=(
+            "impl bench only: how PPO and A2C compute acting and gradients. torch: autograd; numpy: the "
+            "hand-written NumPy kernel (MLP policies on the CPU only; same loss, checked against autograd); "
+            "auto: numpy where it applies, else torch."
+        ),
+    )
     grad_noise_chunks: int | None = Field(
         None,
         ge=2,

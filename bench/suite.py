@@ -51,7 +51,7 @@ AVAILABLE: dict[str, tuple[str, ...]] = {
     "ppo": ("bench", "sb3"),
 }
 #: Hyperparameters only the project's own implementations understand.
-BENCH_ONLY = ("grad_noise_chunks",)
+BENCH_ONLY = ("grad_noise_chunks", "kernel")
 #: Bumped whenever what a key covers changes, so old runs are never mistaken for new ones.
 KEY_VERSION = 1
 
@@ -489,7 +489,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                 for key in BENCH_ONLY:
                     if key in block:
                         problems.append(
-                            Problem(f"{path}.{where}.{key}", "only the project's own implementations (impl: bench) record this", block[key], True)
+                            Problem(f"{path}.{where}.{key}", "only the project's own implementations (impl: bench) use this", block[key], True)
                         )
         for env_key in a.env_hyperparams:
             if env_key not in seen_ids:

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import (Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup)
+from bench.algos.common import (Collector, FlatParams, PGStats, explained_variance, gae, grad_noise_ratio, linear,
+                                setup)
+from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.hyperparams import A2CParams
 from bench.record import RecorderProtocol
 
@@ -54,7 +57,10 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
     device, rng, envs, norm, policy = setup(env_id, p, seed, recorder)
     flat = FlatParams(list(policy.parameters()))
     optimizer = make_optimizer([flat.param], p)
-    collector = Collector(envs, policy, norm, seed=seed, device=device)
+    # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
+    # the loss is the one ``torch_grads`` below states, checked against it in the tests.
+    kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
+    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng)
 
     # Derived sizes, in one place.
     batch = p.n_steps * p.n_envs
@@ -70,35 +76,43 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
         ro = collector.collect(p.n_steps)
         values_np = ro.values.cpu().numpy()
         adv_np, ret_np = gae(ro.rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
+        adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
+        if p.normalize_advantage:  # over the whole rollout (validated: batch > 1); ddof 1 as torch's std
+            adv_np = (adv_np - adv_np.mean()) / (adv_np.std(ddof=1) + 1e-8)
         obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
         actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
-        advantages = torch.from_numpy(adv_np).reshape(batch).to(device)
-        returns = torch.from_numpy(ret_np).reshape(batch).to(device)
-        if p.normalize_advantage:  # over the whole rollout (validated: batch > 1)
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        advantages = torch.from_numpy(adv_np).to(device)
+        returns = torch.from_numpy(ret_np).to(device)
 
         # -- update: one gradient step on the whole rollout ----------------------
-        pd = policy.dist(obs)
-        logp = pd.log_prob(actions)
-        pg_loss, v_loss = a2c_losses(logp, advantages, policy.value(obs), returns)
-        entropy = pd.entropy().mean()
-        loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
-        flat.zero_grad()
-        loss.backward()
+        if kern is None:
+            pd = policy.dist(obs)
+            logp = pd.log_prob(actions)
+            pg_loss, v_loss = a2c_losses(logp, advantages, policy.value(obs), returns)
+            entropy = pd.entropy().mean()
+            loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
+            flat.zero_grad()
+            loss.backward()
+            st = PGStats(float(pg_loss), float(v_loss), float(entropy), 0.0, 0.0)
+        else:  # the same loss and gradient through the NumPy kernel
+            st = kern.pg_step(obs.numpy(), actions.numpy(), adv_np, ret_np, vf_coef=p.vf_coef, ent_coef=p.ent_coef)
         gnorm = flat.clip_grad_norm(p.max_grad_norm)
         optimizer.step()
 
         # -- diagnostics ---------------------------------------------------------
-        with torch.no_grad():
-            # k3 = E[(r − 1) − log r], r = π_new/π_old on the rollout (Schulman 2020,
-            # "Approximating KL divergence"), as ppo.py; π_old is the pre-update policy.
-            log_ratio = policy.dist(obs).log_prob(actions) - logp.detach()
-            approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
+        # k3 = E[(r − 1) − log r], r = π_new/π_old on the rollout (Schulman 2020,
+        # "Approximating KL divergence"), as ppo.py; π_old is the pre-update policy,
+        # whose log-probs the rollout recorded.
+        if kern is None:
+            with torch.no_grad():
+                log_ratio = (policy.dist(obs).log_prob(actions) - ro.logp.reshape(batch)).cpu().numpy()
+        else:
+            log_ratio = kern.log_prob(obs.numpy(), actions.numpy()) - ro.logp.reshape(batch).numpy()
         diag = {
-            "loss/policy": float(pg_loss.detach()),
-            "loss/value": float(v_loss.detach()),
-            "policy/entropy": float(entropy.detach()),
-            "policy/approx_kl": approx_kl,
+            "loss/policy": st.policy_loss,
+            "loss/value": st.value_loss,
+            "policy/entropy": st.entropy,
+            "policy/approx_kl": float((np.exp(log_ratio) - 1 - log_ratio).mean()),
             "grad/norm": float(gnorm),
             "value/explained_variance": explained_variance(values_np, ret_np),
             "train/learning_rate": lr,

@@ -174,6 +174,16 @@ class FlatParams:
         return norm
 
 
+class PGStats(NamedTuple):
+    """What one policy-gradient minibatch step reports, from either path (torch autograd or the NumPy kernel)."""
+
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    approx_kl: float  # k3 estimator of KL(π_old ‖ π) on the batch; 0 without old_logp
+    clip_fraction: float  # share of samples with |r − 1| > ε; 0 without clipping
+
+
 class Setup(NamedTuple):
     """What every algorithm's ``train`` starts from (see :func:`setup`)."""
 
@@ -351,45 +361,64 @@ class Collector:
     default): a finished sub-env is reset inside ``step()`` and its last
     observation is in ``info["final_obs"]``, which we need to bootstrap
     V(s') on truncation (Pardo et al. 2018, "Time Limits in RL").
+
+    With a ``kernel`` (:class:`bench.algos.npkernel.ActorCriticKernel`) the policy
+    acts through NumPy on the same parameters, sampling from ``rng``; otherwise
+    through torch, sampling from torch's generator.
     """
 
     def __init__(self, envs: gym.vector.VectorEnv, policy: ActorCritic, normalizer: Normalizer, *, seed: int,
-                 device: torch.device = torch.device("cpu")):
+                 device: torch.device = torch.device("cpu"), kernel: Any = None,
+                 rng: np.random.Generator | None = None):
         self.envs, self.policy, self.norm, self.device = envs, policy, normalizer, device
+        self.kernel = kernel
+        self.rng = rng if rng is not None else np.random.default_rng(seed)
         space = envs.single_action_space
         self.continuous = isinstance(space, gym.spaces.Box)
         self.low = space.low if self.continuous else None
         self.high = space.high if self.continuous else None
+        self.act_shape = space.shape if self.continuous else ()
         raw, _ = envs.reset(seed=seed)  # sub-env i gets seed + i, as SB3's DummyVecEnv
-        self.obs = normalizer.obs(raw, update=True)
+        self.obs = self._prep(normalizer.obs(raw, update=True))
+
+    def _prep(self, obs: np.ndarray) -> np.ndarray:
+        # Vector observations are float32 for the networks (MuJoCo returns float64); pixels stay uint8.
+        return obs if obs.dtype == np.uint8 else obs.astype(np.float32, copy=False)
 
     def _t(self, x: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(x, device=self.device)
 
+    def _act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sample from π(·|obs): ``(actions, log π, V)`` as NumPy arrays."""
+        if self.kernel is not None:
+            return self.kernel.act(obs, self.rng)
+        o = self._t(obs)
+        pd = self.policy.dist(o)
+        a = pd.sample()
+        return a.cpu().numpy(), pd.log_prob(a).cpu().numpy(), self.policy.value(o).cpu().numpy()
+
+    def _value(self, obs: np.ndarray) -> np.ndarray:
+        if self.kernel is not None:
+            return self.kernel.value(obs)
+        return self.policy.value(self._t(obs)).cpu().numpy()
+
     def collect(self, n_steps: int) -> Rollout:
         n = self.envs.num_envs
         obs_buf = np.empty((n_steps, *self.obs.shape), dtype=self.obs.dtype)
-        act_buf: list[torch.Tensor] = []
-        logp_buf = torch.empty((n_steps, n))
+        act_buf = np.empty((n_steps, n, *self.act_shape), dtype=np.float32 if self.continuous else np.int64)
+        logp_buf = np.empty((n_steps, n), dtype=np.float32)
         val_buf = np.empty((n_steps + 1, n), dtype=np.float32)
         rew = np.empty((n_steps, n), dtype=np.float32)
         term = np.empty((n_steps, n), dtype=np.float32)
         ended = np.empty((n_steps, n), dtype=np.float32)
         final_values: list[tuple[int, np.ndarray, np.ndarray]] = []  # (t, env mask, V(final_obs))
-        policy = self.policy
         with torch.inference_mode():
             for t in range(n_steps):
                 obs_buf[t] = self.obs
-                o = self._t(self.obs)
-                pd = policy.dist(o)
-                a = pd.sample()
-                logp_buf[t] = pd.log_prob(a).cpu()
-                val_buf[t] = policy.value(o).cpu().numpy()
-                a_cpu = a.cpu()
-                act_buf.append(a_cpu)
-                a_np = a_cpu.numpy()
+                a, logp_buf[t], val_buf[t] = self._act(self.obs)
+                act_buf[t] = a
                 # The env gets actions clipped to its bounds; the log-prob stays that of the unclipped sample.
-                env_a = np.clip(a_np, self.low, self.high) if self.continuous else a_np
+                env_a = np.clip(a, self.low, self.high) if self.continuous else a
                 raw, r, te, tr, info = self.envs.step(env_a)
                 done = te | tr
                 rew[t] = self.norm.reward(r, done)
@@ -397,19 +426,19 @@ class Collector:
                 if tr.any():
                     mask = tr & ~te
                     if mask.any():
-                        fo = np.stack(info["final_obs"][mask])
-                        fo = self.norm.obs(fo, update=False)
-                        final_values.append((t, mask, policy.value(self._t(fo)).cpu().numpy()))
-                self.obs = self.norm.obs(raw, update=True)
-            val_buf[n_steps] = policy.value(self._t(self.obs)).cpu().numpy()
+                        fo = self._prep(self.norm.obs(np.stack(info["final_obs"][mask]), update=False))
+                        final_values.append((t, mask, self._value(fo)))
+                self.obs = self._prep(self.norm.obs(raw, update=True))
+            val_buf[n_steps] = self._value(self.obs)
         next_values = val_buf[1:].copy()
         for t, mask, v in final_values:
             next_values[t, mask] = v
+        dev = self.device
         return Rollout(
-            obs=torch.from_numpy(obs_buf).to(self.device),
-            actions=torch.stack(act_buf).to(self.device),
-            logp=logp_buf.to(self.device),
-            values=torch.from_numpy(val_buf[:-1]).to(self.device),
+            obs=torch.from_numpy(obs_buf).to(dev),
+            actions=torch.from_numpy(act_buf).to(dev),
+            logp=torch.from_numpy(logp_buf).to(dev),
+            values=torch.from_numpy(val_buf[:-1]).to(dev),
             rewards=rew,
             terminated=term,
             ended=ended,
@@ -420,9 +449,12 @@ class Collector:
         """The deterministic policy on raw observations, for evaluation (stats frozen)."""
 
         def act(raw: np.ndarray) -> np.ndarray:
-            with torch.inference_mode():
-                o = self._t(self.norm.obs(raw, update=False))
-                a = self.policy.dist(o).mode().cpu().numpy()
+            obs = self._prep(self.norm.obs(raw, update=False))
+            if self.kernel is not None:
+                a = self.kernel.mode(obs)
+            else:
+                with torch.inference_mode():
+                    a = self.policy.dist(self._t(obs)).mode().cpu().numpy()
             return np.clip(a, self.low, self.high) if self.continuous else a
 
         return act

@@ -24,7 +24,9 @@ import math
 import numpy as np
 import torch
 
-from bench.algos.common import (Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup)
+from bench.algos.common import (Collector, FlatParams, PGStats, explained_variance, gae, grad_noise_ratio, linear,
+                                setup)
+from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.hyperparams import PPOParams
 from bench.record import RecorderProtocol
 
@@ -63,7 +65,10 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
     # step are a few ops per minibatch instead of ~10 per parameter tensor.
     flat = FlatParams(list(policy.parameters()))
     optimizer = torch.optim.Adam([flat.param], lr=p.learning_rate, eps=1e-5, fused=True)
-    collector = Collector(envs, policy, norm, seed=seed, device=device)
+    # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
+    # the loss is the one ``torch_grads`` below states, checked against it in the tests.
+    kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
+    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng)
 
     # Derived sizes, in one place.
     batch = p.n_steps * p.n_envs
@@ -79,58 +84,72 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
 
         # -- rollout and advantages -------------------------------------------
         ro = collector.collect(p.n_steps)
-        adv_np, ret_np = gae(ro.rewards, ro.values.cpu().numpy(), ro.next_values, ro.terminated, ro.ended,
-                             p.gamma, p.gae_lambda)
+        values_np = ro.values.cpu().numpy()
+        adv_np, ret_np = gae(ro.rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
         obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
         actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
         old_logp, old_values = ro.logp.reshape(batch), ro.values.reshape(batch)
         advantages = torch.from_numpy(adv_np).reshape(batch).to(device)
         returns = torch.from_numpy(ret_np).reshape(batch).to(device)
 
+        def torch_grads(idx: torch.Tensor) -> PGStats:
+            """The loss on minibatch ``idx`` and its gradient into ``flat.grad``, through autograd."""
+            pd = policy.dist(obs[idx])
+            logp = pd.log_prob(actions[idx])
+            adv = advantages[idx]
+            if p.normalize_advantage and len(idx) > 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            pg_loss, v_loss, clip_frac = ppo_losses(
+                logp, old_logp[idx], adv, policy.value(obs[idx]), old_values[idx], returns[idx],
+                clip, p.clip_range_vf,
+            )
+            entropy = pd.entropy().mean()
+            loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
+            flat.zero_grad()
+            loss.backward()
+            with torch.no_grad():
+                # Low-variance KL estimator k3 = E[(r − 1) − log r] (Schulman 2020, "Approximating KL
+                # divergence", http://joschu.net/blog/kl-approx.html), as SB3 and CleanRL use.
+                log_ratio = logp - old_logp[idx]
+                approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
+            return PGStats(float(pg_loss), float(v_loss), float(entropy), approx_kl, float(clip_frac))
+
+        def numpy_grads(idx: torch.Tensor) -> PGStats:
+            """The same, through the NumPy kernel on zero-copy views of the rollout."""
+            i = idx.numpy()
+            adv = adv_np.reshape(batch)[i]
+            if p.normalize_advantage and len(i) > 1:
+                adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)  # ddof 1: torch's std, as above
+            return kern.pg_step(obs.numpy()[i], actions.numpy()[i], adv, ret_np.reshape(batch)[i],
+                                vf_coef=p.vf_coef, ent_coef=p.ent_coef, old_logp=old_logp.numpy()[i],
+                                clip_range=clip, old_values=old_values.numpy()[i], clip_range_vf=p.clip_range_vf)
+
         # -- update: n_epochs of shuffled minibatches ---------------------------
-        pg_losses, v_losses, ents, clip_fracs, kls, gnorms = [], [], [], [], [], []
+        grads = numpy_grads if kern is not None else torch_grads
+        steps: list[PGStats] = []
+        gnorms: list[float] = []
         stop = False
         for _epoch in range(p.n_epochs):
             for idx in torch.randperm(batch, generator=gen).split(p.batch_size):
-                pd = policy.dist(obs[idx])
-                logp = pd.log_prob(actions[idx])
-                adv = advantages[idx]
-                if p.normalize_advantage and len(idx) > 1:
-                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                pg_loss, v_loss, clip_frac = ppo_losses(
-                    logp, old_logp[idx], adv, policy.value(obs[idx]), old_values[idx], returns[idx],
-                    clip, p.clip_range_vf,
-                )
-                entropy = pd.entropy().mean()
-                loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
-
-                with torch.no_grad():
-                    # Low-variance KL estimator k3 = E[(r − 1) − log r] (Schulman 2020, "Approximating KL
-                    # divergence", http://joschu.net/blog/kl-approx.html), as SB3 and CleanRL use.
-                    log_ratio = logp - old_logp[idx]
-                    approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
-                if p.target_kl is not None and approx_kl > 1.5 * p.target_kl:
-                    stop = True  # SB3's rule: stop the epochs once KL exceeds 1.5 × target
+                st = grads(idx)
+                if p.target_kl is not None and st.approx_kl > 1.5 * p.target_kl:
+                    stop = True  # SB3's rule: stop the epochs once KL exceeds 1.5 × target, before stepping
                     break
-                flat.zero_grad()
-                loss.backward()
                 gnorms.append(float(flat.clip_grad_norm(p.max_grad_norm)))
                 optimizer.step()
-                pg_losses.append(float(pg_loss.detach()))
-                v_losses.append(float(v_loss.detach()))
-                ents.append(float(entropy.detach()))
-                clip_fracs.append(float(clip_frac))
-                kls.append(approx_kl)
+                steps.append(st)
             if stop:
                 break
 
         # -- diagnostics ---------------------------------------------------------
         # Means over the minibatch steps taken (none when target-KL stopped the first one).
-        diag = {k: float(np.mean(v)) for k, v in [
-            ("loss/policy", pg_losses), ("loss/value", v_losses), ("policy/entropy", ents),
-            ("policy/approx_kl", kls), ("policy/clip_fraction", clip_fracs), ("grad/norm", gnorms),
-        ] if v}
-        diag["value/explained_variance"] = explained_variance(ro.values.cpu().numpy(), ret_np)
+        diag = {}
+        if steps:
+            m = np.mean(np.asarray(steps, dtype=np.float64), axis=0)
+            diag = {"loss/policy": m[0], "loss/value": m[1], "policy/entropy": m[2], "policy/approx_kl": m[3],
+                    "policy/clip_fraction": m[4], "grad/norm": float(np.mean(gnorms))}
+            diag = {k: float(v) for k, v in diag.items()}
+        diag["value/explained_variance"] = explained_variance(values_np, ret_np)
         diag["train/learning_rate"] = lr
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())

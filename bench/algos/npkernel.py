@@ -1,0 +1,255 @@
+"""NumPy kernels for small MLP actor-critics on CPU: acting, and the policy-gradient
+loss with its gradient written by hand.
+
+Why this exists (measured, not assumed; see the README's speed section). On this
+project's 2-core machines (AMD EPYC, torch 2.13 CPU wheel, one thread) one PPO
+minibatch step on CartPole (256 samples, two 64-64 tanh MLPs) costs about 790 µs
+through torch autograd, and almost none of it is arithmetic:
+
+- the ~15 small loss ops cost ~170 µs forward and backward, nearly all dispatch and
+  autograd book-keeping;
+- torch's CPU ``tanh`` takes ~35 µs on a 256×64 tensor where NumPy's takes ~3 µs,
+  and its 256×64 @ 64×64 matmul ~21 µs where NumPy's (OpenBLAS) takes ~10 µs.
+
+The same maths as explicit forward and backward passes in NumPy takes a fraction
+of that. SB3 pays the torch costs too; they are what ``impl: bench`` avoids here.
+
+What stays in torch: the parameters and their gradient buffer (NumPy works on
+zero-copy views of :class:`~bench.algos.common.FlatParams`' buffers), gradient
+clipping and the optimizer (torch's fused Adam / RMSprop), so the two paths share
+one state and can be switched per run (hyperparameter ``kernel``). The torch path
+in ``ppo.py`` / ``a2c.py`` stays the readable statement of each algorithm; this
+module computes exactly its loss, and ``tests/test_npkernel.py`` checks every
+gradient here against torch autograd on the torch path.
+
+Shapes: ``B`` samples, ``d`` observation size, ``k`` action logits or dimensions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from bench.algos.common import PGStats
+
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def supported(policy: nn.Module, device: torch.device) -> bool:
+    """Whether :class:`ActorCriticKernel` can run ``policy``: CPU, MLP (vector) observations."""
+    return device.type == "cpu" and not policy.pixels
+
+
+def use_kernel(kernel: str, policy: nn.Module, device: torch.device) -> bool:
+    """Resolve the ``kernel`` hyperparameter (``auto`` | ``torch`` | ``numpy``) for this policy."""
+    if kernel == "torch":
+        return False
+    ok = supported(policy, device)
+    if kernel == "numpy" and not ok:
+        raise ValueError(
+            f"kernel 'numpy' needs an MLP policy on the CPU (vector observations, device cpu); this run has "
+            f"{'pixel observations' if policy.pixels else 'device ' + device.type}. Allowed here: auto, torch"
+        )
+    return ok
+
+
+class MLP:
+    """An ``nn.Sequential`` of Linear layers with tanh/ReLU between them, evaluated and
+    differentiated in NumPy on zero-copy views of its torch parameters and ``.grad``.
+
+    The views stay valid while the tensors keep their storage: torch's in-place
+    optimizer steps keep it (FlatParams' buffers), re-assigning ``.data`` would not.
+    """
+
+    def __init__(self, seq: nn.Sequential):
+        linears = [m for m in seq if isinstance(m, nn.Linear)]
+        acts = {type(m) for m in seq if not isinstance(m, nn.Linear)}
+        if not acts <= {nn.Tanh, nn.ReLU} or len(acts) > 1:
+            raise ValueError(f"MLP kernel supports Linear layers with tanh or ReLU between them, got {seq}")
+        self.relu = acts == {nn.ReLU}
+        self.W = [m.weight.detach().numpy() for m in linears]  # (out, in)
+        self.b = [m.bias.detach().numpy() for m in linears]
+        if any(m.weight.grad is None or m.bias.grad is None for m in linears):
+            raise ValueError("MLP kernel needs gradient buffers on the parameters (wrap them in FlatParams first)")
+        self.gW = [m.weight.grad.numpy() for m in linears]
+        self.gb = [m.bias.grad.numpy() for m in linears]
+
+    def forward(self, x: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``x (B, d)`` → ``(output (B, out), inputs of each layer)``; the second is what :meth:`backward` needs."""
+        hs = [x]
+        h = x
+        last = len(self.W) - 1
+        for i, (W, b) in enumerate(zip(self.W, self.b)):
+            z = h @ W.T
+            z += b
+            if i < last:
+                if self.relu:
+                    np.maximum(z, 0, out=z)
+                else:
+                    np.tanh(z, out=z)
+                hs.append(z)
+            h = z
+        return h, hs
+
+    def backward(self, g: np.ndarray, hs: list[np.ndarray]) -> None:
+        """Write dL/dW and dL/db into the gradient views (overwriting them), given
+        ``g = dL/d(output)`` ``(B, out)`` and ``hs`` from :meth:`forward`."""
+        for i in range(len(self.W) - 1, -1, -1):
+            h = hs[i]
+            np.matmul(g.T, h, out=self.gW[i])
+            g.sum(axis=0, out=self.gb[i])
+            if i > 0:
+                g = g @ self.W[i]
+                # Derivative of the activation from its output h: tanh' = 1 − h², ReLU' = [h > 0].
+                if self.relu:
+                    g *= h > 0
+                else:
+                    g *= 1 - h * h
+
+
+class ActorCriticKernel:
+    """NumPy twin of an MLP :class:`~bench.algos.common.ActorCritic`, sharing its parameters."""
+
+    def __init__(self, policy: nn.Module):
+        self.pi, self.vf = MLP(policy.pi), MLP(policy.vf)
+        self.discrete = policy.discrete
+        if not self.discrete:
+            self.log_std = policy.log_std.detach().numpy()  # (k,)
+            self.g_log_std = policy.log_std.grad.numpy()
+
+    # -- acting ----------------------------------------------------------------
+    def value(self, obs: np.ndarray) -> np.ndarray:
+        """V(s) ``(B,)``."""
+        return self.vf.forward(obs)[0][:, 0]
+
+    def act(self, obs: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sample a ~ π(·|s): ``(actions, log π(a|s) (B,), V(s) (B,))``; continuous actions unclipped."""
+        out = self.pi.forward(obs)[0]
+        if self.discrete:
+            logp_all = _log_softmax(out)
+            # Gumbel-max: argmax(log p + Gumbel noise) is an exact categorical sample.
+            u = rng.random(out.shape, dtype=np.float32)
+            np.maximum(u, 1e-12, out=u)
+            a = np.argmax(logp_all - np.log(-np.log(u)), axis=1)
+            logp = np.take_along_axis(logp_all, a[:, None], axis=1)[:, 0]
+        else:
+            a = out + np.exp(self.log_std) * rng.standard_normal(out.shape, dtype=np.float32)
+            logp = self.log_prob_of(out, a)
+        return a, logp, self.value(obs)
+
+    def mode(self, obs: np.ndarray) -> np.ndarray:
+        """The deterministic action: argmax for discrete, the mean for continuous."""
+        out = self.pi.forward(obs)[0]
+        return np.argmax(out, axis=1) if self.discrete else out
+
+    def log_prob_of(self, out: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """log π(a|s) ``(B,)`` from the policy head's output ``out``."""
+        if self.discrete:
+            return np.take_along_axis(_log_softmax(out), actions[:, None], axis=1)[:, 0]
+        z = (actions - out) * np.exp(-self.log_std)
+        return (-0.5 * z * z - self.log_std - LOG_SQRT_2PI).sum(axis=1)
+
+    def log_prob(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        return self.log_prob_of(self.pi.forward(obs)[0], actions)
+
+    # -- the loss and its gradient ---------------------------------------------
+    def pg_step(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        adv: np.ndarray,
+        returns: np.ndarray,
+        *,
+        vf_coef: float,
+        ent_coef: float,
+        old_logp: np.ndarray | None = None,
+        clip_range: float | None = None,
+        old_values: np.ndarray | None = None,
+        clip_range_vf: float | None = None,
+    ) -> PGStats:
+        """Compute L = L_pg + c_v·L_v − c_e·E[H] on one batch and write dL/dθ into the
+        policy's gradient buffers (overwriting them). All inputs ``(B,)`` except
+        ``obs (B, d)`` and continuous ``actions (B, k)``; ``adv`` as trained on
+        (normalise it first if the algorithm does).
+
+        - PPO (``old_logp`` and ``clip_range`` given): L_pg = −E[min(r·Â, clip(r, 1±ε)·Â)],
+          r = π/π_old, exactly ``ppo.ppo_losses``.
+        - A2C (neither): L_pg = −E[Â · log π], exactly ``a2c.a2c_losses``.
+        - L_v = E[(R − V)²], with ``clip_range_vf`` SB3's clipped prediction.
+        """
+        B = obs.shape[0]
+        out, hs_pi = self.pi.forward(obs)
+        v_out, hs_vf = self.vf.forward(obs)
+        v = v_out[:, 0]
+
+        # log π(a|s) and what its derivative with respect to the head output needs.
+        if self.discrete:
+            logp_all = _log_softmax(out)
+            p = np.exp(logp_all)
+            logp = np.take_along_axis(logp_all, actions[:, None], axis=1)[:, 0]
+            ent = -(p * logp_all).sum(axis=1)  # (B,)
+            entropy = float(ent.mean())
+        else:
+            inv_std = np.exp(-self.log_std)
+            z = (actions - out) * inv_std  # (B, k)
+            logp = (-0.5 * z * z - self.log_std - LOG_SQRT_2PI).sum(axis=1)
+            entropy = float((self.log_std + 0.5 + LOG_SQRT_2PI).sum())
+
+        # dL_pg / d log π, per sample.
+        if clip_range is None:
+            pg_loss = -float((adv * logp).mean())
+            d_logp = adv * (-1.0 / B)
+            approx_kl = clip_fraction = 0.0
+        else:
+            assert old_logp is not None, "PPO's loss needs old_logp"
+            log_ratio = logp - old_logp
+            ratio = np.exp(log_ratio)
+            s1 = ratio * adv
+            s2 = np.clip(ratio, 1 - clip_range, 1 + clip_range) * adv
+            pg_loss = -float(np.minimum(s1, s2).mean())
+            # The gradient flows through r only where the unclipped term is the minimum
+            # (where the two are equal, r is inside the clip range and both give r·Â).
+            d_logp = np.where(s1 <= s2, ratio * adv * (-1.0 / B), 0.0).astype(np.float32)
+            approx_kl = float((ratio - 1 - log_ratio).mean())
+            clip_fraction = float((np.abs(ratio - 1) > clip_range).mean())
+
+        # Value loss and dL/dV.
+        if clip_range_vf is None:
+            err = v - returns
+            d_v = err * (2.0 * vf_coef / B)
+        else:
+            assert old_values is not None, "value clipping needs old_values"
+            delta = v - old_values
+            err = old_values + np.clip(delta, -clip_range_vf, clip_range_vf) - returns
+            d_v = err * (2.0 * vf_coef / B) * (np.abs(delta) <= clip_range_vf)
+        value_loss = float((err * err).mean())
+
+        # Back to the head outputs: d log π / d logits = onehot(a) − p; dH/d logits = −p (log p + H).
+        if self.discrete:
+            d_out = p * (-d_logp[:, None])
+            d_out[np.arange(B), actions] += d_logp
+            if ent_coef:
+                d_out += p * (logp_all + ent[:, None]) * (ent_coef / B)
+        else:
+            # d log π / dμ = z/σ; d log π / d log σ = z² − 1; dH/d log σ = 1 per dimension.
+            d_out = d_logp[:, None] * z * inv_std
+            self.g_log_std[...] = (d_logp[:, None] * (z * z - 1)).sum(axis=0) - ent_coef
+
+        self.pi.backward(d_out.astype(np.float32, copy=False), hs_pi)
+        self.vf.backward(d_v.astype(np.float32, copy=False)[:, None], hs_vf)
+        return PGStats(pg_loss, value_loss, entropy, approx_kl, clip_fraction)
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    """Row-wise log-softmax ``(B, k)``, shifted by the row max for stability."""
+    z = x - x.max(axis=1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+
+def as_numpy(x: Any) -> np.ndarray:
+    """A CPU tensor's zero-copy NumPy view (or the array itself)."""
+    return x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
