@@ -329,9 +329,10 @@ def speed(
     rounds: int = typer.Option(3, "--rounds", min=1, help="Timed rounds per implementation (alternating)."),
     seeds: int = typer.Option(0, "--seeds", min=0, help="Also compare median samples-to-threshold over this many seeds."),
     sample_timesteps: Optional[int] = typer.Option(None, "--sample-timesteps", min=1, help="Budget of those runs."),
+    kernel: str = typer.Option("auto", "--kernel", help="The own implementation's kernel: auto, numpy or torch (autograd)."),
     out_json: Optional[Path] = typer.Option(None, "--json", help="Also write the measurements as JSON."),
 ) -> None:
-    """Own implementation vs SB3: env-steps/s side by side in one process, one torch thread each."""
+    """Own implementation vs SB3: env-steps/s side by side in one process, one torch and BLAS thread each."""
     from dataclasses import asdict
 
     from bench.envs import env_exists
@@ -343,11 +344,15 @@ def speed(
         raise _bad_input(f"--algo: {', '.join(bad) or repr(algo)} not comparable with SB3; allowed: ppo, a2c, trpo")
     if not env_exists(env):
         raise _bad_input(f"--env: unknown environment {env!r}; allowed: a registered Gymnasium id (see `bench envs`)")
+    if kernel not in ("auto", "numpy", "torch"):
+        raise _bad_input(f"--kernel: {kernel!r} is not a kernel; allowed: auto, numpy, torch")
     results = []
     for a in algos:
         results.append(compare(a, env, timesteps=timesteps, rounds=rounds, sample_seeds=seeds,
-                               sample_timesteps=sample_timesteps, progress=lambda s: err.print(s)))
-    t = Table(title=f"own vs SB3 on {env}: env-steps/s (median of {rounds}), one torch thread, same hyperparameters")
+                               sample_timesteps=sample_timesteps, overrides={"kernel": kernel},
+                               progress=lambda s: err.print(s)))
+    t = Table(title=f"own (kernel {kernel}) vs SB3 on {env}: env-steps/s (median of {rounds}), one thread, "
+                    f"same hyperparameters")
     for col in ("algo", "own steps/s", "sb3 steps/s", "ratio", "own median steps-to-threshold", "sb3 median"):
         t.add_column(col)
     for r in results:
@@ -363,7 +368,7 @@ def speed(
 
         from bench.runner import run_metadata
 
-        out_json.write_text(json.dumps({"results": [asdict(r) | {"ratio": r.ratio} for r in results],
+        out_json.write_text(json.dumps({"results": [asdict(r) | {"ratio": r.ratio, "kernel": kernel} for r in results],
                                         "meta": run_metadata(), "machine": platform.machine()}, indent=2))
 
 
@@ -430,14 +435,14 @@ def tune(
     except BadInput as e:
         raise _bad_input(str(e)) from None
 
-    import torch
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from bench.store import describe_url
     from bench.tune import export_suite
     from bench.tune import tune as tune_target
+    from bench.algos.common import pin_one_thread
 
-    torch.set_num_threads(1)
+    pin_one_thread()
     failed = 0
     for t in targets:
         err.print(f"[bold]{t.study}[/]: {t.label} on {t.env_id}, {len(t.seeds)} seeds × {t.timesteps:,} steps per trial, "

@@ -131,12 +131,11 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None):
     Never raises for a training failure: a run that raises or diverges is a
     result (``failed``, with its error and whatever it recorded before).
     """
-    import torch
-
     from bench import envs
+    from bench.algos.common import pin_one_thread
     from bench.record import EvalConfig, Recorder
 
-    torch.set_num_threads(1)
+    pin_one_thread()
     ev = EvalConfig(**cell.eval) if cell.eval else None
     recorder = Recorder(
         heartbeat=heartbeat,
@@ -229,9 +228,10 @@ def _init_worker() -> None:
             pass
         if os.getppid() == 1:  # the parent already died before prctl took effect
             os._exit(1)
-    import torch
 
-    torch.set_num_threads(1)
+    from bench.algos.common import pin_one_thread
+
+    pin_one_thread()
 
 
 class Interrupted(Exception):

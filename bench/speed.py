@@ -68,15 +68,15 @@ def compare(
     progress: Callable[[str], None] = lambda s: None,
 ) -> SpeedResult:
     """Measure own vs SB3 ``algo`` on ``env_id``; see the module docstring."""
-    import torch
-
     from bench.algos import TRAIN
     from bench.baselines import train_sb3
     from bench.envs import get_spec
     from bench.hyperparams import resolve
     from bench.metrics import first_crossing
 
-    torch.set_num_threads(1)
+    from bench.algos.common import pin_one_thread
+
+    pin_one_thread()
     params = resolve(algo, env_id, overrides or {})
     own = lambda **kw: TRAIN[algo](env_id, params, **kw)  # noqa: E731
     sb3 = lambda **kw: train_sb3(env_id, algo, params, **kw)  # noqa: E731

@@ -28,7 +28,6 @@ are part of each cell's key and are stored with each run.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re

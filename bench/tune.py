@@ -339,14 +339,14 @@ def _one_line(e: BaseException) -> str:
 def run_trial(trial: Any, target: Target) -> float:
     """The Optuna objective: sample, train every seed, return the mean objective (see module doc)."""
     import optuna
-    import torch
     from pydantic import ValidationError
 
+    from bench.algos.common import pin_one_thread
     from bench.hyperparams import resolve
     from bench.runner import result_of, train_cell
     from bench.store import this_owner
 
-    torch.set_num_threads(1)
+    pin_one_thread()
     trial.set_user_attr("worker", this_owner())
     base = resolve(target.algo, target.env_id, target.fixed).model_dump(mode="json")
     values = sample(trial, target.space, rollout_of=lambda v: {**base, **v}["n_steps"] * {**base, **v}["n_envs"])
@@ -590,9 +590,9 @@ def _ray_worker(target: Target, url: str, kw: dict[str, Any], worker: int) -> No
     resumes the study; the trial it was running is failed by the heartbeat check
     and re-queued with the same parameters, as for a killed local worker.
     """
-    import torch
+    from bench.algos.common import pin_one_thread
 
-    torch.set_num_threads(1)
+    pin_one_thread()
     optimize(target, url, worker=worker, **kw)
 
 

@@ -72,7 +72,8 @@ def _plain_returns(ro, gamma):
     return R
 
 
-def test_first_update_matches_a_hand_computed_one(monkeypatch):
+@pytest.mark.parametrize("kernel", ["numpy", "torch"])
+def test_first_update_matches_a_hand_computed_one(monkeypatch, kernel):
     """The recorded losses and gradient norm of the first update equal those recomputed
     from its rollout with plain n-step returns (gae_lambda 1) and the pre-update policy."""
     seen = []
@@ -85,7 +86,7 @@ def test_first_update_matches_a_hand_computed_one(monkeypatch):
             return ro
 
     monkeypatch.setattr(a2c, "Collector", Spy)
-    rec = run("CartPole-v1", 40, ent_coef=0.01)  # one rollout of 8 envs × 5 steps
+    rec = run("CartPole-v1", 40, ent_coef=0.01, kernel=kernel)  # one rollout of 8 envs × 5 steps
     assert rec.updates == 1 and len(seen) == 1
     ro, pol = seen[0]
     p = resolve("a2c", "CartPole-v1", {"ent_coef": 0.01})
@@ -143,8 +144,9 @@ def test_flat_params_share_storage_with_the_module():
         assert torch.allclose(q, r, atol=1e-6)
 
 
-def test_same_seed_same_returns_and_different_seed_differs():
-    a, b, c = run("CartPole-v1", 3000, 0), run("CartPole-v1", 3000, 0), run("CartPole-v1", 3000, 1)
+@pytest.mark.parametrize("kernel", ["numpy", "torch"])
+def test_same_seed_same_returns_and_different_seed_differs(kernel):
+    a, b, c = (run("CartPole-v1", 3000, s, kernel=kernel) for s in (0, 0, 1))
     assert len(a.ep_return) > 10
     assert a.ep_return == b.ep_return and a.ep_step == b.ep_step
     assert a.ep_return != c.ep_return

@@ -165,7 +165,7 @@ def test_running_mean_std_matches_numpy_over_batches():
 def test_normalizer_matches_sb3_vecnormalize_rule():
     # Reward scaling: r / sqrt(Var[discounted return] + eps); the running return resets at episode ends.
     n = Normalizer((1,), 1, 0.9, obs=False, reward=True)
-    rs, out, ret, seen = [1.0, 2.0, 3.0], [], 0.0, []
+    rs, out = [1.0, 2.0, 3.0], []
     for i, r in enumerate(rs):
         out.append(float(n.reward(np.array([r]), np.array([i == 1]))[0]))
     # By hand: returns seen by the running std are 1, 2.9, then (after the reset) 3.

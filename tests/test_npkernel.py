@@ -148,3 +148,17 @@ def test_kernel_choice():
     assert not use_kernel("auto", pol, torch.device("cuda"))
     with pytest.raises(ValueError, match="kernel 'numpy' needs an MLP policy on the CPU"):
         use_kernel("numpy", pol, torch.device("cuda"))
+
+
+def test_views_follow_trpo_in_place_parameter_updates():
+    from bench.algos.trpo import set_parameters_
+
+    pol, _ = _policy(False)
+    kern = ActorCriticKernel(pol)
+    params = pol.actor_parameters()
+    new = torch.cat([q.detach().reshape(-1) for q in params]) + 0.5
+    set_parameters_(params, new)
+    x = np.ones((3, 5), np.float32)
+    with torch.no_grad():
+        np.testing.assert_allclose(kern.mode(x), pol.dist(torch.from_numpy(x)).mode().numpy(), rtol=1e-5)
+        np.testing.assert_allclose(kern.log_std, new[-2:].numpy())  # log_std is the last actor parameter

@@ -23,8 +23,9 @@ def run(env_id, steps, seed=0, recorder=None, **over):
     return rec
 
 
-def test_same_seed_same_returns_and_different_seed_differs():
-    a, b, c = run("CartPole-v1", 3000, 0), run("CartPole-v1", 3000, 0), run("CartPole-v1", 3000, 1)
+@pytest.mark.parametrize("kernel", ["numpy", "torch"])
+def test_same_seed_same_returns_and_different_seed_differs(kernel):
+    a, b, c = (run("CartPole-v1", 3000, s, kernel=kernel) for s in (0, 0, 1))
     assert len(a.ep_return) > 10
     assert a.ep_return == b.ep_return and a.ep_step == b.ep_step
     assert a.ep_return != c.ep_return
@@ -39,7 +40,8 @@ def test_budget_is_whole_rollouts_and_diagnostics_are_recorded():
     assert all(np.isfinite(v) for _, k, v in rec.diag if k.startswith("loss/"))
 
 
-def test_continuous_with_normalisation_records_log_std_and_evaluates():
+@pytest.mark.parametrize("kernel", ["numpy", "torch"])
+def test_continuous_with_normalisation_records_log_std_and_evaluates(kernel):
     ev_calls = []
 
     def evaluate(policy, n):
@@ -49,7 +51,7 @@ def test_continuous_with_normalisation_records_log_std_and_evaluates():
         return evaluate_policy("Pendulum-v1", policy, n, seed=123)
 
     rec = Recorder(eval=EvalConfig(every=1024, episodes=2), evaluate=evaluate)
-    run("Pendulum-v1", 2048, recorder=rec, normalize=True, grad_noise_chunks=4, n_steps=256)  # 4 envs → 1024 a rollout
+    run("Pendulum-v1", 2048, recorder=rec, normalize=True, grad_noise_chunks=4, n_steps=256, kernel=kernel)  # 4 envs → 1024 a rollout
     keys = {k for _, k, _ in rec.diag}
     assert {"policy/log_std", "grad/noise_ratio"} <= keys
     assert len(rec.evals) == 2 and ev_calls == [2, 2]

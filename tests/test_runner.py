@@ -191,7 +191,7 @@ def test_failures_are_recorded_and_the_suite_goes_on(tmp_path):
         assert df.loc["no-gpu", "status"] == "failed" and "CUDA is not available" in df.loc["no-gpu", "error"]
     # A re-run retries the failed cells only.
     again = bench("run", str(suite), "--store", url, cwd=tmp_path)
-    assert f"1 done already" in again.stderr and f"{n_failed} to run" in again.stderr
+    assert "1 done already" in again.stderr and f"{n_failed} to run" in again.stderr
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="POSIX signals and /proc")

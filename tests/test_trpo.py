@@ -163,8 +163,9 @@ def test_rejected_step_restores_the_policy():
 # --------------------------------------------------------------------------- #
 # Whole runs
 # --------------------------------------------------------------------------- #
-def test_same_seed_same_returns_and_different_seed_differs():
-    a, b, c = (run("CartPole-v1", 3000, s, n_steps=256) for s in (0, 0, 1))
+@pytest.mark.parametrize("kernel", ["numpy", "torch"])
+def test_same_seed_same_returns_and_different_seed_differs(kernel):
+    a, b, c = (run("CartPole-v1", 3000, s, n_steps=256, kernel=kernel) for s in (0, 0, 1))
     assert len(a.ep_return) > 10
     assert a.ep_return == b.ep_return and a.ep_step == b.ep_step
     assert a.ep_return != c.ep_return

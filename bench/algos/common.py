@@ -31,6 +31,16 @@ from bench.envs import make_vec_env
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
+def pin_one_thread() -> None:
+    """One torch thread and one BLAS thread (NumPy's, which the NumPy kernel uses) for
+    this process: runs are parallel across processes, and speed comparisons are only
+    fair at a fixed thread count."""
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(1)
+    threadpool_limits(limits=1)  # kept until restored; NumPy's OpenBLAS defaults to every core
+
+
 def seed_everything(seed: int) -> np.random.Generator:
     """Seed torch and return a NumPy generator: the same seed gives the same run (one thread)."""
     torch.manual_seed(seed)

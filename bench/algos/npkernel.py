@@ -73,10 +73,10 @@ class MLP:
         self.relu = acts == {nn.ReLU}
         self.W = [m.weight.detach().numpy() for m in linears]  # (out, in)
         self.b = [m.bias.detach().numpy() for m in linears]
-        if any(m.weight.grad is None or m.bias.grad is None for m in linears):
-            raise ValueError("MLP kernel needs gradient buffers on the parameters (wrap them in FlatParams first)")
-        self.gW = [m.weight.grad.numpy() for m in linears]
-        self.gb = [m.bias.grad.numpy() for m in linears]
+        # Gradient buffers (FlatParams gives them); an MLP without them can only act.
+        self.has_grads = all(m.weight.grad is not None and m.bias.grad is not None for m in linears)
+        self.gW = [m.weight.grad.numpy() for m in linears] if self.has_grads else []
+        self.gb = [m.bias.grad.numpy() for m in linears] if self.has_grads else []
 
     def forward(self, x: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """``x (B, d)`` → ``(output (B, out), inputs of each layer)``; the second is what :meth:`backward` needs."""
@@ -98,6 +98,8 @@ class MLP:
     def backward(self, g: np.ndarray, hs: list[np.ndarray]) -> None:
         """Write dL/dW and dL/db into the gradient views (overwriting them), given
         ``g = dL/d(output)`` ``(B, out)`` and ``hs`` from :meth:`forward`."""
+        if not self.has_grads:
+            raise ValueError("this MLP has no gradient buffers; wrap its parameters in FlatParams first")
         for i in range(len(self.W) - 1, -1, -1):
             h = hs[i]
             np.matmul(g.T, h, out=self.gW[i])
@@ -119,7 +121,8 @@ class ActorCriticKernel:
         self.discrete = policy.discrete
         if not self.discrete:
             self.log_std = policy.log_std.detach().numpy()  # (k,)
-            self.g_log_std = policy.log_std.grad.numpy()
+            g = policy.log_std.grad
+            self.g_log_std = g.numpy() if g is not None else None
 
     # -- acting ----------------------------------------------------------------
     def value(self, obs: np.ndarray) -> np.ndarray:
@@ -156,7 +159,15 @@ class ActorCriticKernel:
     def log_prob(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         return self.log_prob_of(self.pi.forward(obs)[0], actions)
 
-    # -- the loss and its gradient ---------------------------------------------
+    # -- losses and their gradients ---------------------------------------------
+    def value_step(self, obs: np.ndarray, returns: np.ndarray) -> float:
+        """L_v = E[(V(s) − R)²] on one batch; writes dL_v/dθ_V into the critic's gradient
+        buffers (overwriting them) and returns L_v. (TRPO fits its critic this way.)"""
+        v_out, hs = self.vf.forward(obs)
+        err = v_out[:, 0] - returns
+        self.vf.backward((err * (2.0 / obs.shape[0]))[:, None].astype(np.float32, copy=False), hs)
+        return float((err * err).mean())
+
     def pg_step(
         self,
         obs: np.ndarray,

@@ -29,10 +29,13 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple
 
+import numpy as np
 import torch
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
+from torch.nn.utils import parameters_to_vector
 
-from bench.algos.common import (ActorCritic, CategoricalPd, Collector, GaussianPd, Pd, explained_variance, gae, grad_noise_ratio, linear, setup)
+from bench.algos.common import (ActorCritic, CategoricalPd, Collector, FlatParams, GaussianPd, Pd, explained_variance,
+                                gae, grad_noise_ratio, linear, setup)
+from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.hyperparams import TRPOParams
 from bench.record import RecorderProtocol
 
@@ -109,6 +112,29 @@ class StepResult(NamedTuple):
     line_search_iters: int  # surrogate/KL evaluations made
 
 
+def set_parameters_(params: list[torch.nn.Parameter], vec: torch.Tensor) -> None:
+    """Copy the flat ``vec`` into ``params`` in place. (torch's ``vector_to_parameters``
+    re-binds ``.data`` instead, which would leave views of the old storage, such as
+    the NumPy kernel's, reading stale weights.)"""
+    o = 0
+    with torch.no_grad():
+        for q in params:
+            n = q.numel()
+            q.copy_(vec[o:o + n].view_as(q))
+            o += n
+
+
+def natural_direction(grad_kl: torch.Tensor, params: list[torch.nn.Parameter], g: torch.Tensor, *,
+                      cg_damping: float, cg_max_steps: int) -> tuple[torch.Tensor, float]:
+    """x ≈ F⁻¹g by conjugate gradient on Fisher-vector products, and xᵀFx (for the step size)."""
+
+    def Fv(v: torch.Tensor) -> torch.Tensor:
+        return fisher_vector_product(grad_kl, params, v, cg_damping)
+
+    x = conjugate_gradient(Fv, g, cg_max_steps)
+    return x, float(torch.dot(x, Fv(x)))
+
+
 def policy_step(policy: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
                 adv: torch.Tensor, *, target_kl: float, cg_max_steps: int, cg_damping: float,
                 shrink: float, max_iter: int) -> StepResult:
@@ -118,15 +144,10 @@ def policy_step(policy: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, o
     pd = policy.dist(obs)
     surr = (torch.exp(pd.log_prob(actions) - old_logp) * adv).mean()
     g = flat_grad(surr, params, retain_graph=True)
-    grad_kl = flat_grad(old.kl(pd).mean(), params, create_graph=True)
-
-    def Fv(v: torch.Tensor) -> torch.Tensor:
-        return fisher_vector_product(grad_kl, params, v, cg_damping)
-
-    x = conjugate_gradient(Fv, g, cg_max_steps)
-    xFx = float(torch.dot(x, Fv(x)))
+    x, xFx = natural_direction(flat_grad(old.kl(pd).mean(), params, create_graph=True), params, g,
+                               cg_damping=cg_damping, cg_max_steps=cg_max_steps)
     surr0, gnorm = float(surr.detach()), float(g.norm())
-    del grad_kl, pd  # free the double-backward graph before the line search
+    del pd  # free the graph before the line search (natural_direction's double-backward graph is gone)
     if not (xFx > 0 and math.isfinite(xFx)):
         return StepResult(surr0, gnorm, False, 0.0, 0.0, 0)
     beta = math.sqrt(2.0 * target_kl / xFx)
@@ -135,14 +156,14 @@ def policy_step(policy: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, o
     frac = 1.0
     with torch.no_grad():
         for k in range(max_iter):
-            vector_to_parameters(theta0 + (frac * beta) * x, params)
+            set_parameters_(params, theta0 + (frac * beta) * x)
             new = policy.dist(obs)
             new_surr = float((torch.exp(new.log_prob(actions) - old_logp) * adv).mean())
             kl = float(old.kl(new).mean())
             if kl <= target_kl and new_surr > surr0:
                 return StepResult(surr0, gnorm, True, kl, frac, k + 1)
             frac *= shrink
-        vector_to_parameters(theta0, params)
+        set_parameters_(params, theta0)
     return StepResult(surr0, gnorm, False, 0.0, 0.0, max_iter)
 
 
@@ -153,11 +174,15 @@ def train(env_id: str, params: TRPOParams, *, seed: int, timesteps: int, recorde
     """Train TRPO on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as sb3-contrib)."""
     p = params
     device, rng, envs, norm, policy = setup(env_id, p, seed, recorder, share_features=False)
-    critic_params = policy.critic_parameters()
     actor_params = policy.actor_parameters()
-    # Adam with eps 1e-5, as SB3's ActorCriticPolicy (the critic's optimizer in sb3-contrib's TRPO).
-    optimizer = torch.optim.Adam(critic_params, lr=p.learning_rate, eps=1e-5, foreach=True)
-    collector = Collector(envs, policy, norm, seed=seed, device=device)
+    # Adam with eps 1e-5, as SB3's ActorCriticPolicy (the critic's optimizer in sb3-contrib's TRPO),
+    # on the critic's parameters re-homed in one flat buffer (one fused step).
+    critic = FlatParams(policy.critic_parameters())
+    optimizer = torch.optim.Adam([critic.param], lr=p.learning_rate, eps=1e-5, fused=True)
+    # Small MLPs on the CPU act and fit the critic through NumPy (npkernel.py says why). The
+    # policy step stays in torch: the Fisher-vector products need double backward.
+    kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
+    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng)
 
     # Derived sizes, in one place.
     batch = p.n_steps * p.n_envs
@@ -202,18 +227,22 @@ def train(env_id: str, params: TRPOParams, *, seed: int, timesteps: int, recorde
         v_losses = []
         for _epoch in range(p.n_critic_updates):
             for idx in torch.randperm(batch, generator=gen).split(p.batch_size):
-                v_loss = (policy.value(obs[idx]) - returns[idx]).pow(2).mean()
-                optimizer.zero_grad(set_to_none=True)
-                v_loss.backward()
+                if kern is None:
+                    v_loss = (policy.value(obs[idx]) - returns[idx]).pow(2).mean()
+                    critic.zero_grad()
+                    v_loss.backward()
+                    v_losses.append(float(v_loss))
+                else:  # the same loss and gradient through the NumPy kernel
+                    i = idx.numpy()
+                    v_losses.append(kern.value_step(obs.numpy()[i], ret_np.reshape(batch)[i]))
                 optimizer.step()
-                v_losses.append(v_loss.detach())
 
         # -- diagnostics ---------------------------------------------------------
         with torch.no_grad():
             entropy = float(policy.dist(s_obs).entropy().mean())
         diag = {
             "loss/policy": -step.surrogate,
-            "loss/value": float(torch.stack(v_losses).mean()),
+            "loss/value": float(np.mean(v_losses)),
             "policy/entropy": entropy,
             "policy/approx_kl": step.kl,
             "trpo/step_accepted": float(step.accepted),

@@ -1,0 +1,36 @@
+"""`bench speed`: the side-by-side measurement runs, and bad input is refused before anything runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def bench(*args, cwd, timeout=300):
+    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--kernel", "cuda"], "--kernel: 'cuda' is not a kernel; allowed: auto, numpy, torch"),
+    (["--algo", "reinforce"], "--algo: reinforce not comparable with SB3; allowed: ppo, a2c, trpo"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, needle):
+    r = bench("speed", *args, "--json", "out.json", cwd=tmp_path)
+    assert r.returncode == 2
+    assert needle in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_tiny_side_by_side_run_writes_both_speeds(tmp_path):
+    r = bench("speed", "--algo", "a2c", "--timesteps", "400", "--rounds", "1", "--kernel", "torch",
+              "--json", "out.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "out.json").read_text())["results"][0]
+    assert res["algo"] == "a2c" and res["kernel"] == "torch" and res["timesteps"] == 400
+    assert len(res["own_steps_per_s"]) == 1 and len(res["sb3_steps_per_s"]) == 1
+    assert res["own_steps_per_s"][0] > 0 and res["sb3_steps_per_s"][0] > 0
+    assert res["ratio"] == pytest.approx(res["own_steps_per_s"][0] / res["sb3_steps_per_s"][0])
