@@ -162,3 +162,11 @@ def test_views_follow_trpo_in_place_parameter_updates():
     with torch.no_grad():
         np.testing.assert_allclose(kern.mode(x), pol.dist(torch.from_numpy(x)).mode().numpy(), rtol=1e-5)
         np.testing.assert_allclose(kern.log_std, new[-2:].numpy())  # log_std is the last actor parameter
+
+
+def test_standardize_is_torchs_unbiased_standardisation():
+    from bench.algos.npkernel import standardize
+
+    x = np.random.default_rng(4).normal(3.0, 2.0, size=37).astype(np.float32)
+    t = torch.from_numpy(x)
+    np.testing.assert_allclose(standardize(x), ((t - t.mean()) / (t.std() + 1e-8)).numpy(), rtol=1e-5, atol=1e-6)

@@ -25,7 +25,7 @@ import torch.nn as nn
 
 from bench.algos.common import (Collector, FlatParams, PGStats, explained_variance, gae, grad_noise_ratio, linear,
                                 setup)
-from bench.algos.npkernel import ActorCriticKernel, use_kernel
+from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
 from bench.hyperparams import A2CParams
 from bench.record import RecorderProtocol
 
@@ -78,7 +78,7 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
         adv_np, ret_np = gae(ro.rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
         adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
         if p.normalize_advantage:  # over the whole rollout (validated: batch > 1); ddof 1 as torch's std
-            adv_np = (adv_np - adv_np.mean()) / (adv_np.std(ddof=1) + 1e-8)
+            adv_np = standardize(adv_np)
         obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
         actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
         advantages = torch.from_numpy(adv_np).to(device)

@@ -100,17 +100,20 @@ class MLP:
         ``g = dL/d(output)`` ``(B, out)`` and ``hs`` from :meth:`forward`."""
         if not self.has_grads:
             raise ValueError("this MLP has no gradient buffers; wrap its parameters in FlatParams first")
+        ones = _ones(g.shape[0])
         for i in range(len(self.W) - 1, -1, -1):
             h = hs[i]
             np.matmul(g.T, h, out=self.gW[i])
-            g.sum(axis=0, out=self.gb[i])
+            np.matmul(ones, g, out=self.gb[i])  # the column sums, as a BLAS call (3× faster than g.sum(0) here)
             if i > 0:
                 g = g @ self.W[i]
                 # Derivative of the activation from its output h: tanh' = 1 − h², ReLU' = [h > 0].
                 if self.relu:
                     g *= h > 0
                 else:
-                    g *= 1 - h * h
+                    d = h * h
+                    np.subtract(1, d, out=d)
+                    g *= d
 
 
 class ActorCriticKernel:
@@ -138,7 +141,7 @@ class ActorCriticKernel:
             u = rng.random(out.shape, dtype=np.float32)
             np.maximum(u, 1e-12, out=u)
             a = np.argmax(logp_all - np.log(-np.log(u)), axis=1)
-            logp = np.take_along_axis(logp_all, a[:, None], axis=1)[:, 0]
+            logp = logp_all[_rows(len(a)), a]
         else:
             a = out + np.exp(self.log_std) * rng.standard_normal(out.shape, dtype=np.float32)
             logp = self.log_prob_of(out, a)
@@ -152,7 +155,7 @@ class ActorCriticKernel:
     def log_prob_of(self, out: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """log π(a|s) ``(B,)`` from the policy head's output ``out``."""
         if self.discrete:
-            return np.take_along_axis(_log_softmax(out), actions[:, None], axis=1)[:, 0]
+            return _log_softmax(out)[_rows(len(actions)), actions]
         z = (actions - out) * np.exp(-self.log_std)
         return (-0.5 * z * z - self.log_std - LOG_SQRT_2PI).sum(axis=1)
 
@@ -166,7 +169,7 @@ class ActorCriticKernel:
         v_out, hs = self.vf.forward(obs)
         err = v_out[:, 0] - returns
         self.vf.backward((err * (2.0 / obs.shape[0]))[:, None].astype(np.float32, copy=False), hs)
-        return float((err * err).mean())
+        return _mean(err * err)
 
     def pg_step(
         self,
@@ -201,9 +204,9 @@ class ActorCriticKernel:
         if self.discrete:
             logp_all = _log_softmax(out)
             p = np.exp(logp_all)
-            logp = np.take_along_axis(logp_all, actions[:, None], axis=1)[:, 0]
+            logp = logp_all[_rows(B), actions]
             ent = -(p * logp_all).sum(axis=1)  # (B,)
-            entropy = float(ent.mean())
+            entropy = _mean(ent)
         else:
             inv_std = np.exp(-self.log_std)
             z = (actions - out) * inv_std  # (B, k)
@@ -212,7 +215,7 @@ class ActorCriticKernel:
 
         # dL_pg / d log π, per sample.
         if clip_range is None:
-            pg_loss = -float((adv * logp).mean())
+            pg_loss = -_mean(adv * logp)
             d_logp = adv * (-1.0 / B)
             approx_kl = clip_fraction = 0.0
         else:
@@ -221,12 +224,12 @@ class ActorCriticKernel:
             ratio = np.exp(log_ratio)
             s1 = ratio * adv
             s2 = np.clip(ratio, 1 - clip_range, 1 + clip_range) * adv
-            pg_loss = -float(np.minimum(s1, s2).mean())
+            pg_loss = -_mean(np.minimum(s1, s2))
             # The gradient flows through r only where the unclipped term is the minimum
             # (where the two are equal, r is inside the clip range and both give r·Â).
             d_logp = np.where(s1 <= s2, ratio * adv * (-1.0 / B), 0.0).astype(np.float32)
-            approx_kl = float((ratio - 1 - log_ratio).mean())
-            clip_fraction = float((np.abs(ratio - 1) > clip_range).mean())
+            approx_kl = _mean(ratio - 1 - log_ratio)
+            clip_fraction = _mean(np.abs(ratio - 1) > clip_range)
 
         # Value loss and dL/dV.
         if clip_range_vf is None:
@@ -237,12 +240,12 @@ class ActorCriticKernel:
             delta = v - old_values
             err = old_values + np.clip(delta, -clip_range_vf, clip_range_vf) - returns
             d_v = err * (2.0 * vf_coef / B) * (np.abs(delta) <= clip_range_vf)
-        value_loss = float((err * err).mean())
+        value_loss = _mean(err * err)
 
         # Back to the head outputs: d log π / d logits = onehot(a) − p; dH/d logits = −p (log p + H).
         if self.discrete:
             d_out = p * (-d_logp[:, None])
-            d_out[np.arange(B), actions] += d_logp
+            d_out[_rows(B), actions] += d_logp
             if ent_coef:
                 d_out += p * (logp_all + ent[:, None]) * (ent_coef / B)
         else:
@@ -253,6 +256,40 @@ class ActorCriticKernel:
         self.pi.backward(d_out.astype(np.float32, copy=False), hs_pi)
         self.vf.backward(d_v.astype(np.float32, copy=False)[:, None], hs_vf)
         return PGStats(pg_loss, value_loss, entropy, approx_kl, clip_fraction)
+
+
+def standardize(x: np.ndarray) -> np.ndarray:
+    """``(x − mean) / (std + 1e-8)`` with the unbiased std (ddof 1), as torch's ``std()``
+    in the torch path; ``x (B,)`` with B > 1."""
+    d = x - float(np.add.reduce(x)) / x.size
+    return d / (math.sqrt(float(np.add.reduce(d * d)) / (x.size - 1)) + 1e-8)
+
+
+def _mean(x: np.ndarray) -> float:
+    # np.add.reduce skips ndarray.mean's Python-level wrapper (~2 µs a call at these sizes).
+    return float(np.add.reduce(x, axis=None)) / x.size
+
+
+_ONES: dict[int, np.ndarray] = {}
+_ROWS: dict[int, np.ndarray] = {}
+
+
+def _rows(n: int) -> np.ndarray:
+    """A cached ``arange(n)`` (read-only), to pick one entry per row."""
+    v = _ROWS.get(n)
+    if v is None:
+        v = _ROWS[n] = np.arange(n)
+        v.flags.writeable = False
+    return v
+
+
+def _ones(n: int) -> np.ndarray:
+    """A cached float32 vector of ``n`` ones (read-only)."""
+    v = _ONES.get(n)
+    if v is None:
+        v = _ONES[n] = np.ones(n, np.float32)
+        v.flags.writeable = False
+    return v
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:

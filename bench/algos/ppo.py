@@ -26,7 +26,7 @@ import torch
 
 from bench.algos.common import (Collector, FlatParams, PGStats, explained_variance, gae, grad_noise_ratio, linear,
                                 setup)
-from bench.algos.npkernel import ActorCriticKernel, use_kernel
+from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
 from bench.hyperparams import PPOParams
 from bench.record import RecorderProtocol
 
@@ -119,7 +119,7 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
             i = idx.numpy()
             adv = adv_np.reshape(batch)[i]
             if p.normalize_advantage and len(i) > 1:
-                adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)  # ddof 1: torch's std, as above
+                adv = standardize(adv)
             return kern.pg_step(obs.numpy()[i], actions.numpy()[i], adv, ret_np.reshape(batch)[i],
                                 vf_coef=p.vf_coef, ent_coef=p.ent_coef, old_logp=old_logp.numpy()[i],
                                 clip_range=clip, old_values=old_values.numpy()[i], clip_range_vf=p.clip_range_vf)
