@@ -93,7 +93,7 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
             loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
             flat.zero_grad()
             loss.backward()
-            st = PGStats(float(pg_loss), float(v_loss), float(entropy), 0.0, 0.0)
+            st = PGStats(float(pg_loss.detach()), float(v_loss.detach()), float(entropy.detach()), 0.0, 0.0)
         else:  # the same loss and gradient through the NumPy kernel
             st = kern.pg_step(obs.numpy(), actions.numpy(), adv_np, ret_np, vf_coef=p.vf_coef, ent_coef=p.ent_coef)
         gnorm = flat.clip_grad_norm(p.max_grad_norm)

@@ -112,7 +112,8 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
                 # divergence", http://joschu.net/blog/kl-approx.html), as SB3 and CleanRL use.
                 log_ratio = logp - old_logp[idx]
                 approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
-            return PGStats(float(pg_loss), float(v_loss), float(entropy), approx_kl, float(clip_frac))
+            return PGStats(float(pg_loss.detach()), float(v_loss.detach()), float(entropy.detach()), approx_kl,
+                           float(clip_frac))
 
         def numpy_grads(idx: torch.Tensor) -> PGStats:
             """The same, through the NumPy kernel on zero-copy views of the rollout."""

@@ -231,7 +231,7 @@ def train(env_id: str, params: TRPOParams, *, seed: int, timesteps: int, recorde
                     v_loss = (policy.value(obs[idx]) - returns[idx]).pow(2).mean()
                     critic.zero_grad()
                     v_loss.backward()
-                    v_losses.append(float(v_loss))
+                    v_losses.append(float(v_loss.detach()))
                 else:  # the same loss and gradient through the NumPy kernel
                     i = idx.numpy()
                     v_losses.append(kern.value_step(obs.numpy()[i], ret_np.reshape(batch)[i]))
