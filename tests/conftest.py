@@ -11,6 +11,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ROOT / "suites"
 
+@pytest.fixture(autouse=True, scope="session")
+def one_thread() -> None:
+    """One torch and one BLAS thread, as every bench run: the determinism tests
+    compare runs bit for bit, which holds at a fixed thread count."""
+    from bench.algos.common import pin_one_thread
+
+    pin_one_thread()
+
+
 #: Base URL of a PostgreSQL server the tests may create throwaway databases on.
 PG_BASE = os.environ.get("BENCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432")
 

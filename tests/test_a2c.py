@@ -22,11 +22,6 @@ FAST: dict = {}
 FAST_BUDGET = 150_000
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
-
-
 def run(env_id, steps, seed=0, recorder=None, **over):
     rec = recorder or Recorder()
     a2c.train(env_id, resolve("a2c", env_id, over), seed=seed, timesteps=steps, recorder=rec)

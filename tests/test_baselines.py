@@ -6,7 +6,6 @@ import math
 from collections import Counter
 
 import pytest
-import torch
 
 from bench.baselines import SB3_KEYS, policy_kwargs, schedule, train_sb3
 from bench.hyperparams import resolve
@@ -18,14 +17,6 @@ SMALL = {
     "a2c": {"n_envs": 2, "n_steps": 16},
     "trpo": {"n_envs": 2, "n_steps": 256, "batch_size": 128, "n_critic_updates": 2},
 }
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _run(algo: str, env_id: str = "CartPole-v1", *, seed: int = 0, timesteps: int = 2000, recorder=None, **over):

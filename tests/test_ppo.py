@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from bench.algos import ppo
 from bench.hyperparams import resolve
 from bench.metrics import first_crossing, summarize
 from bench.record import EvalConfig, Recorder
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
 
 
 def run(env_id, steps, seed=0, recorder=None, **over):

@@ -15,14 +15,6 @@ from bench.metrics import first_crossing
 from bench.record import Recorder
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _run(env_id: str, steps: int, seed: int = 0, **over) -> Recorder:
     rec = Recorder()
     train(env_id, resolve("reinforce", env_id, over), seed=seed, timesteps=steps, recorder=rec)

@@ -15,11 +15,6 @@ from bench.metrics import first_crossing, summarize
 from bench.record import Recorder
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
-
-
 def run(env_id, steps, seed=0, recorder=None, **over):
     rec = recorder or Recorder()
     trpo.train(env_id, resolve("trpo", env_id, over), seed=seed, timesteps=steps, recorder=rec)

@@ -3,23 +3,24 @@ loss with its gradient written by hand.
 
 Why this exists (measured, not assumed; see the README's speed section). On this
 project's 2-core machines (AMD EPYC, torch 2.13 CPU wheel, one thread) one PPO
-minibatch step on CartPole (256 samples, two 64-64 tanh MLPs) costs about 790 µs
+minibatch step on CartPole (256 samples, two 64-64 tanh MLPs) costs ~750-790 µs
 through torch autograd, and almost none of it is arithmetic:
 
 - the ~15 small loss ops cost ~170 µs forward and backward, nearly all dispatch and
   autograd book-keeping;
-- torch's CPU ``tanh`` takes ~35 µs on a 256×64 tensor where NumPy's takes ~3 µs,
-  and its 256×64 @ 64×64 matmul ~21 µs where NumPy's (OpenBLAS) takes ~10 µs.
+- torch's CPU ``tanh`` takes ~35 µs on a 256×64 tensor where NumPy's takes ~3 µs.
 
-The same maths as explicit forward and backward passes in NumPy takes a fraction
-of that. SB3 pays the torch costs too; they are what ``impl: bench`` avoids here.
+The matmuls cost about the same either way (a 256×64 @ 64×64 product ~20 µs on
+one thread, MKL or OpenBLAS) and are the floor. The same maths as explicit
+forward and backward passes in NumPy takes ~290 µs for that step. SB3 pays the
+torch costs too; they are what ``impl: bench`` avoids here.
 
 What stays in torch: the parameters and their gradient buffer (NumPy works on
 zero-copy views of :class:`~bench.algos.common.FlatParams`' buffers), gradient
 clipping and the optimizer (torch's fused Adam / RMSprop), so the two paths share
-one state and can be switched per run (hyperparameter ``kernel``). The torch path
-in ``ppo.py`` / ``a2c.py`` stays the readable statement of each algorithm; this
-module computes exactly its loss, and ``tests/test_npkernel.py`` checks every
+one state and can be switched per run (hyperparameter ``kernel``). The torch code
+in ``ppo.py``, ``a2c.py`` and ``trpo.py`` stays the readable statement of each
+algorithm; this module computes exactly its losses, and ``tests/test_npkernel.py`` checks every
 gradient here against torch autograd on the torch path.
 
 Shapes: ``B`` samples, ``d`` observation size, ``k`` action logits or dimensions.
@@ -28,15 +29,11 @@ Shapes: ``B`` samples, ``d`` observation size, ``k`` action logits or dimensions
 from __future__ import annotations
 
 import math
-from typing import Any
-
 import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import PGStats
-
-LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+from bench.algos.common import LOG_SQRT_2PI, PGStats
 
 
 def supported(policy: nn.Module, device: torch.device) -> bool:
@@ -296,8 +293,3 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
     """Row-wise log-softmax ``(B, k)``, shifted by the row max for stability."""
     z = x - x.max(axis=1, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-
-
-def as_numpy(x: Any) -> np.ndarray:
-    """A CPU tensor's zero-copy NumPy view (or the array itself)."""
-    return x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
