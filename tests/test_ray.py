@@ -198,7 +198,7 @@ def _kill_mid_run(pg_url: str, cells, victim, **run_ray_kw):
 
 
 def _suite(tmp_path: Path, pg_url: str, algos: str):
-    suite = _write(tmp_path / "kill.yaml", "name: kill\nseeds: [0]\ndefaults: {timesteps: 16384, window: 10}\n"
+    suite = _write(tmp_path / "kill.yaml", "name: kill\nseeds: [0]\ndefaults: {timesteps: 65536, window: 10}\n"
                    "envs: [{id: CartPole-v1}]\nalgorithms:\n" + algos)
     loaded = load_suite(suite)
     Store(pg_url).register("kill", str(suite), {}, loaded.env_meta, loaded.cells)
@@ -292,11 +292,13 @@ def test_tuning_workers_run_as_ray_tasks_on_one_study(ray_address, pg_url):
 
     target = target_from_flags("a2c", "bench", "CartPole-v1", timesteps=2048, seeds=1, objective="auc", study="on-ray")
     seen = []
-    out = tune(target, pg_url, trials=4, workers=2, executor="ray", address=ray_address, on_trial=seen.append)
+    # Each Ray task stops starting trials 6 s after its own start, so both run trials whatever
+    # their start-up takes (with a small trial count the first task up could take them all).
+    out = tune(target, pg_url, trials=10_000, timeout=6, workers=2, executor="ray", address=ray_address,
+               on_trial=seen.append)
     trials = optuna.load_study(study_name="on-ray", storage=pg_url).get_trials(deepcopy=False)
     finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-    # Each Ray worker stops once 4 are finished; the other may be finishing one more.
-    assert 4 <= len(finished) <= 5 and len(trials) == len(finished)
+    assert len(finished) >= 2 and len(trials) == len(finished)  # none left running
     assert len({t.user_attrs["worker"] for t in trials}) == 2  # both Ray tasks (two worker processes) ran trials
     assert out.dead_workers == 0 and len(seen) == len(finished)  # the driver reported every trial
 
