@@ -540,6 +540,15 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     )
                 )
                 continue
+            if a.impl == "bench" and resolved.get("kernel") == "numpy" and (
+                    env_meta[e.id]["obs"] == "pixels" or resolved.get("device") != "cpu"):
+                where = (f"algorithms[{j}].env_hyperparams.{e.id}.kernel" if "kernel" in over
+                         else f"algorithms[{j}].hyperparams.kernel")
+                why = f"{e.id} has pixel observations" if env_meta[e.id]["obs"] == "pixels" \
+                    else f"device is {resolved.get('device')}"
+                problems.append(Problem(where, f"the NumPy kernel needs an MLP policy on the CPU, and {why}; "
+                                               f"allowed here: auto, torch", "numpy", True))
+                continue
             ev = e.eval or suite.defaults.eval
             for seed in suite.seed_list:
                 cell = Cell(

@@ -170,3 +170,21 @@ def test_standardize_is_torchs_unbiased_standardisation():
     x = np.random.default_rng(4).normal(3.0, 2.0, size=37).astype(np.float32)
     t = torch.from_numpy(x)
     np.testing.assert_allclose(standardize(x), ((t - t.mean()) / (t.std() + 1e-8)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c", "trpo"])
+def test_pixel_runs_fall_back_to_torch_and_numpy_is_refused(algo):
+    """Atari (Nature CNN): ``auto`` runs on the torch path; asking for ``numpy`` is a clear error."""
+    from bench.algos import TRAIN
+    from bench.hyperparams import resolve
+    from bench.record import Recorder
+
+    over = {"n_envs": 2, "n_steps": 16}
+    over |= {"ppo": {"batch_size": 16, "n_epochs": 1}, "trpo": {"batch_size": 16, "n_critic_updates": 1}}.get(algo, {})
+    rec = Recorder()
+    TRAIN[algo]("ALE/Pong-v5", resolve(algo, "ALE/Pong-v5", over), seed=0, timesteps=32, recorder=rec)
+    assert rec.steps == 32 and rec.updates == 1
+    assert all(np.isfinite(v) for _, k, v in rec.diag if k.startswith("loss/"))
+    with pytest.raises(ValueError, match="kernel 'numpy' needs an MLP policy on the CPU"):
+        TRAIN[algo]("ALE/Pong-v5", resolve(algo, "ALE/Pong-v5", over | {"kernel": "numpy"}), seed=0, timesteps=32,
+                    recorder=Recorder())

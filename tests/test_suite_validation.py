@@ -49,6 +49,11 @@ BAD = [
     ("bench-only hyperparameter on sb3", GOOD.replace("n_envs: 2", "n_envs: 2, grad_noise_chunks: 4"),
      "algorithms[0].hyperparams.grad_noise_chunks", "only the project's own implementations"),
     ("duplicate label", GOOD + "  - algo: ppo\n    impl: sb3\n", "algorithms[1].label", "label used twice"),
+    ("bad kernel", GOOD.replace("impl: sb3", "impl: bench").replace("n_envs: 2", "n_envs: 2, kernel: gpu"),
+     "algorithms[0].hyperparams.kernel", "'auto', 'torch' or 'numpy'"),
+    ("numpy kernel on pixels", GOOD.replace("impl: sb3", "impl: bench").replace("CartPole-v1", "ALE/Pong-v5")
+     .replace("n_envs: 2", "n_envs: 2, kernel: numpy"),
+     "algorithms[0].hyperparams.kernel", "ALE/Pong-v5 has pixel observations; allowed here: auto, torch"),
     ("bad name", GOOD.replace("name: t", "name: 'my suite!'"), "name", "pattern"),
 ]
 
