@@ -58,7 +58,7 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
     flat = FlatParams(list(policy.parameters()))
     optimizer = make_optimizer([flat.param], p)
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
-    # the loss is the one ``torch_grads`` below states, checked against it in the tests.
+    # the loss is the one the torch branch of the update states, checked against it in the tests.
     kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
     collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng)
 

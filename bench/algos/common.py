@@ -19,7 +19,7 @@ Shapes: ``T`` rollout steps, ``N`` envs, ``B = T * N`` samples.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -27,6 +27,9 @@ import torch
 import torch.nn as nn
 
 from bench.envs import make_vec_env
+
+if TYPE_CHECKING:  # npkernel imports this module
+    from bench.algos.npkernel import ActorCriticKernel
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -378,7 +381,7 @@ class Collector:
     """
 
     def __init__(self, envs: gym.vector.VectorEnv, policy: ActorCritic, normalizer: Normalizer, *, seed: int,
-                 device: torch.device = torch.device("cpu"), kernel: Any = None,
+                 device: torch.device = torch.device("cpu"), kernel: "ActorCriticKernel | None" = None,
                  rng: np.random.Generator | None = None):
         self.envs, self.policy, self.norm, self.device = envs, policy, normalizer, device
         self.kernel = kernel
