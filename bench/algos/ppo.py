@@ -86,11 +86,12 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
         ro = collector.collect(p.n_steps)
         values_np = ro.values.cpu().numpy()
         adv_np, ret_np = gae(ro.rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
+        adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
         obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
         actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
         old_logp, old_values = ro.logp.reshape(batch), ro.values.reshape(batch)
-        advantages = torch.from_numpy(adv_np).reshape(batch).to(device)
-        returns = torch.from_numpy(ret_np).reshape(batch).to(device)
+        advantages = torch.from_numpy(adv_np).to(device)
+        returns = torch.from_numpy(ret_np).to(device)
 
         def torch_grads(idx: torch.Tensor) -> PGStats:
             """The loss on minibatch ``idx`` and its gradient into ``flat.grad``, through autograd."""
@@ -116,14 +117,17 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
                            float(clip_frac))
 
         def numpy_grads(idx: torch.Tensor) -> PGStats:
-            """The same, through the NumPy kernel on zero-copy views of the rollout."""
+            """The same, through the NumPy kernel on zero-copy views of the (CPU) rollout."""
             i = idx.numpy()
-            adv = adv_np.reshape(batch)[i]
+            adv = adv_np[i]
             if p.normalize_advantage and len(i) > 1:
                 adv = standardize(adv)
-            return kern.pg_step(obs.numpy()[i], actions.numpy()[i], adv, ret_np.reshape(batch)[i],
-                                vf_coef=p.vf_coef, ent_coef=p.ent_coef, old_logp=old_logp.numpy()[i],
-                                clip_range=clip, old_values=old_values.numpy()[i], clip_range_vf=p.clip_range_vf)
+            return kern.pg_step(obs_np[i], act_np[i], adv, ret_np[i], vf_coef=p.vf_coef, ent_coef=p.ent_coef,
+                                old_logp=old_logp_np[i], clip_range=clip, old_values=old_values_np[i],
+                                clip_range_vf=p.clip_range_vf)
+
+        if kern is not None:
+            obs_np, act_np, old_logp_np, old_values_np = (x.numpy() for x in (obs, actions, old_logp, old_values))
 
         # -- update: n_epochs of shuffled minibatches ---------------------------
         grads = numpy_grads if kern is not None else torch_grads

@@ -199,11 +199,12 @@ def train(env_id: str, params: TRPOParams, *, seed: int, timesteps: int, recorde
         ro = collector.collect(p.n_steps)
         values_np = ro.values.cpu().numpy()
         adv_np, ret_np = gae(ro.rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
+        adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
         obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
         actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
         old_logp = ro.logp.reshape(batch)
-        advantages = torch.from_numpy(adv_np).reshape(batch).to(device)
-        returns = torch.from_numpy(ret_np).reshape(batch).to(device)
+        advantages = torch.from_numpy(adv_np).to(device)
+        returns = torch.from_numpy(ret_np).to(device)
 
         # -- 1. policy step on (a sub-sample of) the rollout ----------------------
         # sb3-contrib sub-samples every k-th transition of its shuffled buffer: a random subset.
@@ -225,6 +226,7 @@ def train(env_id: str, params: TRPOParams, *, seed: int, timesteps: int, recorde
 
         # -- 2. critic: n_critic_updates epochs of shuffled minibatches -----------
         v_losses = []
+        obs_np = obs.numpy() if kern is not None else None  # the kernel runs on the CPU only
         for _epoch in range(p.n_critic_updates):
             for idx in torch.randperm(batch, generator=gen).split(p.batch_size):
                 if kern is None:
@@ -234,7 +236,7 @@ def train(env_id: str, params: TRPOParams, *, seed: int, timesteps: int, recorde
                     v_losses.append(float(v_loss.detach()))
                 else:  # the same loss and gradient through the NumPy kernel
                     i = idx.numpy()
-                    v_losses.append(kern.value_step(obs.numpy()[i], ret_np.reshape(batch)[i]))
+                    v_losses.append(kern.value_step(obs_np[i], ret_np[i]))
                 optimizer.step()
 
         # -- diagnostics ---------------------------------------------------------
