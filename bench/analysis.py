@@ -555,8 +555,9 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
 # Provenance
 # --------------------------------------------------------------------------- #
 def hardware_of(meta: dict[str, Any]) -> str:
-    """What wall-clock figures depend on: the CPU model and torch threads (cores shown for context)."""
-    return f"{meta.get('cpu_model', '?')} · {meta.get('torch_threads', '?')} torch thread(s)"
+    """What wall-clock figures depend on: the CPU model, torch threads and (where recorded) BLAS threads."""
+    blas = f" · {meta['blas_threads']} BLAS thread(s)" if meta.get("blas_threads") is not None else ""
+    return f"{meta.get('cpu_model', '?')} · {meta.get('torch_threads', '?')} torch thread(s){blas}"
 
 
 def hardware_warnings(data: Data) -> dict[str, list[str]]:

@@ -98,7 +98,16 @@ def run_metadata() -> dict[str, Any]:
         }
     import torch
 
-    return {**_STATIC_META, "torch_threads": torch.get_num_threads(), "pid": os.getpid()}
+    return {**_STATIC_META, "torch_threads": torch.get_num_threads(), "blas_threads": _blas_threads(),
+            "pid": os.getpid()}
+
+
+def _blas_threads() -> int | None:
+    """Threads of the BLAS libraries NumPy loaded (the NumPy kernel's matmuls), or None if none is."""
+    from threadpoolctl import threadpool_info
+
+    n = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(n) if n else None
 
 
 def _iso(t: float) -> str:

@@ -63,7 +63,7 @@ def test_smoke_suite_twice_then_export(tmp_path):
     meta = json.loads(df["meta"].iloc[0])
     for k in ("versions", "python", "torch_threads", "cpu_model", "host", "git_commit", "started_at", "finished_at"):
         assert k in meta
-    assert meta["torch_threads"] == 1
+    assert meta["torch_threads"] == 1 and meta["blas_threads"] == 1  # one thread each per run (the NumPy kernel's BLAS too)
 
     status = bench("status", str(SUITES / "smoke.yaml"), "--store", url, cwd=tmp_path)
     assert status.returncode == 0 and f"done: {len(cells)}" in status.stdout
