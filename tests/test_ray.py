@@ -151,7 +151,8 @@ def test_ray_gives_the_local_pools_returns(ray_address, pg_url, tmp_path):
     for r in rows.values():
         assert r.status == "done" and r.attempt == 1
         assert (owner_tag(r.owner) or "").startswith("ray-")  # claimed by the Ray worker itself, not the driver
-        assert json.loads(r.meta)["torch_threads"] == 1
+        meta = json.loads(r.meta)
+        assert meta["torch_threads"] == 1 and meta["blas_threads"] == 1
     assert len({r.owner for r in rows.values()}) == 4  # one tag per task
     status = bench("status", str(SMOKE), "--store", pg_url, cwd=tmp_path)
     assert status.returncode == 0 and "done: 4" in status.stdout
