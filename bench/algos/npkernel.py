@@ -3,17 +3,17 @@ loss with its gradient written by hand.
 
 Why this exists (measured, not assumed; see the README's speed section). On this
 project's 2-core machines (AMD EPYC, torch 2.13 CPU wheel, one thread) one PPO
-minibatch step on CartPole (256 samples, two 64-64 tanh MLPs) costs ~760 µs
+minibatch step on CartPole (256 samples, two 64-64 tanh MLPs) costs ~790 µs
 through torch autograd, and most of it is not arithmetic:
 
-- the ~15 small loss ops cost ~170 µs forward and backward, nearly all dispatch and
+- the ~15 small loss ops cost ~190 µs forward and backward, nearly all dispatch and
   autograd book-keeping;
 - torch's CPU ``tanh`` takes ~35 µs on a 256×64 tensor where NumPy's takes ~3 µs.
 
 The matmuls cost about the same either way (a 256×64 @ 64×64 product ~20 µs on
 one thread, MKL or OpenBLAS) and are the floor. The same maths as explicit
-forward and backward passes in NumPy takes ~310 µs for that step
-(``tests/benchmarks/test_kernel_step.py`` measures both side by side). SB3 pays the
+forward and backward passes in NumPy takes ~320 µs for that step
+(``tests/benchmarks/test_kernel_step.py`` measures all of these, side by side). SB3 pays the
 torch costs too; they are what ``impl: bench`` avoids here.
 
 What stays in torch: the parameters and their gradient buffer (NumPy works on

@@ -88,3 +88,56 @@ def test_ppo_minibatch_step_torch_vs_numpy_kernel(benchmark):
     print(f"\nPPO minibatch step (CartPole, 256 samples, 64-64 tanh): torch autograd median {mt:.0f} us, "
           f"NumPy kernel median {mn:.0f} us, ratio {mt / mn:.2f}x; all: {times}")
     assert mn < mt
+
+
+def _per_call_us(fn, n: int = 2000) -> float:
+    for _ in range(100):
+        fn()
+    s = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - s) / n * 1e6
+
+
+def test_where_the_torch_step_goes(benchmark):
+    """The per-op figures ``npkernel.py`` and the README quote: torch's and NumPy's tanh and
+    256×64 @ 64×64 matmul, and the clipped loss alone (on leaf logits and values) through
+    autograd, forward and backward; one thread each, medians of 5 rounds."""
+    pin_one_thread()
+    rng = np.random.default_rng(0)
+    x_np = rng.normal(size=(B, 64)).astype(np.float32)
+    w_np = rng.normal(size=(64, 64)).astype(np.float32)
+    x, w = torch.from_numpy(x_np), torch.from_numpy(w_np)
+    logits = torch.randn(B, 2, requires_grad=True)
+    values = torch.randn(B, requires_grad=True)
+    act = torch.randint(0, 2, (B,))
+    adv, ret, old = torch.randn(B), torch.randn(B), torch.full((B,), float(np.log(0.5)))
+
+    def loss_fwd_bwd() -> None:
+        from bench.algos.common import CategoricalPd
+
+        pd = CategoricalPd(logits)
+        logp = pd.log_prob(act)
+        a = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg, vl, _ = ppo_losses(logp, old, a, values, values.detach(), ret, 0.2, None)
+        (pg + 0.5 * vl - 0.0 * pd.entropy().mean()).backward()
+
+    ops = {
+        "torch tanh 256x64": lambda: torch.tanh(x),
+        "numpy tanh 256x64": lambda: np.tanh(x_np),
+        "torch matmul 256x64@64x64": lambda: x @ w,
+        "numpy matmul 256x64@64x64": lambda: x_np @ w_np,
+        "torch clipped loss fwd+bwd (autograd)": loss_fwd_bwd,
+    }
+    times: dict[str, list[float]] = {k: [] for k in ops}
+
+    def rounds() -> None:
+        for k, fn in ops.items():
+            times[k].append(_per_call_us(fn))
+
+    benchmark.pedantic(rounds, rounds=5, iterations=1)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    benchmark.extra_info.update(median_us=med)
+    print("\n" + "\n".join(f"{k}: median {v:.1f} us" for k, v in med.items()))
+    # The kernel's case rests on this: if torch's CPU tanh stops being the slow one, say so.
+    assert med["numpy tanh 256x64"] < med["torch tanh 256x64"]
