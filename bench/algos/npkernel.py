@@ -154,8 +154,13 @@ class ActorCriticKernel:
         """log π(a|s) ``(B,)`` from the policy head's output ``out``."""
         if self.discrete:
             return _log_softmax(out)[_rows(len(actions)), actions]
-        z = (actions - out) * np.exp(-self.log_std)
-        return (-0.5 * z * z - self.log_std - LOG_SQRT_2PI).sum(axis=1)
+        return self._gaussian(out, actions)[0]
+
+    def _gaussian(self, mean: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(log π(a|s) (B,), z = (a − μ)/σ (B, k), 1/σ (k,))`` for the diagonal Gaussian."""
+        inv_std = np.exp(-self.log_std)
+        z = (actions - mean) * inv_std
+        return (-0.5 * z * z - self.log_std - LOG_SQRT_2PI).sum(axis=1), z, inv_std
 
     def log_prob(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         return self.log_prob_of(self.pi.forward(obs)[0], actions)
@@ -206,9 +211,7 @@ class ActorCriticKernel:
             ent = -(p * logp_all).sum(axis=1)  # (B,)
             entropy = _mean(ent)
         else:
-            inv_std = np.exp(-self.log_std)
-            z = (actions - out) * inv_std  # (B, k)
-            logp = (-0.5 * z * z - self.log_std - LOG_SQRT_2PI).sum(axis=1)
+            logp, z, inv_std = self._gaussian(out, actions)
             entropy = float((self.log_std + 0.5 + LOG_SQRT_2PI).sum())
 
         # dL_pg / d log π, per sample.
