@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 from pydantic import BaseModel
 
-from bench.hyperparams import A2CParams, NetArch, PPOParams, TRPOParams
+from bench.algos.hyperparams import A2CParams, NetArch, PPOParams, TRPOParams
 
 __all__ = ["train_sb3", "SB3_KEYS", "policy_kwargs", "schedule"]
 
@@ -231,19 +231,19 @@ def _check_device(device: str) -> None:
 def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps: int, recorder: Any) -> None:
     """Train one SB3 baseline (``ppo``, ``a2c`` or sb3-contrib ``trpo``), recording into ``recorder``.
 
-    :param params: resolved hyperparameters (``PARAMS[algo]`` instance, see :mod:`bench.hyperparams`).
+    :param params: resolved hyperparameters (``PARAMS[algo]`` instance, see :mod:`bench.algos.hyperparams`).
     :param seed: seeds SB3 (Python, NumPy, torch, action space) and the training envs
         (env ``i`` is reset with ``seed + i``).
     :param timesteps: the budget in env steps. SB3 only stops between rollouts, so the
         run takes ``ceil(timesteps / (n_steps * n_envs))`` whole rollouts and
         ``recorder.steps`` ends at or above ``timesteps`` (by less than one rollout).
-    :param recorder: a :class:`bench.record.Recorder` (or anything with its protocol);
+    :param recorder: a :class:`bench.run.record.Recorder` (or anything with its protocol);
         episodes and steps arrive through the env monitor, diagnostics through SB3's
         logger, and ``after_update`` is called once after each update with the
         deterministic policy (observations normalised with the training
         ``VecNormalize`` statistics when normalisation is on; evaluation envs are raw).
 
-    Raises whatever training raises, including :class:`bench.record.Diverged`.
+    Raises whatever training raises, including :class:`bench.run.record.Diverged`.
     """
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize

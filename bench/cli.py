@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from bench.store import DEFAULT_URL
+from bench.run.store import DEFAULT_URL
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -41,7 +41,7 @@ def _bad_input(lines: list[str] | str) -> typer.Exit:
 
 
 def _load(suite_path: Path):
-    from bench.suite import SuiteError, load_suite
+    from bench.suites.suite import SuiteError, load_suite
 
     try:
         return load_suite(suite_path)
@@ -52,7 +52,7 @@ def _load(suite_path: Path):
 def _check_url(url: str) -> str:
     import sqlalchemy as sa
 
-    from bench.store import normalise_url
+    from bench.run.store import normalise_url
 
     try:
         u = sa.engine.make_url(normalise_url(url))
@@ -100,7 +100,7 @@ def run(
     """Run a suite: every env × algorithm × seed cell, skipping cells already done."""
     import os
 
-    from bench.suite import parse_only, select
+    from bench.suites.suite import parse_only, select
 
     loaded = _load(suite)
     try:
@@ -113,7 +113,7 @@ def run(
         raise _bad_input(f"--only: {only!r} matches none of the {len(loaded.cells)} cells of {suite}")
     n_workers = workers or os.cpu_count() or 1
     if address is not None:
-        from bench.executors_ray import check_address
+        from bench.run.ray_executor import check_address
 
         if executor is not Executor.ray:
             raise _bad_input(f"--address: only used with --executor ray (got --address {address!r} with --executor {executor.value})")
@@ -140,11 +140,11 @@ def run(
         out.print(t)
         return
 
-    from bench.runner import Interrupted, run_local
-    from bench.store import Store, describe_url, is_claimable, this_owner
+    from bench.run.runner import Interrupted, run_local
+    from bench.run.store import Store, describe_url, is_claimable, this_owner
 
     if executor is Executor.ray:
-        from bench.executors_ray import RayUnavailable, connect
+        from bench.run.ray_executor import RayUnavailable, connect
 
         try:  # a cluster that cannot be reached is found out before anything is written
             import ray  # noqa: F401
@@ -209,7 +209,7 @@ def run(
 
         try:
             if executor is Executor.ray:
-                from bench.executors_ray import run_ray
+                from bench.run.ray_executor import run_ray
 
                 run_ray(url, todo, on_done, num_cpus=n_workers, max_in_flight=workers if address else None)
             else:
@@ -249,7 +249,7 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     reported. ``stale``: running, but its owner is dead (on this host) or silent
     for over STALE_AFTER_S seconds; the next ``bench run`` re-runs it.
     """
-    from bench.store import Store, is_claimable, owner_host, store_exists
+    from bench.run.store import Store, is_claimable, owner_host, store_exists
 
     loaded = _load(suite)
     url = _check_url(store)
@@ -291,7 +291,7 @@ def export(
     out_path: Path = typer.Option(..., "--out", help="Output file."),
 ) -> None:
     """Export one row per run (summary, config and provenance) as CSV or Parquet."""
-    from bench.store import Store, describe_url, store_exists
+    from bench.run.store import Store, describe_url, store_exists
 
     url = _check_url(store)
     if not store_exists(url):
@@ -336,7 +336,7 @@ def speed(
     from dataclasses import asdict
 
     from bench.envs import env_exists
-    from bench.speed import compare, median_steps
+    from bench.run.speed import compare, median_steps
 
     algos = [a.strip() for a in algo.split(",") if a.strip()]
     bad = [a for a in algos if a not in ("ppo", "a2c", "trpo")]
@@ -366,7 +366,7 @@ def speed(
     if out_json is not None:
         import platform
 
-        from bench.runner import run_metadata
+        from bench.run.runner import run_metadata
 
         out_json.write_text(json.dumps({"results": [asdict(r) | {"ratio": r.ratio, "kernel": kernel} for r in results],
                                         "meta": run_metadata(), "machine": platform.machine()}, indent=2))
@@ -423,7 +423,7 @@ def tune(
         if (workers > 1 or executor == "ray") and is_sqlite(url):
             raise BadInput(SQLITE_RAY if executor == "ray" else SQLITE_WORKERS.format(workers=workers))
         if executor == "ray":
-            from bench.executors_ray import check_address
+            from bench.run.ray_executor import check_address
 
             if address is not None and (why := check_address(address)):
                 raise BadInput(f"--address: {why}")
@@ -437,7 +437,7 @@ def tune(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from bench.store import describe_url
+    from bench.run.store import describe_url
     from bench.tune import export_suite
     from bench.tune import tune as tune_target
     from bench.algos.common import pin_one_thread
@@ -508,7 +508,7 @@ def _results_store(store: str) -> tuple[str, str]:
     default and there is no ``results/bench.db`` yet. Bad input (no store, no
     runs) is one line and exit status 2.
     """
-    from bench.store import Store, describe_url, store_exists
+    from bench.run.store import Store, describe_url, store_exists
 
     url = _check_url(store)
     if not store_exists(url):
@@ -534,7 +534,7 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (index.html, figures embedded) from the store alone."""
     url, where = _results_store(store)
-    from bench.store import Store
+    from bench.run.store import Store
 
     have = Store(url).suite_names()
     names: list[str] = []
@@ -548,18 +548,18 @@ def report(
         raise _bad_input([f"report: no suite named {s!r} in the store; allowed: {', '.join(have) or 'none'}" for s in unknown])
     chosen = list(dict.fromkeys(names))
     if screenshot is not None:
-        from bench.report import find_chromium
+        from bench.analysis.report import find_chromium
 
         if find_chromium() is None:
             raise _bad_input(f"--screenshot: {screenshot} needs chromium on PATH (Debian: apt-get install chromium); none found")
     out_dir = out_dir or Path("reports") / ("+".join(chosen) if chosen else "all")
     err.print(where)
 
-    from bench.report import build
+    from bench.analysis.report import build
 
     path = build(url, out_dir, chosen or None, log=lambda s: err.print(s))
     if screenshot is not None:
-        from bench.report import screenshot as take
+        from bench.analysis.report import screenshot as take
 
         err.print(f"screenshot: {take(path, screenshot)}")
     out.print(f"report: {path}")
@@ -610,7 +610,7 @@ def recommend(
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of suite files."""
-    from bench.suite import json_schema
+    from bench.suites.suite import json_schema
 
     print(json.dumps(json_schema(), indent=2))
 

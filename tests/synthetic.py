@@ -1,7 +1,7 @@
 """Synthetic results stores for the report and recommendation tests and the report benchmark.
 
 Runs are written through the store's real path (``register`` → ``claim`` →
-``finish``) with summaries computed by :func:`bench.metrics.summarize`, so the
+``finish``) with summaries computed by :func:`bench.analysis.metrics.summarize`, so the
 report reads exactly what ``bench run`` would have written. Each run's learning
 curve is planted: ``random + (threshold - random) * skill * (1 - exp(-steps / tau))``
 plus Gaussian noise, so the right answer of every comparison is known.
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.envs import get_spec
-from bench.metrics import summarize
-from bench.store import RunResult, Store
-from bench.suite import Cell, cell_key
+from bench.analysis.metrics import summarize
+from bench.run.store import RunResult, Store
+from bench.suites.suite import Cell, cell_key
 
 #: Random-policy returns used as planted anchors (so tests never simulate an env for them).
 RANDOM = {"CartPole-v1": 20.0, "MountainCar-v0": -200.0, "Pendulum-v1": -1200.0, "LunarLander-v3": -180.0,

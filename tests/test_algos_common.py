@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algos.common import CategoricalPd, GaussianPd, Normalizer, RunningMeanStd, explained_variance, gae, \
-    grad_noise_ratio
+from bench.algos.common import Normalizer, RunningMeanStd, explained_variance, gae, grad_noise_ratio
+from bench.algos.policy import CategoricalPd, GaussianPd
 from bench.algos.ppo import ppo_losses
 
 

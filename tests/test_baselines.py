@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from bench.baselines import SB3_KEYS, policy_kwargs, schedule, train_sb3
-from bench.hyperparams import resolve
-from bench.record import EvalConfig, Recorder
+from bench.algos.hyperparams import resolve
+from bench.run.record import EvalConfig, Recorder
 
 # Small rollouts so each smoke run is a handful of updates on 2 cores.
 SMALL = {

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bench import envs
-from bench.record import Recorder
+from bench.run.record import Recorder
 
 EXPECTED_IDS = [
     "CartPole-v1",

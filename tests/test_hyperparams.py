@@ -1,11 +1,11 @@
-"""Hyperparameter models, zoo values and layered resolution (bench.hyperparams)."""
+"""Hyperparameter models, zoo values and layered resolution (bench.algos.hyperparams)."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from bench.hyperparams import (
+from bench.algos.hyperparams import (
     PARAMS,
     ZOO,
     ZOO_TIMESTEPS,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bench.metrics import first_crossing, summarize, trailing_mean
+from bench.analysis.metrics import first_crossing, summarize, trailing_mean
 
 
 def test_trailing_mean_matches_plain_loop():

@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from bench.algos.a2c import a2c_losses
-from bench.algos.common import ActorCritic, FlatParams
+from bench.algos.common import FlatParams
 from bench.algos.npkernel import ActorCriticKernel, use_kernel
+from bench.algos.policy import ActorCritic
 from bench.algos.ppo import ppo_losses
 
 B = 64
@@ -176,8 +177,8 @@ def test_standardize_is_torchs_unbiased_standardisation():
 def test_pixel_runs_fall_back_to_torch_and_numpy_is_refused(algo):
     """Atari (Nature CNN): ``auto`` runs on the torch path; asking for ``numpy`` is a clear error."""
     from bench.algos import TRAIN
-    from bench.hyperparams import resolve
-    from bench.record import Recorder
+    from bench.algos.hyperparams import resolve
+    from bench.run.record import Recorder
 
     over = {"n_envs": 2, "n_steps": 16}
     over |= {"ppo": {"batch_size": 16, "n_epochs": 1}, "trpo": {"batch_size": 16, "n_critic_updates": 1}}.get(algo, {})

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bench.algos import ppo
-from bench.hyperparams import resolve
-from bench.metrics import first_crossing, summarize
-from bench.record import EvalConfig, Recorder
+from bench.algos.hyperparams import resolve
+from bench.analysis.metrics import first_crossing, summarize
+from bench.run.record import EvalConfig, Recorder
 
 
 def run(env_id, steps, seed=0, recorder=None, **over):

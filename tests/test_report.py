@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bench import analysis
-from bench.report import CHROMIUM_FLAGS, build, find_chromium
-from bench.store import Store
+from bench.analysis.report import CHROMIUM_FLAGS, build, find_chromium
+from bench.run.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402
@@ -123,7 +123,7 @@ def test_decision_matrix_takes_sensitivity_from_the_tuner_s_table(planted):
 # Anchors: fixed once, never overwritten, independent of the algorithms
 # --------------------------------------------------------------------------- #
 def test_anchors_are_deterministic_stored_once_and_never_overwritten(tmp_path):
-    from bench.anchors import ensure_anchors
+    from bench.analysis.anchors import ensure_anchors
 
     a = ensure_anchors(Store(f"sqlite:///{tmp_path / 'a.db'}"), {"CartPole-v1": 475.0})["CartPole-v1"]
     b = ensure_anchors(Store(f"sqlite:///{tmp_path / 'b.db'}"), {"CartPole-v1": 475.0})["CartPole-v1"]

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from bench.runner import record_cell, run_cell
-from bench.store import Store, this_owner
-from bench.suite import load_suite
+from bench.run.runner import record_cell, run_cell
+from bench.run.store import Store, this_owner
+from bench.suites.suite import load_suite
 
 SUITES = Path(__file__).resolve().parent.parent / "suites"
 

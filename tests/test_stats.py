@@ -1,11 +1,11 @@
-"""bench.stats against values computed by hand, and bootstrap coverage on data with a known mean."""
+"""bench.analysis.stats against values computed by hand, and bootstrap coverage on data with a known mean."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bench import stats
+from bench.analysis import stats
 
 
 # --------------------------------------------------------------------------- #

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 import sqlalchemy as sa
 
-from bench.store import RunResult, Store, is_claimable, owner_alive, runs, this_owner
-from bench.suite import Cell, cell_key
+from bench.run.store import RunResult, Store, is_claimable, owner_alive, runs, this_owner
+from bench.suites.suite import Cell, cell_key
 
 ME = this_owner()
 DEAD = f"{socket.gethostname()}:999999999:0"  # this host, a pid that cannot exist

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.cli import app
-from bench.suite import SuiteError, load_suite
+from bench.suites.suite import SuiteError, load_suite
 
 GOOD = """\
 name: t

@@ -9,10 +9,10 @@ import torch
 from torch.func import functional_call
 
 from bench.algos import trpo
-from bench.algos.common import ActorCritic
-from bench.hyperparams import resolve
-from bench.metrics import first_crossing, summarize
-from bench.record import Recorder
+from bench.algos.policy import ActorCritic
+from bench.algos.hyperparams import resolve
+from bench.analysis.metrics import first_crossing, summarize
+from bench.run.record import Recorder
 
 
 def run(env_id, steps, seed=0, recorder=None, **over):

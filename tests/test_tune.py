@@ -24,7 +24,7 @@ from optuna.trial import TrialState
 from typer.testing import CliRunner
 
 from bench.cli import app
-from bench.spaces import DEFAULT_SPACES, Dim, parse_dim, sample
+from bench.suites.spaces import DEFAULT_SPACES, Dim, parse_dim, sample
 from bench.tune import Target, open_study, optimize, run_trial, sensitivity_table, target_from_flags
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -112,7 +112,7 @@ def test_exported_suite_runs_and_reproduces_the_tuned_objective(small_study, tmp
     run_url = f"sqlite:///{tmp_path / 'run.db'}"
     r = bench("run", export, "--store", run_url, "--workers", "1")
     assert r.exit_code == 0, r.output
-    from bench.store import Store
+    from bench.run.store import Store
 
     fresh = Store(run_url).runs_frame(spec["name"])["auc"].to_numpy()
     tuned = np.asarray(best.user_attrs["seed_scores"])
@@ -123,8 +123,8 @@ def test_exported_suite_runs_and_reproduces_the_tuned_objective(small_study, tmp
     # On the tuning seeds, the suite's cells reproduce every tuning run exactly: the same
     # cell, through the same functions a `bench run` worker calls (run in-process here to
     # save a worker pool's start-up).
-    from bench.runner import record_cell, result_of
-    from bench.suite import load_suite
+    from bench.run.runner import record_cell, result_of
+    from bench.suites.suite import load_suite
 
     spec2 = {**spec, "name": "tuned-on-tuning-seeds", "seeds": [0, 1, 2]}
     (tmp_path / "same.yaml").write_text(yaml.safe_dump(spec2))
@@ -245,8 +245,8 @@ def test_pruner_stops_a_hopeless_trial_at_a_checkpoint(tmp_path):
 
 
 def test_diverged_run_prunes_and_an_exception_fails_with_its_message(monkeypatch):
-    import bench.runner
-    from bench.record import Diverged
+    import bench.run.runner
+    from bench.run.record import Diverged
 
     target = _lr_target("faults")
     study = optuna.create_study(direction="maximize")
@@ -258,7 +258,7 @@ def test_diverged_run_prunes_and_an_exception_fails_with_its_message(monkeypatch
         raise RuntimeError("boom in the env")
 
     for fn in (diverge, crash):
-        monkeypatch.setattr(bench.runner, "train_cell", fn)
+        monkeypatch.setattr(bench.run.runner, "train_cell", fn)
         study.optimize(lambda t: run_trial(t, target), n_trials=1, catch=(Exception,))
     diverged, crashed = study.trials
     assert diverged.state == TrialState.PRUNED and diverged.user_attrs["outcome"] == "diverged"

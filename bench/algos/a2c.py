@@ -23,11 +23,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import (Collector, FlatParams, PGStats, explained_variance, gae, grad_noise_ratio, linear,
-                                setup)
+from bench.algos.common import Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
-from bench.hyperparams import A2CParams
-from bench.record import RecorderProtocol
+from bench.algos.policy import PGStats
+from bench.algos.hyperparams import A2CParams
+from bench.run.record import RecorderProtocol
 
 
 def a2c_losses(

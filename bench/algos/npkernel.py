@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import LOG_SQRT_2PI, PGStats
+from bench.algos.policy import LOG_SQRT_2PI, PGStats
 
 
 def supported(policy: nn.Module, device: torch.device) -> bool:
@@ -115,7 +115,7 @@ class MLP:
 
 
 class ActorCriticKernel:
-    """NumPy twin of an MLP :class:`~bench.algos.common.ActorCritic`, sharing its parameters."""
+    """NumPy twin of an MLP :class:`~bench.algos.policy.ActorCritic`, sharing its parameters."""
 
     def __init__(self, policy: nn.Module):
         self.pi, self.vf = MLP(policy.pi), MLP(policy.vf)

@@ -24,11 +24,11 @@ import math
 import numpy as np
 import torch
 
-from bench.algos.common import (Collector, FlatParams, PGStats, explained_variance, gae, grad_noise_ratio, linear,
-                                setup)
+from bench.algos.common import Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
-from bench.hyperparams import PPOParams
-from bench.record import RecorderProtocol
+from bench.algos.policy import PGStats
+from bench.algos.hyperparams import PPOParams
+from bench.run.record import RecorderProtocol
 
 
 def ppo_losses(

@@ -31,9 +31,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import (ActorCritic, Normalizer, explained_variance, grad_noise_ratio, linear, setup)
-from bench.hyperparams import REINFORCEParams
-from bench.record import RecorderProtocol
+from bench.algos.common import Normalizer, explained_variance, grad_noise_ratio, linear, setup
+from bench.algos.policy import ActorCritic
+from bench.algos.hyperparams import REINFORCEParams
+from bench.run.record import RecorderProtocol
 
 
 # --------------------------------------------------------------------------- #

@@ -33,11 +33,11 @@ import numpy as np
 import torch
 from torch.nn.utils import parameters_to_vector
 
-from bench.algos.common import (ActorCritic, CategoricalPd, Collector, FlatParams, GaussianPd, Pd, explained_variance,
-                                gae, grad_noise_ratio, linear, setup)
+from bench.algos.common import Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup
 from bench.algos.npkernel import ActorCriticKernel, use_kernel
-from bench.hyperparams import TRPOParams
-from bench.record import RecorderProtocol
+from bench.algos.policy import ActorCritic, CategoricalPd, GaussianPd, Pd
+from bench.algos.hyperparams import TRPOParams
+from bench.run.record import RecorderProtocol
 
 
 # --------------------------------------------------------------------------- #

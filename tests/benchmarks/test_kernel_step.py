@@ -18,8 +18,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from bench.algos.common import ActorCritic, FlatParams, pin_one_thread
+from bench.algos.common import FlatParams, pin_one_thread
 from bench.algos.npkernel import ActorCriticKernel, standardize
+from bench.algos.policy import ActorCritic
 from bench.algos.ppo import ppo_losses
 
 B, STEPS, ROUNDS = 256, 400, 5

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.runner import run_local
-from bench.store import Store, this_owner
-from bench.suite import load_suite
+from bench.run.runner import run_local
+from bench.run.store import Store, this_owner
+from bench.suites.suite import load_suite
 
 SMOKE = Path(__file__).resolve().parents[2] / "suites" / "smoke.yaml"
 WORKERS = 2
@@ -42,7 +42,7 @@ def _fresh(tmp: Path, name: str, loaded) -> str:
 
 def test_ray_executor_overhead_on_smoke(benchmark, tmp_path):
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'bench[ray]')")
-    from bench.executors_ray import run_ray
+    from bench.run.ray_executor import run_ray
 
     loaded = load_suite(SMOKE)
     cells = loaded.cells

@@ -32,7 +32,7 @@ ALGOS = [
 
 
 def test_report_for_1000_runs(benchmark, tmp_path):
-    from bench.report import build
+    from bench.analysis.report import build
 
     url = f"sqlite:///{tmp_path / 'syn.db'}"
     write_store(url, list(RANDOM), ALGOS, seeds=20, episodes=200)

@@ -38,7 +38,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bench.spaces import TuneSpec
+from bench.suites.problems import Problem, check_seeds
+from bench.suites.spaces import TuneSpec, check_tune
 
 ALGOS = ("reinforce", "a2c", "trpo", "ppo")
 IMPLS = ("bench", "sb3")
@@ -128,7 +129,7 @@ class AlgoEntry(_Strict):
     impl: Literal["bench", "sb3"] = Field(description="`bench`: the project's own; `sb3`: Stable-Baselines3 / sb3-contrib.")
     label: str | None = Field(None, min_length=1, description="Display name; defaults to `<algo>-<impl>`.")
     hyperparams: dict[str, Any] = Field(
-        default_factory=dict, description="SB3 / rl-baselines3-zoo names (see bench/hyperparams.py)."
+        default_factory=dict, description="SB3 / rl-baselines3-zoo names (see bench/algos/hyperparams.py)."
     )
     env_hyperparams: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-env overrides, keyed by env id."
@@ -138,21 +139,6 @@ class AlgoEntry(_Strict):
     @property
     def display(self) -> str:
         return self.label or f"{self.algo}-{self.impl}"
-
-
-def check_seeds(v: list[int] | int) -> list[int] | int:
-    """A ``seeds:`` value: an integer n >= 1 (meaning 0..n-1) or a non-empty list of distinct seeds >= 0."""
-    if isinstance(v, int):
-        if v < 1:
-            raise ValueError("an integer seeds must be >= 1 (it means 0..n-1)")
-        return v
-    if not v:
-        raise ValueError("seeds must not be empty")
-    if any(s < 0 for s in v):
-        raise ValueError("seeds must be non-negative integers")
-    if len(set(v)) != len(v):
-        raise ValueError("seeds must not repeat")
-    return v
 
 
 class Suite(_Strict):
@@ -165,7 +151,7 @@ class Suite(_Strict):
     envs: list[EnvEntry] = Field(min_length=1)
     algorithms: list[AlgoEntry] = Field(min_length=1)
     tune: TuneSpec | None = Field(
-        None, description="Hyperparameter tuning for `bench tune SUITE.yaml` (see bench/spaces.py); ignored by `bench run`."
+        None, description="Hyperparameter tuning for `bench tune SUITE.yaml` (see bench/suites/spaces.py); ignored by `bench run`."
     )
 
     @field_validator("seeds")
@@ -189,14 +175,6 @@ def json_schema() -> dict[str, Any]:
 # --------------------------------------------------------------------------- #
 # Errors: one line per problem
 # --------------------------------------------------------------------------- #
-@dataclass(frozen=True)
-class Problem:
-    path: str
-    message: str
-    value: Any = None
-    has_value: bool = False
-
-
 class SuiteError(Exception):
     """One or more problems with a suite file; ``lines`` has one line each."""
 
@@ -413,8 +391,6 @@ def load_suite(path: str | Path) -> LoadedSuite:
     problems: list[Problem] = []
     cells, env_meta = _expand(suite, problems)
     if suite.tune is not None:
-        from bench.spaces import check_tune
-
         problems.extend(check_tune(suite))
     if problems:
         raise SuiteError(file, problems, lines)
@@ -424,7 +400,7 @@ def load_suite(path: str | Path) -> LoadedSuite:
 def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
     # Imported here: the env registry pulls in gymnasium, which the schema alone does not need.
     from bench import envs
-    from bench.hyperparams import resolve
+    from bench.algos.hyperparams import resolve
 
     env_meta: dict[str, dict[str, Any]] = {}
     seen_ids: dict[str, int] = {}
@@ -519,7 +495,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                         where = f"algorithms[{j}].hyperparams"
                     msg = p.message
                     if p.message.startswith("unknown key"):
-                        from bench.hyperparams import PARAMS
+                        from bench.algos.hyperparams import PARAMS
 
                         msg = f"unknown hyperparameter for {a.algo}; allowed: {', '.join(PARAMS[a.algo].model_fields)}"
                     problems.append(Problem(where, f"{msg} [for {e.id}]" if not key else msg, p.value, p.has_value))

@@ -1,4 +1,4 @@
-"""Hyperparameter tuning with Optuna: multi-seed, pruned, resumable, fault-tolerant.
+"""Tuning studies with Optuna: multi-seed, pruned, resumable, fault-tolerant.
 
 One *target* is an (algorithm, implementation, env) to tune; one Optuna study
 holds its trials. ``bench tune SUITE.yaml`` makes one target per (algorithm
@@ -8,11 +8,11 @@ every algorithm gets the same tuning effort.
 A trial
 -------
 A trial samples hyperparameters from the target's search space
-(:mod:`bench.spaces`), then trains on every tuning seed, one after the other,
-through the very path ``bench run`` uses: :func:`bench.runner.train_cell`
-dispatches the same :class:`~bench.suite.Cell`, and
-:func:`bench.runner.result_of` computes the same summary with
-:func:`bench.metrics.summarize`. Its value is the mean over seeds of the
+(:mod:`bench.suites.spaces`), then trains on every tuning seed, one after the other,
+through the very path ``bench run`` uses: :func:`bench.run.runner.train_cell`
+dispatches the same :class:`~bench.suites.suite.Cell`, and
+:func:`bench.run.runner.result_of` computes the same summary with
+:func:`bench.analysis.metrics.summarize`. Its value is the mean over seeds of the
 per-seed objective:
 
 - ``auc``: the mean training return over the run (maximised);
@@ -37,7 +37,7 @@ mean the same thing at the same step. Reports come from the recorder's
 be pruned before ``n_warmup_checkpoints`` of its first seed nor before
 ``n_startup_trials`` trials have finished.
 
-A NaN or diverging run (:class:`bench.record.Diverged`, or a non-finite
+A NaN or diverging run (:class:`bench.run.record.Diverged`, or a non-finite
 objective) makes the trial PRUNED; any other exception makes it FAIL, with the
 error kept as the ``error`` user attribute, and the study goes on.
 
@@ -78,14 +78,13 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from bench.record import Diverged, Recorder
-from bench.spaces import Dim, TuneSpec, build_space, parse_space, readable_name, sample
-from bench.suite import AVAILABLE, Cell, cell_key
+from bench.run.record import Diverged, Recorder
+from bench.suites.spaces import Dim, TuneSpec, build_space, parse_space, sample
+from bench.suites.suite import AVAILABLE, Cell, cell_key
 
 #: Optimisation direction of each objective.
 DIRECTIONS = {"auc": "maximize", "final_return": "maximize", "steps_to_threshold": "minimize"}
@@ -169,7 +168,7 @@ class Target:
 
 
 def _n_envs(algo: str, env_id: str, fixed: dict[str, Any]) -> int:
-    from bench.hyperparams import resolve
+    from bench.algos.hyperparams import resolve
 
     return int(resolve(algo, env_id, fixed).n_envs)  # type: ignore[attr-defined]
 
@@ -186,7 +185,7 @@ def target_from_flags(
 ) -> Target:
     """A target from ``bench tune --algo --impl --env``: the default space, the registry's threshold."""
     from bench.envs import env_exists, get_spec
-    from bench.hyperparams import PARAMS, ZOO_TIMESTEPS
+    from bench.algos.hyperparams import PARAMS, ZOO_TIMESTEPS
 
     if algo not in PARAMS:
         raise BadInput(f"--algo: unknown algorithm {algo!r}; allowed: {', '.join(PARAMS)}")
@@ -268,7 +267,7 @@ def targets_from_suite(
 # Scores (pure)
 # --------------------------------------------------------------------------- #
 def seed_score(summary: dict[str, Any], objective: str, timesteps: int) -> float | None:
-    """One run's objective from its summary (``bench.runner.result_of``); ``None`` if it has no episode."""
+    """One run's objective from its summary (``bench.run.runner.result_of``); ``None`` if it has no episode."""
     if objective == "steps_to_threshold":
         if summary.get("episodes", 1) == 0:
             return None
@@ -276,20 +275,6 @@ def seed_score(summary: dict[str, Any], objective: str, timesteps: int) -> float
         return float(stt) if stt is not None else CENSORED_PENALTY * timesteps
     v = summary.get(objective)
     return None if v is None else float(v)
-
-
-def iqr_normalised(scores: np.ndarray, lo: float, hi: float) -> float:
-    """Interquartile range of ``scores`` (shape ``(n,)``) after mapping ``[lo, hi]`` to ``[0, 1]``.
-
-    ``nan`` for no scores; ``0`` when ``hi == lo`` (every score equal).
-    """
-    s = np.asarray(scores, dtype=float)
-    if s.size == 0:
-        return float("nan")
-    if hi <= lo:
-        return 0.0
-    q75, q25 = np.percentile((s - lo) / (hi - lo), [75, 25])
-    return float(q75 - q25)
 
 
 # --------------------------------------------------------------------------- #
@@ -301,7 +286,7 @@ class _Prune(Exception):
 
 @dataclass
 class CheckpointRecorder(Recorder):
-    """A :class:`~bench.record.Recorder` that calls ``on_mark(k)`` when env steps cross ``marks[k]``."""
+    """A :class:`~bench.run.record.Recorder` that calls ``on_mark(k)`` when env steps cross ``marks[k]``."""
 
     marks: Sequence[int] = ()
     on_mark: Callable[[int, "CheckpointRecorder"], None] | None = None
@@ -326,7 +311,7 @@ class CheckpointRecorder(Recorder):
 
 
 def _partial_summary(rec: Recorder, target: Target) -> dict[str, Any]:
-    from bench.metrics import summarize
+    from bench.analysis.metrics import summarize
 
     a = rec.summary_inputs()
     return summarize(a["steps"], a["wall"], a["returns"], threshold=target.threshold, window=target.window).as_dict()
@@ -342,9 +327,9 @@ def run_trial(trial: Any, target: Target) -> float:
     from pydantic import ValidationError
 
     from bench.algos.common import pin_one_thread
-    from bench.hyperparams import resolve
-    from bench.runner import result_of, train_cell
-    from bench.store import this_owner
+    from bench.algos.hyperparams import resolve
+    from bench.run.runner import result_of, train_cell
+    from bench.run.store import this_owner
 
     pin_one_thread()
     trial.set_user_attr("worker", this_owner())
@@ -425,7 +410,7 @@ def make_storage(url: str, *, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRA
     """Optuna's RDBStorage on the results store's URL, with heartbeats and retry of dead workers' trials."""
     import optuna
 
-    from bench.store import Store, normalise_url
+    from bench.run.store import Store, normalise_url
 
     url = normalise_url(url)
     # Create bench's own tables too (and, for SQLite, the file in WAL mode): the
@@ -480,7 +465,7 @@ def check_studies(targets: list[Target], url: str) -> None:
     """
     import optuna
 
-    from bench.store import normalise_url, store_exists
+    from bench.run.store import normalise_url, store_exists
 
     url = normalise_url(url)
     if not store_exists(url):
@@ -577,7 +562,7 @@ def optimize(
 
 
 def _worker_main(target: Target, url: str, kw: dict[str, Any], worker: int) -> None:
-    from bench.runner import _init_worker
+    from bench.run.runner import _init_worker
 
     _init_worker()  # one torch thread; die with the parent; Ctrl-C is the parent's to handle
     optimize(target, url, worker=worker, **kw)
@@ -601,8 +586,8 @@ def _run_ray_workers(target: Target, url: str, kw: dict[str, Any], workers: int,
     """Run ``workers`` tuning workers as Ray tasks; returns how many ended with an error."""
     import ray
 
-    from bench.executors_ray import MAX_RETRIES, connect
-    from bench.runner import THREAD_ENV
+    from bench.run.ray_executor import MAX_RETRIES, connect
+    from bench.run.runner import THREAD_ENV
 
     started = connect(address, workers)
     try:
@@ -671,7 +656,7 @@ def tune(
     """
     import optuna
 
-    from bench.runner import THREAD_ENV
+    from bench.run.runner import THREAD_ENV
 
     if (workers > 1 or executor == "ray") and is_sqlite(url):
         raise BadInput(SQLITE_RAY if executor == "ray" else SQLITE_WORKERS.format(workers=workers))
@@ -730,150 +715,3 @@ def _report_new(study: Any, seen: set[int], on_trial: Callable[[Any], None] | No
             if on_trial is not None:
                 on_trial(t)
     return new
-
-
-# --------------------------------------------------------------------------- #
-# Export: the best configuration as a suite `bench run` accepts
-# --------------------------------------------------------------------------- #
-def export_suite(targets: list[Target], url: str, path: Path, *, name: str | None = None) -> dict[str, Any]:
-    """Write the best trial of each target's study as one suite file; returns the suite dict.
-
-    The seeds are *fresh*: as many as were used for tuning, numbered after the
-    largest tuning seed. The best trial was picked on the tuning seeds, so its
-    score there is optimistically biased; a run on new seeds is an honest check
-    that the configuration reproduces its tuned objective within the seed spread.
-    Hyperparameters are the algorithm's fixed ones plus the best trial's
-    readable values; ``bench run`` resolves them over the same zoo layer.
-    """
-    import optuna
-    import yaml
-
-    from bench.store import describe_url, normalise_url
-
-    url = normalise_url(url)
-    storage = optuna.storages.RDBStorage(url, skip_compatibility_check=True)
-    header = ["Exported by `bench tune` on " + datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              f"from the studies in {describe_url(url)}:"]
-    envs: dict[str, dict[str, Any]] = {}
-    algos: dict[str, dict[str, Any]] = {}
-    tuning_seeds: set[int] = set()
-    for t in targets:
-        study = optuna.load_study(study_name=t.study, storage=storage)
-        complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-        if not complete:
-            raise BadInput(f"--export: study {t.study!r} has no completed trial yet; nothing to export")
-        best = study.best_trial
-        scores = best.user_attrs.get("seed_scores", [])
-        header.append(
-            f"  {t.label} on {t.env_id}: study {t.study!r}, trial {best.number}, {t.objective} = {best.value:.6g} "
-            f"(mean over tuning seeds {list(t.seeds)}; per seed {', '.join(f'{s:.6g}' for s in scores)})"
-        )
-        tuning_seeds |= set(t.seeds)
-        envs.setdefault(t.env_id, {"id": t.env_id, "threshold": t.threshold, "timesteps": t.timesteps, "window": t.window})
-        entry = algos.setdefault(t.label, {"algo": t.algo, "impl": t.impl, "label": t.label, "env_hyperparams": {}})
-        entry["env_hyperparams"][t.env_id] = dict(best.user_attrs["hyperparams"])
-    n = max(len(t.seeds) for t in targets)
-    first = max(tuning_seeds) + 1
-    header.append(f"Seeds {first}..{first + n - 1} are fresh: the tuning seeds were {sorted(tuning_seeds)}.")
-    for entry in algos.values():
-        hp = entry.pop("env_hyperparams")
-        # One env: plain hyperparams read best; several: one block per env.
-        if len(hp) == 1:
-            entry["hyperparams"] = next(iter(hp.values()))
-        else:
-            entry["hyperparams"] = {}
-            entry["env_hyperparams"] = hp
-    base = name or (targets[0].suite or targets[0].study)
-    suite_name = "tuned-" + "".join(c if c.isalnum() or c in "_.-" else "_" for c in base)
-    suite = {
-        "name": suite_name[:64],
-        "description": f"Best configurations of `bench tune` ({', '.join(t.study for t in targets)})",
-        "seeds": list(range(first, first + n)),
-        "envs": list(envs.values()),
-        "algorithms": list(algos.values()),
-    }
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(f"# {line}\n" for line in header) + yaml.safe_dump(suite, sort_keys=False, default_flow_style=None)
-    path.write_text(text)
-    return suite
-
-
-# --------------------------------------------------------------------------- #
-# Sensitivity summary (for the report and the decision matrix)
-# --------------------------------------------------------------------------- #
-SENSITIVITY_COLUMNS = [
-    "algo", "impl", "env_id", "study", "n_trials", "n_complete", "score_iqr", "success_fraction", "importances",
-    "objective", "n_pruned",
-]
-
-
-def sensitivity_table(store_url: str):
-    """One row per bench study in the store: how sensitive the algorithm is to its hyperparameters.
-
-    - ``n_trials``: all trials; ``n_complete`` / ``n_pruned``: those that ran to the end / were pruned.
-    - ``score_iqr``: interquartile range of the complete trials' objective values,
-      min-max normalised to [0, 1] over the complete trials of *every* study on the
-      same env and objective in the store, so studies of different algorithms on one
-      env share one scale; NaN without complete trials. Wide means the result
-      depends a lot on the hyperparameters.
-    - ``success_fraction``: over complete and pruned trials (a pruned or diverged trial
-      is a configuration that did not get there), the mean of each trial's
-      ``solved_fraction``, the fraction of its tuning seeds whose trailing mean reached
-      the threshold (seeds a pruned trial never trained count as not reached). It
-      estimates P(a configuration from the space, on a random seed, reaches the threshold
-      within the budget). NaN when no trial finished.
-    - ``importances``: Optuna's parameter importances (its default evaluator) keyed by
-      readable hyperparameter names; ``{}`` with fewer than 2 complete trials or when
-      it cannot be computed.
-    """
-    import optuna
-    import pandas as pd
-    from optuna.trial import TrialState
-
-    from bench.store import normalise_url, store_exists
-
-    url = normalise_url(store_url)
-    if not store_exists(url):
-        return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        storage = optuna.storages.RDBStorage(url, skip_compatibility_check=True, skip_table_creation=True)
-        summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
-    except Exception:  # noqa: BLE001 - a results store without Optuna tables has no studies
-        return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
-    rows, values = [], []
-    for s in summaries:
-        attrs = s.user_attrs.get(STUDY_ATTR)
-        if not attrs:
-            continue
-        study = optuna.load_study(study_name=s.study_name, storage=storage)
-        trials = study.get_trials(deepcopy=False)
-        complete = [t for t in trials if t.state == TrialState.COMPLETE]
-        finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-        importances: dict[str, float] = {}
-        if len(complete) >= 2:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    raw = optuna.importance.get_param_importances(study)
-                importances = {readable_name(k): float(v) for k, v in raw.items()}
-            except Exception:  # noqa: BLE001 - e.g. a single distinct value per parameter
-                importances = {}
-        solved = [float(t.user_attrs.get("solved_fraction", 0.0)) for t in finished]
-        rows.append({
-            "algo": attrs.get("algo"), "impl": attrs.get("impl"), "env_id": attrs.get("env_id"), "study": s.study_name,
-            "n_trials": len(trials), "n_complete": len(complete), "score_iqr": float("nan"),
-            "success_fraction": float(np.mean(solved)) if solved else float("nan"),
-            "importances": importances, "objective": attrs.get("objective"),
-            "n_pruned": sum(t.state == TrialState.PRUNED for t in trials),
-        })
-        values.append(np.array([t.value for t in complete], dtype=float))
-    # Normalise over every study on the same (env, objective).
-    for i, row in enumerate(rows):
-        pooled = np.concatenate(
-            [values[j] for j, r in enumerate(rows) if (r["env_id"], r["objective"]) == (row["env_id"], row["objective"])]
-        )
-        if values[i].size:
-            row["score_iqr"] = iqr_normalised(values[i], float(pooled.min()), float(pooled.max()))
-    return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)

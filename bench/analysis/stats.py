@@ -1,7 +1,7 @@
 """Cross-run statistics: pure NumPy functions, no I/O.
 
 Per-run summaries (threshold crossing, final return, AUC) live in
-:mod:`bench.metrics`; this module aggregates *many* runs into figures with
+:mod:`bench.analysis.metrics`; this module aggregates *many* runs into figures with
 honest uncertainty, following Agarwal et al. 2021, "Deep Reinforcement Learning
 at the Edge of the Statistical Precipice" (NeurIPS), whose reference library is
 rliable. rliable itself is not importable here (its dependency ``arch`` fails

@@ -65,7 +65,7 @@ def episodes_for(env_id: str) -> int:
 def ensure_anchors(store, thresholds: dict[str, float], log=None) -> dict[str, Anchor]:
     """The anchors of every env in ``thresholds``, computing and storing the missing ones.
 
-    :param store: a :class:`bench.store.Store`.
+    :param store: a :class:`bench.run.store.Store`.
     :param thresholds: env id → the threshold to anchor at, used only for envs
         with no stored anchors yet.
     :param log: optional ``callable(str)`` told about each env being computed.

@@ -1,6 +1,6 @@
 """Run a suite's cells as Ray tasks: the executor for clusters (``bench run --executor ray``).
 
-Each cell is one Ray task, and the task runs :func:`bench.runner.run_cell`, the
+Each cell is one Ray task, and the task runs :func:`bench.run.runner.run_cell`, the
 same single-run function the local process pool runs: claim the run, train,
 write everything in one transaction. So a cell does the same thing, records the
 same data and gives the same returns wherever it runs.
@@ -12,7 +12,7 @@ What happens when something goes wrong
   tolerance" in the Ray docs). Every task claims its run under an owner tagged
   with a random id the driver drew for that task; a retry gets the same
   arguments, so the same tag, and takes over its own dead attempt at once, on
-  any host (:func:`bench.store.is_claimable`). (Ray's task ids would not do:
+  any host (:func:`bench.run.store.is_claimable`). (Ray's task ids would not do:
   they are derived from the job id, and every new local Ray instance numbers
   its jobs from 1 again, so two drivers on two machines would share them.)
 - **Training raises** (a NaN, a bad hyperparameter, no CUDA): ``run_cell``
@@ -36,8 +36,8 @@ import uuid
 from collections import deque
 from typing import Any, Callable
 
-from bench.runner import THREAD_ENV, Interrupted, Outcome, run_cell
-from bench.suite import Cell
+from bench.run.runner import THREAD_ENV, Interrupted, Outcome, run_cell
+from bench.suites.suite import Cell
 
 #: Ray's own default for tasks; a worker death is retried this many times.
 MAX_RETRIES = 3
@@ -88,7 +88,7 @@ def _task(store_url: str, cell: Cell, tag: str) -> Outcome:
     dead on its host, and ``bench status`` shows where each run is), tagged with
     the id that all attempts of this task share.
     """
-    from bench.store import this_owner
+    from bench.run.store import this_owner
 
     return run_cell(store_url, cell, this_owner(tag=tag))
 
@@ -163,8 +163,8 @@ def run_ray(
 
 def _give_up(store_url: str, tasks: list[tuple[Cell, str]], status: str, error: str) -> list[Outcome]:
     """Mark the runs that these (cell, tag) tasks still hold as ``status`` (failed | interrupted)."""
-    from bench.runner import _store
-    from bench.store import owner_tag
+    from bench.run.runner import _store
+    from bench.run.store import owner_tag
 
     store = _store(store_url)
     rows = store.rows([cell.key for cell, _ in tasks])

@@ -26,7 +26,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.suite import Cell
+from bench.suites.suite import Cell
 
 # Every worker uses one torch/BLAS thread: runs are parallel across processes,
 # and wall-clock comparisons are only fair at a fixed thread count.
@@ -119,7 +119,7 @@ def _iso(t: float) -> str:
 # --------------------------------------------------------------------------- #
 def train_cell(cell: Cell, recorder: Any) -> None:
     """Dispatch one cell to its implementation. Algorithms see only env, params, seed, budget, recorder."""
-    from bench.hyperparams import PARAMS
+    from bench.algos.hyperparams import PARAMS
 
     params = PARAMS[cell.algo].model_validate(cell.hyperparams)
     if cell.impl == "sb3":
@@ -142,7 +142,7 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None):
     """
     from bench import envs
     from bench.algos.common import pin_one_thread
-    from bench.record import EvalConfig, Recorder
+    from bench.run.record import EvalConfig, Recorder
 
     pin_one_thread()
     ev = EvalConfig(**cell.eval) if cell.eval else None
@@ -165,9 +165,9 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None):
 
 
 def result_of(cell: Cell, recorder: Any, started: float) -> Any:
-    """Turn a recorder into the store's RunResult (summary computed by bench.metrics)."""
-    from bench.metrics import summarize
-    from bench.store import RunResult
+    """Turn a recorder into the store's RunResult (summary computed by bench.analysis.metrics)."""
+    from bench.analysis.metrics import summarize
+    from bench.run.store import RunResult
 
     arrays = recorder.summary_inputs()
     s = summarize(arrays["steps"], arrays["wall"], arrays["returns"], threshold=cell.threshold, window=cell.window)
@@ -196,7 +196,7 @@ _STORES: dict[str, Any] = {}
 
 
 def _store(url: str):
-    from bench.store import Store
+    from bench.run.store import Store
 
     if url not in _STORES:
         _STORES[url] = Store(url)
@@ -260,7 +260,7 @@ def run_local(
     pool is rebuilt and the rest go on. Ctrl-C terminates the workers, marks
     their runs ``interrupted`` and raises :class:`Interrupted`.
     """
-    from bench.store import Store
+    from bench.run.store import Store
 
     os.environ.update(THREAD_ENV)
     ctx = mp.get_context("spawn")  # fork after torch/BLAS threads exist is unsafe

@@ -1,7 +1,7 @@
 """Search spaces for ``bench tune``: typed dimensions, per-algorithm defaults, the suite's ``tune:`` block.
 
 A search space maps a hyperparameter name (a field of
-:data:`bench.hyperparams.PARAMS` ``[algo]``) to a :class:`Dim`. Values are
+:data:`bench.algos.hyperparams.PARAMS` ``[algo]``) to a :class:`Dim`. Values are
 always written as the hyperparameter's own readable values; the dimension's
 ``type`` says how the tuner searches between them:
 
@@ -48,7 +48,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from bench.hyperparams import PARAMS
+from bench.algos.hyperparams import PARAMS
+from bench.suites.problems import Issue, Problem, check_seeds
 
 KINDS = ("float", "int", "categorical", "pow2", "one_minus_log")
 OBJECTIVES = ("auc", "steps_to_threshold", "final_return")
@@ -234,8 +235,6 @@ class TuneSpec(_Strict):
     @field_validator("seeds")
     @classmethod
     def _check_seeds(cls, v: list[int] | int) -> list[int] | int:
-        from bench.suite import check_seeds  # suite imports this module: import at call time
-
         return check_seeds(v)
 
     @property
@@ -246,7 +245,6 @@ class TuneSpec(_Strict):
 # --------------------------------------------------------------------------- #
 # Parsing and checking user spaces (one problem per line, with its YAML path)
 # --------------------------------------------------------------------------- #
-Issue = tuple[str, str, Any, bool]  # path, message, value, has_value (bench.suite.Problem's fields)
 
 
 def _field_adapter(algo: str, name: str) -> TypeAdapter:
@@ -374,9 +372,7 @@ def _add(out: dict[str, dict[str, Dim | None]], algos: list[str], name: str, raw
 
 
 def check_tune(suite: Any) -> list[Any]:
-    """Semantic checks of ``suite.tune`` (a validated :class:`bench.suite.Suite`) as ``Problem`` lines."""
-    from bench.suite import Problem  # bench.suite imports this module; resolve the cycle at call time
-
+    """Semantic checks of ``suite.tune`` (a validated :class:`bench.suites.suite.Suite`) as ``Problem`` lines."""
     tune: TuneSpec = suite.tune
     algos = sorted({a.algo for a in suite.algorithms}, key=list(PARAMS).index)
     _, issues = parse_space(tune.space, algos)
@@ -388,7 +384,7 @@ def check_tune(suite: Any) -> list[Any]:
 def _budget_issues(suite: Any) -> list[Issue]:
     # One rollout of the largest n_steps of a user space must fit in a trial's budget,
     # as `bench run` demands of a suite's own n_steps.
-    from bench.hyperparams import resolve
+    from bench.algos.hyperparams import resolve
 
     tune: TuneSpec = suite.tune
     algos = sorted({a.algo for a in suite.algorithms}, key=list(PARAMS).index)

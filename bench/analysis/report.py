@@ -1,7 +1,7 @@
 """``bench report``: one self-contained static HTML page from the results store.
 
-The numbers come from :mod:`bench.analysis` (which reads the store and uses the
-pure statistics of :mod:`bench.stats`); this module draws them with
+The numbers come from :mod:`bench.analysis.scoring` (which reads the store and uses the
+pure statistics of :mod:`bench.analysis.stats`); this module draws them with
 seaborn/matplotlib (Agg backend, the colour-blind-safe "colorblind" palette)
 and writes ``index.html`` with every figure embedded as a base64 PNG, no
 external CSS, JavaScript or fonts, so the page opens offline and fetches nothing.
@@ -29,8 +29,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from bench import analysis as an
-from bench import stats
+from bench.analysis import scoring as an
+from bench.analysis import stats
 
 #: Bootstrap replicates for the bands of curves (per grid point).
 CURVE_BOOT = 200
@@ -424,7 +424,7 @@ def _decision_rows(dm: pd.DataFrame, category: str) -> list[dict[str, Any]]:
 
 
 def _describe(url: str) -> str:
-    from bench.store import describe_url
+    from bench.run.store import describe_url
 
     return describe_url(url)
 

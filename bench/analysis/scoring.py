@@ -1,8 +1,8 @@
 """From the results store to scores, a decision matrix and recommendations.
 
 This is the numbers half of ``bench report`` and all of ``bench recommend``; it
-draws nothing (figures and HTML are :mod:`bench.report`). It reads the store
-only, and leans on the pure statistics of :mod:`bench.stats`.
+draws nothing (figures and HTML are :mod:`bench.analysis.report`). It reads the store
+only, and leans on the pure statistics of :mod:`bench.analysis.stats`.
 
 What counts
 -----------
@@ -13,7 +13,7 @@ What counts
   ``ppo-bench``, …; ``impl`` says own vs SB3). When a label ran one env at
   several budgets (e.g. two suites), only its largest budget is pooled; the
   others are counted as "set aside" in the inventory.
-- Scores are normalised per env with fixed anchors (:mod:`bench.anchors`):
+- Scores are normalised per env with fixed anchors (:mod:`bench.analysis.anchors`):
   0 = a uniform-random policy's mean return, 1 = the env's threshold.
 
 Per-run scores (the inputs of every criterion)
@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from bench import stats
+from bench.analysis import stats
 
 #: Grid points per learning curve.
 GRID = 100
@@ -86,7 +86,7 @@ class Data:
     :param episodes: columns ``key, step, wall_s, ret`` of pooled done runs, in order.
     :param diagnostics: columns ``key, step, name, value`` (the names in :data:`DIAGNOSTICS`).
     :param traits: env id → ``action, obs, reward, family, threshold``.
-    :param anchors: env id → :class:`bench.anchors.Anchor`.
+    :param anchors: env id → :class:`bench.analysis.anchors.Anchor`.
     :param sensitivity: the tuner's sensitivity table, or ``None`` when there is none.
     """
 
@@ -111,7 +111,7 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
     """
     import sqlalchemy as sa
 
-    from bench import store as st
+    from bench.run import store as st
 
     db = st.Store(store_url)
     names = db.suite_names()
@@ -162,11 +162,11 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
     notes: list[str] = []
     thresholds = {e: traits[e].get("threshold") for e in runs.loc[runs["pooled"], "env"].unique()}
     if anchors:
-        from bench.anchors import ensure_anchors
+        from bench.analysis.anchors import ensure_anchors
 
         anch = ensure_anchors(db, thresholds, log=log)
     else:
-        from bench.anchors import Anchor
+        from bench.analysis.anchors import Anchor
 
         anch = {k: Anchor(k, float(r.random_return), float(r.threshold), int(r.episodes), int(r.seed))
                 for k, r in db.anchors().items() if k in thresholds}
@@ -182,7 +182,7 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
 
 
 def _sensitivity(store_url: str) -> pd.DataFrame | None:
-    """The tuner's per-(algo, env) sensitivity summary, if :mod:`bench.tune` exists and has any."""
+    """The tuner's per-(algo, env) sensitivity summary, if the store has any studies (:mod:`bench.tune.sensitivity`)."""
     import sqlalchemy as sa
 
     eng = sa.create_engine(store_url)
@@ -196,7 +196,7 @@ def _sensitivity(store_url: str) -> pd.DataFrame | None:
     finally:
         eng.dispose()
     try:
-        from bench.tune import sensitivity_table
+        from bench.tune.sensitivity import sensitivity_table
 
         df = sensitivity_table(store_url)
     except (ImportError, AttributeError):
@@ -258,7 +258,7 @@ class Scored:
         return self._cells[col]
 
     def tasks(self, label: str, col: str, envs: list[str]) -> list[np.ndarray]:
-        """Per-task arrays of ``col`` for ``label`` on ``envs`` (for :mod:`bench.stats`)."""
+        """Per-task arrays of ``col`` for ``label`` on ``envs`` (for :mod:`bench.analysis.stats`)."""
         c = self.cells(col)
         return [c[(label, e)] for e in envs]
 

@@ -45,7 +45,7 @@ def _median_censored(xs: list[int | None]) -> float | None:
 
 
 def _timed(fn: Callable[..., None], *args: Any, **kw: Any) -> tuple[float, Any]:
-    from bench.record import Recorder
+    from bench.run.record import Recorder
 
     rec = Recorder()
     t = time.perf_counter()
@@ -71,8 +71,8 @@ def compare(
     from bench.algos import TRAIN
     from bench.baselines import train_sb3
     from bench.envs import get_spec
-    from bench.hyperparams import resolve
-    from bench.metrics import first_crossing
+    from bench.algos.hyperparams import resolve
+    from bench.analysis.metrics import first_crossing
 
     from bench.algos.common import pin_one_thread
 

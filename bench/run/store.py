@@ -455,7 +455,7 @@ class Store:
             return pd.read_sql(q, c)
 
     def anchors(self) -> dict[str, Any]:
-        """Normalisation anchor rows by env id (see :mod:`bench.anchors`)."""
+        """Normalisation anchor rows by env id (see :mod:`bench.analysis.anchors`)."""
         with self.engine.connect() as c:
             return {r.env_id: r for r in c.execute(sa.select(env_anchors))}
 

@@ -1,0 +1,216 @@
+"""The policy the project's own algorithms share: networks, action distributions,
+and what a policy-gradient step reports.
+
+- :class:`ActorCritic`: an MLP (vector observations) or Nature CNN (pixels) policy
+  and value function, exposing ``actor_parameters()`` and ``critic_parameters()``
+  explicitly (TRPO needs the split; nothing is picked by parameter name).
+- :class:`CategoricalPd` / :class:`GaussianPd`: the two action distributions,
+  written as a few tensor ops instead of ``torch.distributions`` (whose argument
+  validation and object set-up cost more than the maths at these sizes).
+- :data:`LOG_SQRT_2PI` and :class:`PGStats`, which the torch path here and the
+  NumPy kernel (:mod:`bench.algos.npkernel`) both use: this module sits below both.
+
+Shapes: ``B`` samples, ``n`` discrete actions, ``d`` action dimensions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple, Sequence
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+
+#: log √(2π), the Gaussian log-density's constant (torch path and NumPy kernel alike).
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+# --------------------------------------------------------------------------- #
+# Networks
+# --------------------------------------------------------------------------- #
+def _init(layer: nn.Module, gain: float, ortho: bool) -> nn.Module:
+    # Orthogonal init with gains sqrt(2) (hidden), 0.01 (policy head) and 1 (value
+    # head), as in the PPO implementation details study (Huang et al. 2022) and SB3.
+    if ortho and isinstance(layer, (nn.Linear, nn.Conv2d)):
+        nn.init.orthogonal_(layer.weight, gain)
+        nn.init.zeros_(layer.bias)
+    return layer
+
+
+def mlp(sizes: Sequence[int], activation: str, out_gain: float, ortho: bool = True) -> nn.Sequential:
+    act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        last = i == len(sizes) - 2
+        layers.append(_init(nn.Linear(sizes[i], sizes[i + 1]), out_gain if last else math.sqrt(2), ortho))
+        if not last:
+            layers.append(act())
+    return nn.Sequential(*layers)
+
+
+class NatureCNN(nn.Module):
+    """The DQN torso (Mnih et al. 2015): uint8 (C, 84, 84) frames → 512 features."""
+
+    def __init__(self, in_channels: int, ortho: bool = True):
+        super().__init__()
+        g = math.sqrt(2)
+        self.net = nn.Sequential(
+            _init(nn.Conv2d(in_channels, 32, 8, stride=4), g, ortho), nn.ReLU(),
+            _init(nn.Conv2d(32, 64, 4, stride=2), g, ortho), nn.ReLU(),
+            _init(nn.Conv2d(64, 64, 3, stride=1), g, ortho), nn.ReLU(),
+            nn.Flatten(),
+            _init(nn.Linear(64 * 7 * 7, 512), g, ortho), nn.ReLU(),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x.float() / 255.0)
+
+
+class CategoricalPd:
+    """Categorical distribution from logits ``(B, n)``."""
+
+    __slots__ = ("logp",)
+
+    def __init__(self, logits: torch.Tensor):
+        self.logp = torch.log_softmax(logits, dim=-1)
+
+    def sample(self) -> torch.Tensor:
+        # Gumbel-max: argmax(logits + Gumbel noise) is an exact categorical sample.
+        u = torch.rand_like(self.logp).clamp_(min=1e-12)
+        return (self.logp - torch.log(-torch.log(u))).argmax(dim=-1)
+
+    def mode(self) -> torch.Tensor:
+        return self.logp.argmax(dim=-1)
+
+    def log_prob(self, a: torch.Tensor) -> torch.Tensor:
+        return self.logp.gather(-1, a.long().unsqueeze(-1)).squeeze(-1)
+
+    def entropy(self) -> torch.Tensor:
+        return -(self.logp.exp() * self.logp).sum(-1)
+
+    def kl(self, other: "CategoricalPd") -> torch.Tensor:
+        """KL(self ‖ other), per sample."""
+        return (self.logp.exp() * (self.logp - other.logp)).sum(-1)
+
+
+class GaussianPd:
+    """Diagonal Gaussian with a state-independent log-std: mean ``(B, d)``, log_std ``(d,)``."""
+
+    __slots__ = ("mean", "log_std")
+
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
+        self.mean, self.log_std = mean, log_std
+
+    def sample(self) -> torch.Tensor:
+        return self.mean + self.log_std.exp() * torch.randn_like(self.mean)
+
+    def mode(self) -> torch.Tensor:
+        return self.mean
+
+    def log_prob(self, a: torch.Tensor) -> torch.Tensor:
+        z = (a - self.mean) * torch.exp(-self.log_std)
+        return (-0.5 * z.pow(2) - self.log_std - LOG_SQRT_2PI).sum(-1)
+
+    def entropy(self) -> torch.Tensor:
+        return (self.log_std + 0.5 + LOG_SQRT_2PI).sum(-1).expand(self.mean.shape[0])
+
+    def kl(self, other: "GaussianPd") -> torch.Tensor:
+        """KL(self ‖ other), per sample (closed form for diagonal Gaussians)."""
+        var, ovar = (2 * self.log_std).exp(), (2 * other.log_std).exp()
+        return (other.log_std - self.log_std + (var + (self.mean - other.mean).pow(2)) / (2 * ovar) - 0.5).sum(-1)
+
+
+Pd = CategoricalPd | GaussianPd
+
+
+class PGStats(NamedTuple):
+    """What one policy-gradient minibatch step reports, from either path (torch autograd or the NumPy kernel)."""
+
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    approx_kl: float  # k3 estimator of KL(π_old ‖ π) on the batch; 0 without old_logp
+    clip_fraction: float  # share of samples with |r − 1| > ε; 0 without clipping
+
+
+class ActorCritic(nn.Module):
+    """Policy π(a|s) and value V(s).
+
+    Vector observations: two separate MLPs (``net_arch`` ``{pi, vf}`` or one list for
+    both; default [64, 64], SB3's). Pixels: one Nature CNN shared by both heads
+    (SB3's CnnPolicy), unless ``share_features=False`` (TRPO fits the critic
+    separately and must not move the policy while doing so).
+    Continuous actions get a state-independent log-std parameter.
+    """
+
+    def __init__(
+        self,
+        obs_space: gym.spaces.Box,
+        action_space: gym.spaces.Space,
+        *,
+        net_arch: Any = None,
+        activation: str = "tanh",
+        ortho_init: bool = True,
+        log_std_init: float = 0.0,
+        share_features: bool = True,
+    ):
+        super().__init__()
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        n_out = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
+        self.pixels = obs_space.dtype == np.uint8 and len(obs_space.shape) == 3
+        if self.pixels:
+            self.pi_features = NatureCNN(obs_space.shape[0], ortho_init)
+            self.vf_features = self.pi_features if share_features else NatureCNN(obs_space.shape[0], ortho_init)
+            self.pi = _init(nn.Linear(512, n_out), 0.01, ortho_init)
+            self.vf = _init(nn.Linear(512, 1), 1.0, ortho_init)
+        else:
+            pi_arch, vf_arch = _arch(net_arch)
+            d = int(np.prod(obs_space.shape))
+            self.pi_features = self.vf_features = nn.Identity()
+            self.pi = mlp([d, *pi_arch, n_out], activation, 0.01, ortho_init)
+            self.vf = mlp([d, *vf_arch, 1], activation, 1.0, ortho_init)
+        self.shared = self.pixels and share_features
+        if not self.discrete:
+            self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
+
+    # -- parameter groups ----------------------------------------------------
+    def actor_parameters(self) -> list[nn.Parameter]:
+        ps = list(self.pi_features.parameters()) + list(self.pi.parameters())
+        return ps + ([] if self.discrete else [self.log_std])
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        own = list(self.vf.parameters())
+        return own if self.shared else list(self.vf_features.parameters()) + own
+
+    # -- evaluation ----------------------------------------------------------
+    def dist(self, obs: torch.Tensor) -> Pd:
+        out = self.pi(self.pi_features(obs))
+        return CategoricalPd(out) if self.discrete else GaussianPd(out, self.log_std)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.vf(self.vf_features(obs)).squeeze(-1)
+
+
+def _arch(net_arch: Any) -> tuple[list[int], list[int]]:
+    if net_arch is None:
+        return [64, 64], [64, 64]
+    if isinstance(net_arch, (list, tuple)):
+        return list(net_arch), list(net_arch)
+    pi = net_arch["pi"] if isinstance(net_arch, dict) else net_arch.pi
+    vf = net_arch["vf"] if isinstance(net_arch, dict) else net_arch.vf
+    return list(pi), list(vf)
+
+
+def make_policy(envs: gym.vector.VectorEnv, params: Any, *, share_features: bool = True) -> ActorCritic:
+    """An :class:`ActorCritic` for a vector env from the shared hyperparameter fields."""
+    return ActorCritic(
+        envs.single_observation_space,
+        envs.single_action_space,
+        net_arch=params.net_arch,
+        activation=params.activation,
+        ortho_init=params.ortho_init,
+        log_std_init=params.log_std_init,
+        share_features=share_features,
+    )

@@ -1,0 +1,226 @@
+"""One env factory for every implementation.
+
+Every implementation (the project's own algorithms and the SB3 baselines) gets
+its environments from :func:`make_env` / :func:`make_vec_env`, so preprocessing
+and episode accounting are identical across implementations. Episodes are
+counted by :class:`EpisodeMonitor`, which feeds a :class:`bench.run.record.Recorder`
+with *raw* returns: for Atari that is the unclipped game score over the whole
+game (all lives), whatever the learner sees.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Protocol
+
+import gymnasium as gym
+import numpy as np
+
+from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, require
+
+__all__ = ["RecorderLike", "EpisodeMonitor", "EpisodicLife", "make_env", "make_vec_env", "evaluate_policy"]
+
+
+class RecorderLike(Protocol):
+    """What :class:`EpisodeMonitor` needs; :class:`bench.run.record.Recorder` satisfies it."""
+
+    steps: int
+
+    def episode(self, ret: float, length: int) -> None: ...
+
+
+# -- wrappers --------------------------------------------------------------------
+class EpisodeMonitor(gym.Wrapper):
+    """Counts env steps and reports finished episodes to a recorder.
+
+    Every ``step`` adds one to ``recorder.steps`` (shared by all envs of a
+    vector env, so it counts global transitions) and accumulates the reward it
+    sees; on ``terminated or truncated`` it calls ``recorder.episode(ret, length)``.
+    ``reset`` starts a new episode and drops any unfinished one.
+
+    Place it where rewards are still raw: under reward clipping and above
+    nothing that ends episodes early, so it records the true return.
+    """
+
+    def __init__(self, env: gym.Env, recorder: RecorderLike) -> None:
+        super().__init__(env)
+        self.recorder = recorder
+        self._ret = 0.0
+        self._len = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._ret = 0.0
+        self._len = 0
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        # Lean on purpose: this runs on every env step of every run.
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._ret += float(reward)
+        self._len += 1
+        self.recorder.steps += 1
+        if terminated or truncated:
+            self.recorder.episode(self._ret, self._len)
+            self._ret = 0.0
+            self._len = 0
+        return obs, reward, terminated, truncated, info
+
+
+class EpisodicLife(gym.Wrapper):
+    """Atari: a lost life ends the learner's episode, but not the game.
+
+    The idea of Mnih et al. 2015 (Nature DQN), also SB3's ``EpisodicLifeEnv``:
+    bootstrapping stops at a life loss, which speeds up learning the value of
+    staying alive. The learner sees ``terminated=True`` on a life loss; the
+    following ``reset()`` only takes one no-op step (action 0) and continues the
+    same game. A real reset happens only when the game is over (terminated, or
+    truncated by ALE v5's frame cap) or when a seed is given, so
+    ``reset(seed=...)`` always means a fresh, seeded game.
+
+    The no-op step is a real env step: wrappers below this one (the
+    :class:`EpisodeMonitor`) count it and its reward.
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self._lives = 0
+        self._game_over = True
+
+    def _ale_lives(self) -> int:
+        return int(self.env.unwrapped.ale.lives())  # type: ignore[attr-defined]
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._game_over = bool(terminated or truncated)
+        lives = self._ale_lives()
+        # "0 <": at zero lives ALE itself reports the game as terminated.
+        if 0 < lives < self._lives:
+            terminated = True
+        self._lives = lives
+        return obs, reward, terminated, truncated, info
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if self._game_over or seed is not None:
+            obs, info = self.env.reset(seed=seed, options=options)
+        else:
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:  # the no-op itself ended the game: start a new one
+                obs, info = self.env.reset(options=options)
+        self._game_over = False
+        self._lives = self._ale_lives()
+        return obs, info
+
+
+# -- factories ---------------------------------------------------------------------
+def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: bool = True) -> gym.Env:
+    """One environment, not yet seeded (seed it with ``reset(seed=...)``).
+
+    Non-Atari: ``gym.make(env_id)`` (with its registered ``TimeLimit``), then an
+    :class:`EpisodeMonitor` when ``recorder`` is given.
+
+    Atari (ale_py ids), the Nature DQN preprocessing (Mnih et al. 2015) on ALE v5:
+
+    1. ``gym.make(id, frameskip=1)``; v5's sticky actions (p=0.25) stay on, as
+       Machado et al. 2018 recommend, and its 108,000-frame cap truncates games;
+    2. ``AtariPreprocessing``: up to 30 no-op starts, frame skip 4 with max-pooling,
+       84×84 grayscale;
+    3. :class:`EpisodeMonitor`, so recorded returns are the raw game score over the
+       whole game (all lives);
+    4. training only: :class:`EpisodicLife` and sign reward clipping (Mnih et al. 2015);
+    5. ``FrameStackObservation(4)`` → observations ``(4, 84, 84)`` uint8, channel-first.
+
+    ``training=False`` (evaluation) keeps 1, 2, 3 and 5: no life-loss episodes, no clipping.
+
+    :raises KeyError: ``env_id`` is not a registered Gymnasium id.
+    """
+    gspec = require(env_id)
+    if not is_atari(gspec):
+        env = gym.make(env_id)
+        return EpisodeMonitor(env, recorder) if recorder is not None else env
+
+    env = gym.make(env_id, frameskip=1)
+    env = gym.wrappers.AtariPreprocessing(
+        env,
+        noop_max=30,
+        frame_skip=ATARI_FRAME_SKIP,
+        screen_size=84,
+        grayscale_obs=True,
+        terminal_on_life_loss=False,  # life loss is EpisodicLife's job, above the monitor
+    )
+    if recorder is not None:
+        env = EpisodeMonitor(env, recorder)
+    if training:
+        env = EpisodicLife(env)
+        env = gym.wrappers.TransformReward(env, np.sign)
+    return gym.wrappers.FrameStackObservation(env, 4)
+
+
+def make_vec_env(
+    env_id: str,
+    n_envs: int,
+    *,
+    recorder: RecorderLike | None = None,
+    training: bool = True,
+    autoreset_mode: gym.vector.AutoresetMode = gym.vector.AutoresetMode.SAME_STEP,
+) -> gym.vector.SyncVectorEnv:
+    """``n_envs`` copies of :func:`make_env` in one in-process vector env.
+
+    Synchronous on purpose: runs are already parallel across processes, so
+    subprocess envs would only add overhead. All copies share ``recorder``, so
+    ``recorder.steps`` counts transitions over all of them. With the default
+    ``SAME_STEP`` autoreset a finished sub-env is reset within the same
+    ``step()`` and its last observation is in ``info["final_obs"]``.
+
+    :raises KeyError: ``env_id`` is not a registered Gymnasium id.
+    :raises ValueError: ``n_envs`` < 1.
+    """
+    if n_envs < 1:
+        raise ValueError(f"n_envs must be >= 1, got {n_envs}")
+    require(env_id)
+    fns: list[Callable[[], gym.Env]] = [
+        functools.partial(make_env, env_id, recorder=recorder, training=training) for _ in range(n_envs)
+    ]
+    return gym.vector.SyncVectorEnv(fns, autoreset_mode=autoreset_mode)
+
+
+def evaluate_policy(
+    env_id: str,
+    policy: Callable[[np.ndarray], np.ndarray],
+    n_episodes: int,
+    *,
+    seed: int,
+) -> list[float]:
+    """Raw returns of ``n_episodes`` episodes of ``policy`` on a fresh evaluation env.
+
+    The env is built with ``training=False`` (Atari: whole games, unclipped
+    score). Episodes run one after another: the first reset uses ``seed``, later
+    ones continue the env's random stream, so the result is deterministic for a
+    deterministic policy and a given seed. ``policy`` maps a batch of
+    observations to a batch of actions; it is called with a batch of one.
+    Actions are passed on as given (clip continuous actions in the policy if needed).
+
+    Each episode is capped at the env's horizon (or 100,000 steps when it has
+    none), so a broken env cannot hang a run.
+
+    :raises ValueError: ``n_episodes`` < 1.
+    """
+    if n_episodes < 1:
+        raise ValueError(f"n_episodes must be >= 1, got {n_episodes}")
+    cap = get_spec(env_id).horizon or EVAL_STEP_CAP
+    env = make_env(env_id, training=False)
+    returns: list[float] = []
+    try:
+        for ep in range(n_episodes):
+            obs, _ = env.reset(seed=seed if ep == 0 else None)
+            ret = 0.0
+            for _ in range(cap):
+                action = policy(np.asarray(obs)[None])[0]
+                obs, reward, terminated, truncated, _ = env.step(action)
+                ret += float(reward)
+                if terminated or truncated:
+                    break
+            returns.append(ret)
+    finally:
+        env.close()
+    return returns
+

@@ -1,0 +1,9 @@
+"""Running cells: one function per cell, run by a local process pool or by Ray tasks.
+
+- :mod:`.runner`: the local pool, ``run_cell`` and provenance;
+- :mod:`.ray_executor`: the same ``run_cell`` as Ray tasks on a cluster;
+- :mod:`.record`: the recorder every implementation records through (its
+  protocol is all an algorithm sees of this package);
+- :mod:`.store`: the results store (SQLite WAL | PostgreSQL), claims and atomic finishes;
+- :mod:`.speed`: ``bench speed``, own against SB3 side by side in one process.
+"""
