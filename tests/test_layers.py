@@ -1,0 +1,312 @@
+"""The package's architecture, enforced: no import cycles, and imports only along the documented layers.
+
+The import graph is read from the source with :mod:`ast`: every ``import`` and
+``from ... import`` in a module, at module level, inside a function or under
+``TYPE_CHECKING`` alike. A call-time import is still a dependency, so it cannot
+be used to dodge a cycle. Layers are checked on direct imports (the rules below
+name what each part of ``bench`` may import); cycles on the whole graph.
+
+The checker is tested on a copy of the package with a planted bad module, so the
+test is known to fail when a forbidden import or a cycle is added.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "bench"
+
+# Parts of the package, most specific prefix first. Each module belongs to the first part whose prefix it matches.
+PARTS: list[tuple[str, str]] = [
+    ("bench.cli", "cli"),
+    ("bench.__main__", "cli"),
+    ("bench.analysis.stats", "pure"),
+    ("bench.analysis.metrics", "pure"),
+    ("bench.analysis", "analysis"),
+    ("bench.run.record", "record"),
+    ("bench.run.store", "store"),
+    ("bench.run", "run"),
+    ("bench.tune.sensitivity", "sensitivity"),
+    ("bench.tune", "tune"),
+    ("bench.suites", "suites"),
+    ("bench.envs", "envs"),
+    ("bench.algos.hyperparams", "hyperparams"),
+    ("bench.algos", "algos"),
+    ("bench.baselines", "baselines"),
+    ("bench", "root"),
+]
+
+# part → the parts it may import (besides itself). The DESIGN's layers, in one table.
+ALLOWED: dict[str, set[str]] = {
+    "cli": {"root", "suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "run", "tune",
+            "sensitivity", "analysis", "pure"},
+    "run": {"suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "pure"},
+    "tune": {"suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "run", "sensitivity", "pure"},
+    # The sensitivity table reads studies: the tuner's constants and readable names, nothing that trains.
+    "sensitivity": {"tune", "suites", "store"},
+    # Analysis reads the store and env traits; never the runner, the tuner's training side or an algorithm.
+    "analysis": {"store", "envs", "sensitivity", "pure"},
+    "suites": {"envs", "hyperparams"},
+    "baselines": {"envs", "hyperparams", "record"},
+    # An algorithm sees an env id, typed parameters, a seed, a budget and a recorder: nothing of suites, stores or the CLI.
+    "algos": {"envs", "hyperparams", "record"},
+    "hyperparams": {"envs"},
+    "record": set(),
+    "store": set(),
+    "envs": set(),
+    "pure": set(),
+    "root": set(),
+}
+
+# Pure statistics: what they may import from outside bench.
+PURE_EXTERNAL = {"__future__", "dataclasses", "math", "typing", "collections", "functools", "itertools", "numpy", "pandas"}
+
+
+def part_of(module: str) -> str:
+    for prefix, part in PARTS:
+        if module == prefix or module.startswith(prefix + "."):
+            return part
+    raise AssertionError(f"{module} belongs to no part of the layer table; add it to PARTS")
+
+
+def modules(root: Path, package: str = "bench") -> dict[str, Path]:
+    """Module name → source file, for every ``.py`` under ``root`` (a package's ``__init__`` is the package)."""
+    out = {}
+    for f in sorted(root.rglob("*.py")):
+        rel = f.relative_to(root.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = f
+    return {m: f for m, f in out.items() if m == package or m.startswith(package + ".")}
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest prefix of ``name`` that is a module of the package (``bench.envs.get_spec`` → ``bench.envs``)."""
+    while name:
+        if name in known:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports(module: str, path: Path, known: dict[str, Path]) -> tuple[set[str], set[str]]:
+    """(modules of the package that ``module`` imports, top-level names of outside packages it imports)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_pkg = path.name == "__init__.py"
+    inner, outer = set(), set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative import: resolve against this module's package
+                pkg = module.split(".") if is_pkg else module.split(".")[:-1]
+                pkg = pkg[: len(pkg) - (node.level - 1)]
+                base = ".".join(pkg + ([base] if base else []))
+            # ``from pkg import sub`` imports the submodule ``pkg.sub`` when there is one.
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        for n in names:
+            if n == "bench" or n.startswith("bench."):
+                target = _resolve(n, known)
+                if target and target != module:
+                    inner.add(target)
+            else:
+                outer.add(n.split(".")[0])
+    return inner, outer
+
+
+def graph(root: Path) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    known = modules(root)
+    edges, external = {}, {}
+    for m, f in known.items():
+        edges[m], external[m] = imports(m, f, known)
+    return edges, external
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def violations(edges: dict[str, set[str]], external: dict[str, set[str]]) -> list[str]:
+    """One line per import against the layer table, and per impure import of the pure statistics."""
+    out = []
+    for m, targets in sorted(edges.items()):
+        src = part_of(m)
+        for t in sorted(targets):
+            dst = part_of(t)
+            if dst != src and dst not in ALLOWED[src]:
+                out.append(f"{m} ({src}) imports {t} ({dst}); {src} may import: {', '.join(sorted(ALLOWED[src])) or 'nothing of bench'}")
+        if src == "pure":
+            for name in sorted(external[m] - PURE_EXTERNAL):
+                out.append(f"{m} (pure statistics) imports {name}; allowed: {', '.join(sorted(PURE_EXTERNAL))}")
+    return out
+
+
+def own_package_imports(edges: dict[str, set[str]], known: dict[str, Path]) -> list[str]:
+    """Submodules that import their own package's ``__init__``: the re-exporting packages import them, so that is a cycle too."""
+    return [f"{m} imports its own package {t}" for m, ts in edges.items() for t in ts
+            if m.startswith(t + ".") and known[t].name == "__init__.py"]
+
+
+# --------------------------------------------------------------------------- #
+# The package as it is
+# --------------------------------------------------------------------------- #
+def test_no_import_cycles():
+    edges, _ = graph(ROOT)
+    assert len(edges) > 30  # the whole package was read
+    assert cycles(edges) == []
+
+
+def test_imports_follow_the_layers():
+    edges, external = graph(ROOT)
+    assert violations(edges, external) == []
+
+
+def test_every_module_has_a_layer():
+    for m in modules(ROOT):
+        part_of(m)  # raises for a module outside the table
+
+
+def test_documented_boundaries_hold():
+    """The issue's three rules, spelt out on the real graph (the table above implies them)."""
+    edges, external = graph(ROOT)
+    for m, ts in edges.items():
+        if part_of(m) == "algos":
+            assert not {part_of(t) for t in ts} & {"suites", "store", "run", "tune", "cli", "analysis"}, m
+        if part_of(m) == "analysis":
+            assert not any(t.startswith(("bench.run.runner", "bench.run.ray_executor", "bench.algos")) for t in ts), m
+        if part_of(m) == "pure":
+            assert external[m] <= PURE_EXTERNAL and {part_of(t) for t in ts} <= {"pure"}, m
+
+
+# --------------------------------------------------------------------------- #
+# The checker on a planted bad module
+# --------------------------------------------------------------------------- #
+@pytest.fixture
+def planted(tmp_path: Path) -> Path:
+    copy = tmp_path / "bench"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def test_checker_catches_an_algorithm_importing_the_store(planted: Path):
+    (planted / "algos" / "planted.py").write_text("def f():\n    from bench.run.store import Store  # call time counts too\n")
+    edges, external = graph(planted)
+    found = violations(edges, external)
+    assert found == ["bench.algos.planted (algos) imports bench.run.store (store); algos may import: envs, hyperparams, record"]
+
+
+def test_checker_catches_analysis_importing_the_runner(planted: Path):
+    (planted / "analysis" / "planted.py").write_text("from bench.run import runner\n")
+    edges, external = graph(planted)
+    assert [v.split(";")[0] for v in violations(edges, external)] == [
+        "bench.analysis.planted (analysis) imports bench.run.runner (run)"]
+
+
+def test_checker_catches_impure_statistics(planted: Path):
+    stats = planted / "analysis" / "stats.py"
+    stats.write_text(stats.read_text() + "\nimport sqlalchemy\n")
+    edges, external = graph(planted)
+    assert [v.split(";")[0] for v in violations(edges, external)] == [
+        "bench.analysis.stats (pure statistics) imports sqlalchemy"]
+
+
+def test_checker_catches_a_cycle_through_a_call_time_import(planted: Path):
+    # suites.problems → suites.suite (inside a function, as the old code dodged it) → suites.problems.
+    problems = planted / "suites" / "problems.py"
+    problems.write_text(problems.read_text() + "\n\ndef _late():\n    from bench.suites.suite import SuiteError\n")
+    edges, _ = graph(planted)
+    found = cycles(edges)
+    assert len(found) == 1 and {"bench.suites.problems", "bench.suites.suite"} <= set(found[0])
+
+
+def test_checker_catches_a_type_checking_cycle(planted: Path):
+    policy = planted / "algos" / "policy.py"
+    policy.write_text(policy.read_text() + "\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                      "    from bench.algos.common import FlatParams\n")
+    edges, _ = graph(planted)
+    assert any({"bench.algos.policy", "bench.algos.common"} <= set(c) for c in cycles(edges))
+
+
+def test_checker_catches_a_submodule_importing_its_reexporting_package(planted: Path):
+    (planted / "envs" / "planted.py").write_text("from bench.envs import get_spec\n")
+    edges, _ = graph(planted)
+    known = modules(planted)
+    assert own_package_imports(edges, known) == ["bench.envs.planted imports its own package bench.envs"]
+
+
+def test_no_submodule_imports_its_own_package():
+    edges, _ = graph(ROOT)
+    assert own_package_imports(edges, modules(ROOT)) == []
+
+
+def test_relative_imports_are_resolved(planted: Path):
+    (planted / "algos" / "planted.py").write_text("from ..run import store\n")
+    edges, external = graph(planted)
+    assert edges["bench.algos.planted"] == {"bench.run.store"}
+    assert violations(edges, external)
+
+
+# --------------------------------------------------------------------------- #
+# Old import paths keep working
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("old", sorted(__import__("bench").MOVED))
+def test_moved_module_imports_from_its_old_name(old: str):
+    import importlib
+
+    import bench
+
+    new = importlib.import_module(bench.MOVED[old])
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {bench.MOVED[old]}"):
+        mod = importlib.import_module(old)
+    assert mod is new
+
+
+def test_packages_reexport_what_the_old_modules_offered():
+    from bench import analysis, envs, tune
+
+    assert callable(envs.get_spec) and callable(envs.make_vec_env) and "CartPole-v1" in envs.REGISTRY
+    assert callable(tune.sensitivity_table) and callable(tune.tune) and callable(tune.export_suite)
+    assert callable(analysis.load) and callable(analysis.recommend) and analysis.PRIORITIES == ("samples", "wall-clock")
