@@ -25,6 +25,21 @@ Two more, for censored samples-to-threshold and for reliability:
   "risk across runs" reliability measure of Chan et al. 2020, "Measuring the
   Reliability of Reinforcement Learning Algorithms" (ICLR).
 
+Small-sample honesty, because a benchmark often has 3 to 10 runs per env:
+
+- :func:`interval` gives a bootstrap confidence interval only when every task
+  has at least :data:`MIN_CI_RUNS` runs, and otherwise the observed range of
+  the runs, labelled as such (``Interval.kind == "range"``), never as a CI;
+- env-weighted aggregates (:func:`aggregate_task_mean_iqm` and friends): each
+  environment counts once, whatever its number of runs;
+- :func:`permutation_test`: a stratified (within-task) permutation test of
+  ``aggregate(x) - aggregate(y)``, exact by enumeration when small, with the
+  p-value's floor made visible (3 vs 3 runs can never reach p < 0.1 two-sided);
+  :func:`mann_whitney_exact` is its rank version for one task;
+- :func:`wilson_pooled` for success rates over envs, and
+  :func:`kaplan_meier_median`, the median time to threshold as R's survival
+  package prints it.
+
 Conventions. A *task* is one environment. Scores of many tasks are a list of 1-D
 arrays, one per task, because tasks may hold different numbers of runs (failed
 runs, different seed counts); a rectangular ``(n_runs, n_tasks)`` matrix, as in
@@ -35,6 +50,8 @@ shape ``(...)``, so one call evaluates every bootstrap replicate at once.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -42,6 +59,8 @@ import numpy as np
 
 __all__ = [
     "Interval",
+    "MIN_CI_RUNS",
+    "MIN_CVAR_CI_RUNS",
     "as_tasks",
     "iqm",
     "iqr",
@@ -49,6 +68,10 @@ __all__ = [
     "aggregate_iqm",
     "aggregate_mean",
     "aggregate_cvar",
+    "aggregate_task_mean_iqm",
+    "aggregate_task_mean",
+    "aggregate_task_cvar",
+    "interval",
     "stratified_resample",
     "percentile_interval",
     "bootstrap_ci",
@@ -57,7 +80,12 @@ __all__ = [
     "probability_of_improvement",
     "kaplan_meier",
     "kaplan_meier_band",
+    "kaplan_meier_median",
+    "PermutationTest",
+    "permutation_test",
+    "mann_whitney_exact",
     "wilson_interval",
+    "wilson_pooled",
     "normalise",
     "intervals_overlap",
 ]
@@ -67,19 +95,55 @@ Tasks = Sequence[np.ndarray]
 Aggregate = Callable[[Sequence[np.ndarray]], np.ndarray]
 
 
+#: Fewest runs per task for a bootstrap confidence interval; below it :func:`interval`
+#: reports the observed range instead. With n = 3 the IQM trims nothing (it is the
+#: mean) and the percentile bootstrap of a 3-run mean is exactly [min, max] (each
+#: extreme is a replicate with probability 1/27 ≈ 3.7% > 2.5%), and [min, max] of 3
+#: i.i.d. continuous runs covers their median with probability 1 − 2·(1/2)³ = 75%,
+#: not 95%. Labelling it "95% CI" would overstate it by a wide margin. At n = 5 the
+#: IQM trims one run each end and the bootstrap is no longer pinned to the extremes;
+#: 5 is a judgement, not a threshold taken from Agarwal et al. 2021.
+MIN_CI_RUNS = 5
+#: Fewest runs per task for a bootstrap interval of a lower-tail CVaR. At α = 0.25
+#: the CVaR of n < 8 runs averages at most the 2 worst ones, and for n <= 4 it is
+#: the single worst run: a bootstrap of a sample minimum can never go below the
+#: observed minimum (the bootstrap is known to fail for sample extremes; Bickel &
+#: Freedman 1981, "Some asymptotic theory for the bootstrap", Ann. Statist.). At
+#: n = 10 it averages 3 runs; the cut-off 10 itself is a judgement, not a cited rule.
+MIN_CVAR_CI_RUNS = 10
+
+_INTERVAL_KINDS = ("ci", "range", "none")
+
+
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate with a confidence interval ``[lo, hi]`` at ``level``."""
+    """A point estimate with an interval ``[lo, hi]`` of a stated ``kind``.
+
+    - ``"ci"``: a confidence interval at ``level``;
+    - ``"range"``: the observed min and max of the runs, *not* a confidence
+      interval (too few runs for one, see :data:`MIN_CI_RUNS`); ``level`` is unused;
+    - ``"none"``: no interval at all, ``lo = hi = nan``.
+    """
 
     point: float
     lo: float
     hi: float
     level: float = 0.95
+    kind: str = "ci"
+
+    def __post_init__(self) -> None:
+        if self.kind not in _INTERVAL_KINDS:
+            raise ValueError(f"Interval.kind must be one of {_INTERVAL_KINDS}, got {self.kind!r}")
 
     def overlaps(self, other: "Interval") -> bool:
+        """Whether the two intervals share a point (``False`` when either has kind ``"none"``)."""
         return intervals_overlap((self.lo, self.hi), (other.lo, other.hi))
 
     def __str__(self) -> str:
+        if self.kind == "none":
+            return f"{self.point:.2f}"
+        if self.kind == "range":
+            return f"{self.point:.2f} (range {self.lo:.2f}–{self.hi:.2f})"
         return f"{self.point:.2f} [{self.lo:.2f}, {self.hi:.2f}]"
 
 
@@ -178,6 +242,33 @@ def aggregate_cvar(tasks: Sequence[np.ndarray], alpha: float = 0.25) -> np.ndarr
     return np.mean([cvar_lower(t, alpha) for t in tasks], axis=0)
 
 
+# Env-weighted aggregates: every environment counts once, whatever its run count. The
+# pooled aggregate_iqm lets an env with 10 runs weigh twice one with 5; when run counts
+# are uneven (failed runs, added seeds) that changes the figure, not only its noise.
+def aggregate_task_mean_iqm(tasks: Sequence[np.ndarray]) -> np.ndarray:
+    """Mean over tasks of each task's IQM over its runs.
+
+    :param tasks: arrays shaped ``(..., n_k)``, same leading shape. :returns: shape ``(...)``.
+    """
+    return np.mean([iqm(t) for t in tasks], axis=0)
+
+
+def aggregate_task_mean(tasks: Sequence[np.ndarray]) -> np.ndarray:
+    """Mean over tasks of each task's mean over runs; the same figure as :func:`aggregate_mean`.
+
+    :param tasks: arrays shaped ``(..., n_k)``. :returns: shape ``(...)``.
+    """
+    return aggregate_mean(tasks)
+
+
+def aggregate_task_cvar(tasks: Sequence[np.ndarray], alpha: float = 0.25) -> np.ndarray:
+    """Mean over tasks of each task's lower-tail CVaR; the same figure as :func:`aggregate_cvar`.
+
+    :param tasks: arrays shaped ``(..., n_k)``. :returns: shape ``(...)``.
+    """
+    return aggregate_cvar(tasks, alpha)
+
+
 # --------------------------------------------------------------------------- #
 # Bootstrap
 # --------------------------------------------------------------------------- #
@@ -249,6 +340,37 @@ def bootstrap_ci(
                                    n_boot=n_boot, level=level, rng=rng)
 
 
+def interval(
+    tasks: np.ndarray | Tasks,
+    aggregate: Aggregate = aggregate_task_mean_iqm,
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator | int | None = 0,
+    min_runs: int = MIN_CI_RUNS,
+) -> Interval:
+    """An aggregate with the interval its run counts can support.
+
+    If every task has at least ``min_runs`` runs: the stratified percentile
+    bootstrap CI (:func:`stratified_bootstrap_ci`, ``kind="ci"``). Otherwise
+    ``kind="range"``: the point is still ``aggregate(tasks)``, and ``[lo, hi]`` is
+    the min and max over all runs of all tasks, which is what the data show
+    and makes no coverage claim. The reason is :data:`MIN_CI_RUNS`: at n = 3 the
+    bootstrap "CI" of an IQM is [min, max] and covers about 75%, not 95%.
+    Use ``min_runs=MIN_CVAR_CI_RUNS`` for a CVaR aggregate.
+
+    :param tasks: ``(n_runs, n_tasks)`` or per-task arrays ``(n_k,)``.
+    :param aggregate: per-task arrays ``(..., n_k)`` → ``(...)``.
+    """
+    if min_runs < 1:
+        raise ValueError(f"min_runs must be at least 1, got {min_runs}")
+    ts = as_tasks(tasks)
+    if min(t.size for t in ts) >= min_runs:
+        return stratified_bootstrap_ci(ts, aggregate, n_boot=n_boot, level=level, rng=rng)
+    runs = np.concatenate(ts)
+    return Interval(float(aggregate(ts)), float(runs.min()), float(runs.max()), level, kind="range")
+
+
 # --------------------------------------------------------------------------- #
 # Performance profiles and probability of improvement
 # --------------------------------------------------------------------------- #
@@ -316,6 +438,153 @@ def probability_of_improvement(
     reps = np.mean([_p_greater(a, b) for a, b in zip(bx, by)], axis=0)
     lo, hi = percentile_interval(reps, level)
     return Interval(point, float(lo), float(hi), level)
+
+
+# --------------------------------------------------------------------------- #
+# Stratified permutation tests
+# --------------------------------------------------------------------------- #
+_ALTERNATIVES = ("two-sided", "greater", "less")
+#: Floats per batch of relabelings, to bound memory (≈ 8 MB per copy of the runs).
+_PERM_CHUNK_FLOATS = 1 << 20
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    """Result of :func:`permutation_test`.
+
+    ``statistic`` is the observed ``aggregate(x) - aggregate(y)``; ``exact`` says
+    whether every within-task relabeling was enumerated (then ``n_permutations``
+    is their count) or ``n_permutations`` random ones were drawn.
+    """
+
+    statistic: float
+    p_value: float
+    exact: bool
+    n_permutations: int
+    alternative: str
+
+
+def _relabel(pools: list[np.ndarray], n_x: list[int], idx: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Split each task's pooled runs by an ordering ``idx[k]`` ``(B, N_k)``: first ``n_x[k]`` → x, rest → y."""
+    xs = [pool[i[:, :n]] for pool, i, n in zip(pools, idx, n_x)]
+    ys = [pool[i[:, n:]] for pool, i, n in zip(pools, idx, n_x)]
+    return xs, ys
+
+
+def permutation_test(
+    x_tasks: np.ndarray | Tasks,
+    y_tasks: np.ndarray | Tasks,
+    aggregate: Aggregate = aggregate_task_mean_iqm,
+    *,
+    alternative: str = "two-sided",
+    max_exact: int = 200_000,
+    n_perm: int = 20_000,
+    rng: np.random.Generator | int | None = 0,
+) -> PermutationTest:
+    """Stratified permutation test of ``T = aggregate(x) - aggregate(y)``.
+
+    H0: within each task, the runs of X and of Y are exchangeable (the same
+    distribution per env; envs may differ). So relabelings happen within each
+    task, never across: task ``k`` keeps ``n_k`` runs labelled X and ``m_k``
+    labelled Y, as in a stratified (blocked) permutation test.
+
+    - Exact, when the number of relabelings ``prod_k C(n_k + m_k, n_k)`` is at
+      most ``max_exact``: all are enumerated and ``p = #{T_perm ≥ T_obs} / N``
+      ("greater"; "less" mirrored; "two-sided" compares ``|T|``). The identity
+      relabeling is among them, so ``p >= 1/N``: with 3 vs 3 runs on one task
+      ``N = 20`` and a two-sided p is at least 2/20 = 0.1, so no difference can
+      be declared at 0.05 however separated the runs are.
+    - Otherwise Monte Carlo over ``n_perm`` random within-task relabelings, with
+      ``p = (1 + #) / (1 + n_perm)``, which keeps the test valid (never below the
+      exact p in expectation; Phipson & Smyth 2010, "Permutation p-values should
+      never be zero", Stat. Appl. Genet. Mol. Biol. 9(1)).
+
+    Ties: ``T_perm`` counts as reaching ``T_obs`` within a tolerance of 1e-12
+    relative to the larger of ``|T_obs|`` and the largest ``|score|``, so a
+    relabeling that gives the same value up to float rounding is not missed.
+
+    :param x_tasks: X's scores, ``(n_runs, n_tasks)`` or per-task arrays ``(n_k,)``.
+    :param y_tasks: Y's scores on the same tasks in the same order, ``(m_k,)`` each.
+    :param aggregate: per-task arrays ``(..., n_k)`` → ``(...)``; batches of
+        relabelings are evaluated in one call each.
+    :param alternative: ``"two-sided"``, ``"greater"`` (X higher) or ``"less"``.
+    """
+    if alternative not in _ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}")
+    if n_perm < 1 or max_exact < 0:
+        raise ValueError(f"n_perm must be >= 1 and max_exact >= 0, got n_perm={n_perm}, max_exact={max_exact}")
+    xs, ys = as_tasks(x_tasks), as_tasks(y_tasks)
+    if len(xs) != len(ys):
+        raise ValueError(f"x has {len(xs)} tasks and y has {len(ys)}; they must cover the same tasks")
+    pools = [np.concatenate([a, b]) for a, b in zip(xs, ys)]
+    n_x = [a.size for a in xs]
+    t_obs = float(aggregate(xs) - aggregate(ys))
+    tol = 1e-12 * max(abs(t_obs), max(float(np.abs(pool).max()) for pool in pools))
+
+    def count_extreme(t: np.ndarray) -> int:
+        if alternative == "greater":
+            return int(np.count_nonzero(t >= t_obs - tol))
+        if alternative == "less":
+            return int(np.count_nonzero(t <= t_obs + tol))
+        return int(np.count_nonzero(np.abs(t) >= abs(t_obs) - tol))
+
+    def stat(idx: list[np.ndarray]) -> np.ndarray:
+        bx, by = _relabel(pools, n_x, idx)
+        return np.asarray(aggregate(bx) - aggregate(by))
+
+    chunk = max(1, _PERM_CHUNK_FLOATS // sum(pool.size for pool in pools))
+    n_total = math.prod(math.comb(pool.size, n) for pool, n in zip(pools, n_x))
+    if n_total <= max_exact:
+        # Every task's relabelings: the chosen X positions, then the rest, as one ordering (C_k, N_k).
+        orders = []
+        for pool, n in zip(pools, n_x):
+            chosen = np.array(list(itertools.combinations(range(pool.size), n)), dtype=np.intp).reshape(-1, n)
+            rest = np.ones((chosen.shape[0], pool.size), dtype=bool)
+            rest[np.arange(chosen.shape[0])[:, None], chosen] = False
+            orders.append(np.concatenate([chosen, np.nonzero(rest)[1].reshape(chosen.shape[0], -1)], axis=1))
+        sizes = [o.shape[0] for o in orders]
+        strides = [math.prod(sizes[k + 1:]) for k in range(len(sizes))]  # mixed radix: task 0 slowest
+        hits = 0
+        for start in range(0, n_total, chunk):
+            g = np.arange(start, min(start + chunk, n_total))
+            hits += count_extreme(stat([o[(g // st) % sz] for o, st, sz in zip(orders, strides, sizes)]))
+        return PermutationTest(t_obs, hits / n_total, True, n_total, alternative)
+
+    gen = _rng(rng)
+    hits = 0
+    for start in range(0, n_perm, chunk):
+        b = min(chunk, n_perm - start)
+        hits += count_extreme(stat([np.argsort(gen.random((b, pool.size)), axis=1) for pool in pools]))
+    return PermutationTest(t_obs, (1 + hits) / (1 + n_perm), False, n_perm, alternative)
+
+
+def _midranks(v: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of ``v`` ``(n,)``, ties sharing the mean of their ranks."""
+    _, inv, counts = np.unique(v, return_inverse=True, return_counts=True)
+    first = np.cumsum(counts) - counts  # 0-based rank of each distinct value's first copy
+    return (first + (counts + 1) / 2)[inv.reshape(-1)]
+
+
+def mann_whitney_exact(
+    x: np.ndarray, y: np.ndarray, *, alternative: str = "two-sided", max_exact: int = 200_000
+) -> float:
+    """Exact p-value of the Mann-Whitney U test (Wilcoxon rank-sum) for one task.
+
+    It is the exact permutation test of the difference in mean midranks, which
+    for fixed sizes is an increasing function of ``U`` (``U = R_x - n(n+1)/2``);
+    with ties it is the exact test conditional on the tie pattern. The two-sided
+    p-value counts relabelings with ``|U - nm/2| >= |U_obs - nm/2|``.
+
+    :param x: ``(n,)``. :param y: ``(m,)``.
+    :raises ValueError: ``C(n + m, n) > max_exact`` (use :func:`permutation_test`'s Monte Carlo).
+    """
+    a = np.asarray(x, dtype=float).reshape(-1)
+    b = np.asarray(y, dtype=float).reshape(-1)
+    if math.comb(a.size + b.size, a.size) > max_exact:
+        raise ValueError(f"C({a.size + b.size}, {a.size}) relabelings exceed max_exact={max_exact}")
+    r = _midranks(np.concatenate([a, b]))
+    return permutation_test([r[:a.size]], [r[a.size:]], aggregate_task_mean,
+                            alternative=alternative, max_exact=max_exact).p_value
 
 
 # --------------------------------------------------------------------------- #
@@ -413,9 +682,62 @@ def kaplan_meier_band(
     return frac, lo, hi
 
 
+def kaplan_meier_median(times: np.ndarray, solved: np.ndarray) -> float:
+    """Median time to threshold: where the Kaplan-Meier fraction solved ``F(t)`` reaches ½.
+
+    The smallest time ``t_k`` with ``F(t_k) >= 0.5``, except when ``F`` equals 0.5
+    exactly (within 1e-12) on a flat stretch ``[t_k, t_j)`` that ends at a later
+    solve ``t_j``: then the midpoint ``(t_k + t_j) / 2``, the usual rule for an
+    even number of values (times 1, 2, 3, 4 all solved → 2.5). This follows R's
+    ``survival`` package as ``print.survfit`` reports the median (``minmin`` in
+    ``survmean``, R/print.survfit.R). Where ``F`` reaches exactly 0.5 at the last
+    solve and never rises again (only censored runs, or nothing, after it), the
+    median is that solve's time ``t_k``, again as ``print.survfit``; R's
+    ``quantile.survfit`` would instead give ``(t_k + t_max) / 2`` with ``t_max``
+    the last censoring time, and lifelines' ``median_survival_time_`` never
+    takes a midpoint (it returns ``t_k``, 2 in the example above).
+
+    :param times: ``(n,)``: crossing time where solved, else the censoring time.
+    :param solved: ``(n,)`` bool.
+    :returns: the median, or ``nan`` when ``F`` never reaches ½ within the
+        observed times (lifelines returns ``inf`` there).
+    """
+    t, f = kaplan_meier(times, solved)
+    tol = 1e-12
+    reached = np.flatnonzero(f >= 0.5 - tol)
+    if reached.size == 0:
+        return float("nan")
+    k = reached[0]
+    later = np.flatnonzero(f > f[k] + tol)
+    if abs(f[k] - 0.5) <= tol and later.size:
+        return float((t[k] + t[later[0]]) / 2)
+    return float(t[k])
+
+
 # --------------------------------------------------------------------------- #
 # Small helpers
 # --------------------------------------------------------------------------- #
+def _normal_quantile_two_sided(level: float) -> float:
+    """``z`` with ``P(|Z| <= z) = level``, by bisection on erf so the module needs only NumPy and math."""
+    lo_z, hi_z = 0.0, 10.0
+    for _ in range(80):
+        mid = (lo_z + hi_z) / 2
+        if math.erf(mid / math.sqrt(2)) < level:
+            lo_z = mid
+        else:
+            hi_z = mid
+    return (lo_z + hi_z) / 2
+
+
+def _wilson(p: float, n: int, level: float) -> Interval:
+    """The Wilson score interval around a proportion ``p`` observed over ``n`` trials."""
+    z = _normal_quantile_two_sided(level)
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), level)
+
+
 def wilson_interval(successes: int, n: int, level: float = 0.95) -> Interval:
     """A success rate ``k / n`` with the Wilson score interval (Wilson 1927).
 
@@ -426,22 +748,31 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> Interval:
         raise ValueError(f"n must be positive, got {n}")
     if not 0 <= successes <= n:
         raise ValueError(f"successes must be in [0, {n}], got {successes}")
-    # Two-sided normal quantile, by bisection on erf so the module needs only NumPy and math.
-    from math import erf, sqrt
+    return _wilson(successes / n, n, level)
 
-    lo_z, hi_z = 0.0, 10.0
-    for _ in range(80):
-        mid = (lo_z + hi_z) / 2
-        if erf(mid / sqrt(2)) < level:
-            lo_z = mid
-        else:
-            hi_z = mid
-    z = (lo_z + hi_z) / 2
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), level)
+
+def wilson_pooled(successes_per_task: Sequence[int], runs_per_task: Sequence[int], level: float = 0.95) -> Interval:
+    """The success rate over envs, each env counting once, with a Wilson interval.
+
+    The point is the mean over tasks of ``k_i / n_i``. The interval is the
+    Wilson score interval for that proportion with ``n = sum(n_i)`` trials:
+    exact Wilson for one task, and for equal run counts (where the point is
+    the pooled ``sum(k_i) / sum(n_i)``); with uneven run counts it is an
+    approximation, as the variance of a mean of per-task fractions is
+    ``sum(p_i (1 - p_i) / n_i) / K²``, not ``p (1 - p) / sum(n_i)``.
+
+    :param successes_per_task: ``(K,)`` runs that succeeded on each task.
+    :param runs_per_task: ``(K,)`` runs on each task, each >= 1.
+    """
+    k = [int(v) for v in successes_per_task]
+    n = [int(v) for v in runs_per_task]
+    if len(k) != len(n) or not n:
+        raise ValueError(f"need one run count per task and at least one task, got {len(k)} and {len(n)}")
+    for j, (kj, nj) in enumerate(zip(k, n)):
+        if nj <= 0 or not 0 <= kj <= nj:
+            raise ValueError(f"task {j}: successes must be in [0, runs] with runs >= 1, got {kj} of {nj}")
+    point = float(np.mean([kj / nj for kj, nj in zip(k, n)]))
+    return _wilson(point, sum(n), level)
 
 
 def normalise(x: np.ndarray, low: float, high: float) -> np.ndarray:
