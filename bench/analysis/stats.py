@@ -495,9 +495,10 @@ def permutation_test(
       ``N = 20`` and a two-sided p is at least 2/20 = 0.1, so no difference can
       be declared at 0.05 however separated the runs are.
     - Otherwise Monte Carlo over ``n_perm`` random within-task relabelings, with
-      ``p = (1 + #) / (1 + n_perm)``, which keeps the test valid (never below the
-      exact p in expectation; Phipson & Smyth 2010, "Permutation p-values should
-      never be zero", Stat. Appl. Genet. Mol. Biol. 9(1)).
+      ``p = (1 + #) / (1 + n_perm)``: counting the observed labelling as one of
+      the draws keeps ``P(p <= α) <= α`` under H0, where ``# / n_perm`` would not
+      (Phipson & Smyth 2010, "Permutation p-values should never be zero",
+      Stat. Appl. Genet. Mol. Biol. 9(1)).
 
     Ties: ``T_perm`` counts as reaching ``T_obs`` within a tolerance of 1e-12
     relative to the larger of ``|T_obs|`` and the largest ``|score|``, so a
