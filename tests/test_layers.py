@@ -27,6 +27,7 @@ PARTS: list[tuple[str, str]] = [
     ("bench.__main__", "cli"),
     ("bench.analysis.stats", "pure"),
     ("bench.analysis.metrics", "pure"),
+    ("bench.analysis.anchors", "anchors"),
     ("bench.analysis", "analysis"),
     ("bench.run.record", "record"),
     ("bench.run.store", "store"),
@@ -44,13 +45,17 @@ PARTS: list[tuple[str, str]] = [
 # part → the parts it may import (besides itself). The DESIGN's layers, in one table.
 ALLOWED: dict[str, set[str]] = {
     "cli": {"root", "suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "run", "tune",
-            "sensitivity", "analysis", "pure"},
+            "sensitivity", "analysis", "anchors", "pure"},
     "run": {"suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "pure"},
-    "tune": {"suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "run", "sensitivity", "pure"},
-    # The sensitivity table reads studies: the tuner's constants and readable names, nothing that trains.
-    "sensitivity": {"tune", "suites", "store"},
+    # The tuner scores `auc` with the report's anchors (bench.analysis.anchors), so a trial's value is the report's score.
+    "tune": {"suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "run", "sensitivity", "anchors",
+             "pure"},
+    # The sensitivity table reads studies: the tuner's constants and readable names, stored anchors, nothing that trains.
+    "sensitivity": {"tune", "suites", "store", "anchors"},
     # Analysis reads the store and env traits; never the runner, the tuner's training side or an algorithm.
-    "analysis": {"store", "envs", "sensitivity", "pure"},
+    "analysis": {"store", "envs", "sensitivity", "anchors", "pure"},
+    # The random-policy anchors play an env with random actions: env traits and the evaluation loop only.
+    "anchors": {"envs"},
     "suites": {"envs", "hyperparams"},
     "baselines": {"envs", "hyperparams", "record"},
     # An algorithm sees an env id, typed parameters, a seed, a budget and a recorder: nothing of suites, stores or the CLI.

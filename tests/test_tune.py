@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +24,13 @@ import yaml
 from optuna.trial import TrialState
 from typer.testing import CliRunner
 
+from bench.analysis.metrics import normalised_auc
 from bench.cli import app
 from bench.suites.spaces import DEFAULT_SPACES, Dim, parse_dim, sample
-from bench.tune import Target, open_study, optimize, run_trial, sensitivity_table, target_from_flags
+from bench.tune import (
+    STUDY_ATTR, BadInput, Target, check_studies, make_storage, open_study, optimize, run_trial, sensitivity_table,
+    target_from_flags, with_anchor,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +69,13 @@ def test_small_study_completes_with_multi_seed_scores_and_checkpoints(small_stud
     trials = trials_of(url, "a2c-bench-CartPole-v1")
     assert len(trials) == 4 and len(finished(trials)) == 4
     assert "a2c-bench-CartPole-v1: 4 complete" in r.stdout
+    # The study keeps what its auc depends on: the objective's version and the stored random-policy anchor.
+    from bench.analysis.anchors import stored_anchors
+    from bench.run.store import Store
+
+    settings = optuna.load_study(study_name="a2c-bench-CartPole-v1", storage=url).user_attrs["bench"]
+    anchor = stored_anchors(Store(url), {"CartPole-v1": 475.0})["CartPole-v1"]
+    assert settings["objective_version"] == 2 and settings["random_return"] == anchor.random_return
     T, marks = 2048, [512, 1024, 1536, 2048]
     for t in trials:
         if t.state != TrialState.COMPLETE:
@@ -114,7 +126,12 @@ def test_exported_suite_runs_and_reproduces_the_tuned_objective(small_study, tmp
     assert r.exit_code == 0, r.output
     from bench.run.store import Store
 
-    fresh = Store(run_url).runs_frame(spec["name"])["auc"].to_numpy()
+    # The tuned auc is the report's normalised AUC: score the fresh runs' stored episodes the same way.
+    settings = study.user_attrs["bench"]
+    low, high, T = settings["random_return"], settings["threshold"], settings["timesteps"]
+    db = Store(run_url)
+    fresh = np.array([normalised_auc(ep["step"], ep["ret"], settings["window"], upto=T, low=low, high=high)
+                      for ep in map(db.episodes_of, db.runs_frame(spec["name"])["key"])])
     tuned = np.asarray(best.user_attrs["seed_scores"])
     assert fresh.size == 3 and np.isfinite(fresh).all()
     # Within the seed spread of the tuned objective: mean ± 2 sd of the tuning seeds.
@@ -123,7 +140,7 @@ def test_exported_suite_runs_and_reproduces_the_tuned_objective(small_study, tmp
     # On the tuning seeds, the suite's cells reproduce every tuning run exactly: the same
     # cell, through the same functions a `bench run` worker calls (run in-process here to
     # save a worker pool's start-up).
-    from bench.run.runner import record_cell, result_of
+    from bench.run.runner import record_cell
     from bench.suites.suite import load_suite
 
     spec2 = {**spec, "name": "tuned-on-tuning-seeds", "seeds": [0, 1, 2]}
@@ -132,7 +149,9 @@ def test_exported_suite_runs_and_reproduces_the_tuned_objective(small_study, tmp
     for cell in load_suite(tmp_path / "same.yaml").cells:
         rec, error = record_cell(cell)
         assert error is None
-        again.append(result_of(cell, rec, time.time()).summary["auc"])
+        a = rec.summary_inputs()
+        again.append(normalised_auc(a["steps"], a["returns"], cell.window, upto=cell.timesteps, low=low,
+                                    high=cell.threshold))
     np.testing.assert_allclose(again, tuned, rtol=1e-12)
 
 
@@ -231,7 +250,7 @@ def _lr_target(study: str, **pruner) -> Target:
 
 def test_pruner_stops_a_hopeless_trial_at_a_checkpoint(tmp_path):
     url = f"sqlite:///{tmp_path / 'bench.db'}"
-    target = _lr_target("prune")
+    target = with_anchor(_lr_target("prune"), url)
     from bench.tune import make_storage
 
     study = open_study(target, make_storage(url))
@@ -248,7 +267,7 @@ def test_diverged_run_prunes_and_an_exception_fails_with_its_message(monkeypatch
     import bench.run.runner
     from bench.run.record import Diverged
 
-    target = _lr_target("faults")
+    target = Target(**{**_lr_target("faults").__dict__, "random_return": 20.0})
     study = optuna.create_study(direction="maximize")
 
     def diverge(cell, recorder):
@@ -264,6 +283,90 @@ def test_diverged_run_prunes_and_an_exception_fails_with_its_message(monkeypatch
     assert diverged.state == TrialState.PRUNED and diverged.user_attrs["outcome"] == "diverged"
     assert "Diverged: non-finite loss/policy" in diverged.user_attrs["error"]
     assert crashed.state == TrialState.FAIL and crashed.user_attrs["error"] == "RuntimeError: boom in the env"
+
+
+# --------------------------------------------------------------------------- #
+# The auc objective is the report's normalised AUC
+# --------------------------------------------------------------------------- #
+#: Episodes (end step, return) a planted training run records, per seed.
+PLANTED = {0: [(25, 20.0), (50, 20.0), (75, 100.0), (100, 100.0)], 1: [(50, 180.0), (100, 180.0)]}
+
+
+def _planted_target() -> Target:
+    """100 env steps per seed, checkpoints at 25/50/75/100, window 1, random return 20, threshold 100."""
+    return Target(
+        study="planted", algo="a2c", impl="bench", label="a2c-bench", env_id="CartPole-v1", threshold=100.0,
+        window=1, timesteps=100, seeds=(0, 1), objective="auc", checkpoints=4,
+        space={"learning_rate": Dim("float", 1e-4, 1e-3, log=True)}, pruner={"type": "none"}, random_return=20.0,
+    )
+
+
+def test_auc_objective_and_its_checkpoints_are_the_reports_normalised_auc(monkeypatch):
+    import bench.run.runner
+
+    def planted(cell, rec):
+        for step, ret in PLANTED[cell.seed]:
+            rec.steps = step
+            rec.episode(ret, 10)
+            rec.after_update()
+
+    monkeypatch.setattr(bench.run.runner, "train_cell", planted)
+    study = optuna.create_study(direction="maximize")
+    study.optimize(lambda t: run_trial(t, _planted_target()), n_trials=1)
+    (trial,) = study.trials
+    # Seed 0 on the grid 1..100 (window 1): 20 = random (0) up to step 50, a straight line to
+    # 1 at step 75, 1 after: (0 × 50 + (1 + ... + 24) / 25 + 26 × 1) / 100 = (12 + 26) / 100.
+    # Seed 1 returns 180, above the threshold: capped at 1 from the first grid point on.
+    assert trial.user_attrs["seed_scores"] == pytest.approx([0.38, 1.0])
+    assert trial.value == pytest.approx(0.69)
+    # The very number the report gives each run (its episodes, its window, the budget, the anchors).
+    for seed, score in zip((0, 1), trial.user_attrs["seed_scores"]):
+        steps, returns = zip(*PLANTED[seed])
+        assert score == normalised_auc(steps, returns, 1, upto=100, low=20.0, high=100.0)
+    # Checkpoints score the curve so far over the checkpoint's steps. Seed 0 at 75 steps, grid
+    # 0.75 j: 0 up to j = 66 (49.5 steps), (0.75 j - 50) / 25 for j = 67..99 (sum 16.17), 1 at
+    # j = 100: 17.17 / 100. Seed 1's reports are the mean of seed 0's 0.38 and its own 1.
+    assert trial.intermediate_values == pytest.approx(
+        {25: 0.0, 50: 0.0, 75: 0.1717, 100: 0.38, 125: 0.69, 150: 0.69, 175: 0.69, 200: 0.69})
+
+
+def test_a_study_tuned_with_the_old_auc_is_refused_with_one_line(tmp_path):
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    t = target_from_flags("a2c", "bench", "CartPole-v1", timesteps=2048, seeds=3)
+    # What `bench tune` stored before objectives had versions (auc was the mean return per episode).
+    old = {k: v for k, v in t.identity().items() if k not in ("objective_version", "random_return")}
+    for name, objective in (("a2c-bench-CartPole-v1", "auc"), ("old-final", "final_return")):
+        study = optuna.create_study(storage=make_storage(url), study_name=name, direction="maximize")
+        study.set_user_attr(STUDY_ATTR, {**old, "objective": objective})
+    r = bench("tune", *TUNE_ARGS, "--trials", "1", "--storage", url)
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "'a2c-bench-CartPole-v1' was tuned with version 1 of the auc objective (the mean training return per episode)" in lines[0]
+    assert "--study NEW_NAME" in lines[0]
+    assert trials_of(url, "a2c-bench-CartPole-v1") == []  # nothing ran
+    # An objective whose definition did not change keeps its older studies.
+    check_studies([replace(t, objective="final_return", study="old-final")], url)
+
+
+def test_auc_needs_a_threshold_above_the_random_policy_return(tmp_path):
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    t = target_from_flags("a2c", "bench", "CartPole-v1", timesteps=2048, seeds=1)
+    low = with_anchor(t, url).random_return
+    assert 10 < low < 40  # a random CartPole policy lasts about 22 steps
+    from bench.analysis.anchors import stored_anchors
+    from bench.run.store import Store
+
+    assert stored_anchors(Store(url), {"CartPole-v1": t.threshold})["CartPole-v1"].random_return == low  # the report's
+    with pytest.raises(BadInput) as e:
+        with_anchor(replace(t, threshold=10.0), url)
+    assert "threshold of CartPole-v1 (10) is not above its random-policy return" in str(e.value)
+    assert "\n" not in str(e.value)
+    with pytest.raises(BadInput, match="CartPole-v1 has no threshold"):
+        with_anchor(replace(t, threshold=None), url)
+    # Objectives that are not normalised by it still tune; final_return keeps the anchor for the sensitivity scale.
+    assert with_anchor(replace(t, objective="final_return", threshold=10.0), url).random_return == low
+    assert with_anchor(replace(t, objective="steps_to_threshold"), url).random_return is None
 
 
 # --------------------------------------------------------------------------- #
@@ -376,3 +479,56 @@ def test_sensitivity_shows_a_too_large_learning_rate_as_lower_success(tmp_path):
     assert set(sane.importances) == {"learning_rate"} and sane.importances["learning_rate"] == pytest.approx(1.0)
     for row in (sane, huge):
         assert 0.0 <= row.score_iqr <= 1.0 and not math.isnan(row.score_iqr)
+
+
+def _planted_study(url: str, name: str, settings: dict, complete=(), pruned=(), failed: int = 0) -> None:
+    """A bench study with trials of known values: ``pruned`` is one intermediate-values dict per pruned trial."""
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import create_trial
+
+    study = optuna.create_study(storage=make_storage(url), study_name=name)
+    base = {"algo": "a2c", "impl": "bench", "env_id": "CartPole-v1", "threshold": 100.0, "timesteps": 1000,
+            "objective": "auc", "objective_version": 2, "random_return": 20.0}
+    study.set_user_attr(STUDY_ATTR, {**base, **settings})
+    dist = {"learning_rate": FloatDistribution(1e-5, 1.0, log=True)}
+    n = 0
+    for state, value, iv in ([(TrialState.COMPLETE, v, {}) for v in complete]
+                             + [(TrialState.PRUNED, None, iv) for iv in pruned] + [(TrialState.FAIL, None, {})] * failed):
+        n += 1
+        study.add_trial(create_trial(state=state, value=value, intermediate_values=iv, distributions=dist,
+                                     params={"learning_rate": 1e-3 * n},
+                                     user_attrs={"solved_fraction": 1.0 if state == TrialState.COMPLETE else 0.0}))
+
+
+def test_sensitivity_is_on_a_fixed_scale_per_study_and_counts_pruned_trials(tmp_path):
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    # auc: 4 complete trials, one pruned at -0.5 (its last report), one pruned before any report, one failed.
+    _planted_study(url, "A", {}, complete=[0.1, 0.2, 0.3, 0.4], pruned=[{250: 0.9, 500: -0.5}, {}], failed=1)
+    alone = sensitivity_table(url).set_index("study").loc["A"]
+    # Scores [-0.5, 0.1, 0.2, 0.3, 0.4]: quartiles (linear) 0.1 and 0.3. Without the pruned
+    # trial they would be 0.175 and 0.325 (IQR 0.15).
+    assert alone.score_iqr == pytest.approx(0.2)
+    assert (alone.n_trials, alone.n_complete, alone.n_pruned, alone.note) == (5, 4, 2, "")
+    assert alone.success_fraction == pytest.approx(4 / 6)  # complete and pruned trials; the failed one stays out
+
+    # More studies on the same env leave A's row as it was (no scale pooled over studies).
+    _planted_study(url, "B", {}, complete=[-3.0, 1.0])
+    _planted_study(url, "C", {"objective": "final_return", "random_return": None}, complete=[20, 60, 100, 100, 100])
+    _planted_study(url, "D", {"objective": "final_return", "random_return": None, "env_id": "Pendulum-v1",
+                              "threshold": -200.0}, complete=[-900.0, -150.0])
+    _planted_study(url, "E", {"objective": "steps_to_threshold"}, complete=[500, 1000, 2000])
+    _planted_study(url, "F", {"objective_version": 1}, complete=[30.0, 90.0])
+    from bench.run.store import Store
+
+    Store(url).put_anchor("CartPole-v1", 20.0, 100.0, 20, 0)  # what the tuner stores for C's env and threshold
+    import pandas as pd
+
+    df = sensitivity_table(url).set_index("study")
+    pd.testing.assert_series_equal(df.loc["A"], alone)
+    assert df.loc["B", "score_iqr"] == pytest.approx(2.0)  # quartiles -2 and 0 of [-3, 1]
+    # final_return on the anchor's scale, read from the store: [0, 0.5, 1, 1, 1] → quartiles 0.5 and 1.
+    assert df.loc["C", "score_iqr"] == pytest.approx(0.5)
+    assert math.isnan(df.loc["D", "score_iqr"]) and "no stored random-policy anchor for Pendulum-v1" in df.loc["D", "note"]
+    # steps_to_threshold over the budget: [0.5, 1, 2] (a censored seed is 2 budgets) → quartiles 0.75 and 1.5.
+    assert df.loc["E", "score_iqr"] == pytest.approx(0.75)
+    assert math.isnan(df.loc["F", "score_iqr"]) and "auc version 1" in df.loc["F", "note"]

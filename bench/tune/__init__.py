@@ -17,6 +17,7 @@ from bench.tune.study import (
     GRACE_S,
     HEARTBEAT_S,
     MAX_RETRY,
+    OBJECTIVE_VERSIONS,
     SQLITE_RAY,
     SQLITE_WORKERS,
     STUDY_ATTR,
@@ -34,11 +35,13 @@ from bench.tune.study import (
     target_from_flags,
     targets_from_suite,
     tune,
+    with_anchor,
 )
 
 __all__ = [
-    "CENSORED_PENALTY", "DIRECTIONS", "GRACE_S", "HEARTBEAT_S", "MAX_RETRY", "SQLITE_RAY", "SQLITE_WORKERS",
-    "STUDY_ATTR", "SENSITIVITY_COLUMNS", "BadInput", "CheckpointRecorder", "Target", "TuneOutcome",
+    "CENSORED_PENALTY", "DIRECTIONS", "GRACE_S", "HEARTBEAT_S", "MAX_RETRY", "OBJECTIVE_VERSIONS", "SQLITE_RAY",
+    "SQLITE_WORKERS", "STUDY_ATTR", "SENSITIVITY_COLUMNS", "BadInput", "CheckpointRecorder", "Target", "TuneOutcome",
     "check_studies", "export_suite", "is_sqlite", "iqr_normalised", "make_storage", "open_study", "optimize",
     "run_trial", "seed_score", "sensitivity_table", "target_from_flags", "targets_from_suite", "tune",
+    "with_anchor",
 ]

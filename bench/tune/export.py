@@ -42,6 +42,8 @@ def export_suite(targets: list[Target], url: str, path: Path, *, name: str | Non
             f"  {t.label} on {t.env_id}: study {t.study!r}, trial {best.number}, {t.objective} = {best.value:.6g} "
             f"(mean over tuning seeds {list(t.seeds)}; per seed {', '.join(f'{s:.6g}' for s in scores)})"
         )
+        if t.objective == "auc":
+            header.append("    auc: the report's normalised AUC over the budget (0 = random policy, 1 = threshold)")
         tuning_seeds |= set(t.seeds)
         envs.setdefault(t.env_id, {"id": t.env_id, "threshold": t.threshold, "timesteps": t.timesteps, "window": t.window})
         entry = algos.setdefault(t.label, {"algo": t.algo, "impl": t.impl, "label": t.label, "env_hyperparams": {}})

@@ -15,7 +15,15 @@ dispatches the same :class:`~bench.suites.suite.Cell`, and
 :func:`bench.analysis.metrics.summarize`. Its value is the mean over seeds of the
 per-seed objective:
 
-- ``auc``: the mean training return over the run (maximised);
+- ``auc``: the report's sample-efficiency score of the run,
+  :func:`bench.analysis.metrics.normalised_auc` over ``(0, budget]``: the
+  running mean of the last ``window`` returns, read on a fixed grid of env
+  steps, mapped so that the env's random-policy return is 0 and its threshold 1,
+  capped at 1, and averaged (maximised). The random-policy return is the report's
+  anchor (:func:`bench.analysis.anchors.ensure_anchors`), resolved once per target
+  from the study's store before any trial runs (:func:`with_anchor`) and kept in
+  the study's settings, so every worker scores with the same value and a trial's
+  value is the very number the report gives that run;
 - ``final_return``: the mean return of the last ``window`` episodes (maximised);
 - ``steps_to_threshold``: env steps until the trailing mean reaches the
   threshold (minimised). A censored seed, one that never reaches it, counts as
@@ -23,13 +31,21 @@ per-seed objective:
   twice the time limit), so a seed that never solves ranks below one that solves
   on the last step, and censored runs are never dropped.
 
+Until version 2 (:data:`OBJECTIVE_VERSIONS`), ``auc`` was the mean training
+return per episode, which weights a run's many short early episodes over its
+few long late ones and is on the env's raw scale. A study tuned under an older
+version of its objective is refused, since its values are not comparable.
+
 Pruning: intermediate values at fixed budget fractions
 ------------------------------------------------------
 Seeds train one after another, and each seed reports at ``checkpoints`` equal
 fractions of its budget (default 4: 25 %, 50 %, 75 %, 100 %). The report's
 *step* is the env steps the trial has consumed, ``i × budget + k × budget /
 checkpoints`` for seed ``i``, and its *value* is the mean of the finished seeds'
-objectives and the objective of the current seed's curve so far. Every trial of
+objectives and the objective of the current seed's curve so far (for ``auc``,
+``normalised_auc`` with ``upto`` = the checkpoint's ``k × budget / checkpoints``
+steps, so at one checkpoint every trial's value covers the same steps; at the
+last checkpoint it is the seed's objective). Every trial of
 a study follows this same schedule with the same seeds in the same order, so
 the pruner (Optuna's ``MedianPruner`` by default) always compares values that
 mean the same thing at the same step. Reports come from the recorder's
@@ -48,8 +64,9 @@ default, PostgreSQL for several processes or hosts), in Optuna's tables beside
 bench's. Running a target again loads its study and adds trials:
 ``--trials`` is the number of *finished* (complete or pruned) trials wanted in
 total, so asking for 6 after 4 runs 2 more. A study remembers its settings
-(objective, budget, seeds, space, ...); adding trials with different ones is
-refused, since their scores would not be comparable.
+(objective and its version, budget, seeds, space, threshold, window, the
+random-policy return ``auc`` is normalised with, ...); adding trials with
+different ones is refused, since their scores would not be comparable.
 
 Each trial runs with Optuna's heartbeat (``RDBStorage(heartbeat_interval=...)``).
 A worker killed with SIGKILL leaves its trial RUNNING with a heartbeat that
@@ -88,6 +105,17 @@ from bench.suites.suite import AVAILABLE, Cell, cell_key
 
 #: Optimisation direction of each objective.
 DIRECTIONS = {"auc": "maximize", "final_return": "maximize", "steps_to_threshold": "minimize"}
+#: Version of each objective's definition, kept in a study's settings: a study scored
+#: under another version is refused. Studies from before versions were kept count as 1.
+OBJECTIVE_VERSIONS = {"auc": 2, "final_return": 1, "steps_to_threshold": 1}
+#: What each version of an objective meant, for the refusal message.
+OBJECTIVE_MEANINGS = {
+    ("auc", 1): "the mean training return per episode",
+    ("auc", 2): "the report's per-step AUC, normalised from the random-policy return (0) to the threshold (1)",
+}
+#: Objectives whose target resolves the env's random-policy anchor before tuning: ``auc``
+#: is scored with it, and ``final_return`` is put on its scale by the sensitivity table.
+ANCHORED = ("auc", "final_return")
 #: A censored seed's steps_to_threshold, in budgets (PAR-2).
 CENSORED_PENALTY = 2.0
 #: Seconds between a running trial's heartbeats, and before a silent one counts as dead.
@@ -136,19 +164,28 @@ class Target:
     pruner: dict[str, Any] = field(default_factory=dict)
     sampler_seed: int = 0
     suite: str | None = None
+    #: The env's random-policy return (the report's anchor at ``threshold``); set by
+    #: :func:`with_anchor` before trials run, ``None`` until then.
+    random_return: float | None = None
 
     @property
     def direction(self) -> str:
         return DIRECTIONS[self.objective]
 
     def identity(self) -> dict[str, Any]:
-        """What a study's trials were scored under; adding trials requires the same."""
+        """What a study's trials were scored under; adding trials requires the same.
+
+        ``random_return`` is part of it only for ``auc``, the one objective it changes.
+        """
         ident = {
             "algo": self.algo, "impl": self.impl, "env_id": self.env_id, "fixed": self.fixed,
             "threshold": self.threshold, "window": self.window, "timesteps": self.timesteps,
-            "seeds": list(self.seeds), "objective": self.objective, "checkpoints": self.checkpoints,
+            "seeds": list(self.seeds), "objective": self.objective,
+            "objective_version": OBJECTIVE_VERSIONS[self.objective], "checkpoints": self.checkpoints,
             "space": {k: d.describe() for k, d in self.space.items()},
         }
+        if self.objective == "auc":
+            ident["random_return"] = self.random_return
         return json.loads(json.dumps(ident))
 
     def cell(self, hyperparams: dict[str, Any], seed: int) -> Cell:
@@ -264,17 +301,74 @@ def targets_from_suite(
 
 
 # --------------------------------------------------------------------------- #
+# The random-policy anchor
+# --------------------------------------------------------------------------- #
+def with_anchor(target: Target, url: str, log: Callable[[str], None] | None = None) -> Target:
+    """``target`` with its env's random-policy return, the low anchor of the report's scores.
+
+    Read from the store at ``url``, where the report keeps it; computed (a few
+    seconds of random play) and stored the first time an env and threshold need it
+    (:func:`bench.analysis.anchors.ensure_anchors`). A target whose objective does
+    not use the anchor, or that has it already, is returned as it is.
+    """
+    if target.objective not in ANCHORED or target.random_return is not None:
+        return target
+    if target.threshold is None:
+        if target.objective == "auc":
+            raise BadInput(f"--objective auc: {target.env_id} has no threshold, and the normalised AUC runs from the "
+                           "random-policy return to the threshold; set envs[i].threshold or use --objective final_return")
+        return target
+    from dataclasses import replace
+
+    from bench.analysis.anchors import ensure_anchors
+    from bench.run.store import Store
+
+    db = Store(url)
+    try:
+        anchor = ensure_anchors(db, {target.env_id: float(target.threshold)}, log=log)[target.env_id]
+    finally:
+        db.dispose()
+    if target.objective == "auc" and not target.threshold > anchor.random_return:
+        raise BadInput(
+            f"--objective auc: the threshold of {target.env_id} ({target.threshold:g}) is not above its random-policy "
+            f"return ({anchor.random_return:.6g}), so the normalised AUC has no scale; set a higher envs[i].threshold "
+            "or use --objective final_return"
+        )
+    return replace(target, random_return=float(anchor.random_return))
+
+
+# --------------------------------------------------------------------------- #
 # Scores (pure)
 # --------------------------------------------------------------------------- #
-def seed_score(summary: dict[str, Any], objective: str, timesteps: int) -> float | None:
-    """One run's objective from its summary (``bench.run.runner.result_of``); ``None`` if it has no episode."""
-    if objective == "steps_to_threshold":
-        if summary.get("episodes", 1) == 0:
-            return None
-        stt = summary.get("steps_to_threshold")
-        return float(stt) if stt is not None else CENSORED_PENALTY * timesteps
-    v = summary.get(objective)
-    return None if v is None else float(v)
+def seed_score(steps: np.ndarray, returns: np.ndarray, target: Target, *, upto: int | None = None) -> float | None:
+    """One seed's objective from its finished episodes; ``None`` if it has none.
+
+    :param steps, returns: shape ``(n_episodes,)``: the global env step at which each
+        episode ended, and its return (``Recorder.summary_inputs()``).
+    :param upto: the env steps the curve is scored over, for ``auc``: the budget
+        for a finished seed, a checkpoint's steps for an intermediate value
+        (default: the budget).
+
+    ``auc`` is :func:`~bench.analysis.metrics.normalised_auc` on ``(0, upto]``
+    (``target.random_return`` must be set, see :func:`with_anchor`); the others come
+    from :func:`~bench.analysis.metrics.summarize`, the summary ``bench run`` stores,
+    with a censored ``steps_to_threshold`` counted as :data:`CENSORED_PENALTY` × budget.
+    """
+    from bench.analysis.metrics import normalised_auc, summarize
+
+    steps = np.asarray(steps)
+    returns = np.asarray(returns, dtype=float)
+    if returns.size == 0:
+        return None
+    if target.objective == "auc":
+        if target.random_return is None:
+            raise ValueError(f"target {target.study!r}: auc needs the random-policy return; resolve it with with_anchor()")
+        return normalised_auc(steps, returns, target.window, upto=target.timesteps if upto is None else upto,
+                              low=target.random_return, high=target.threshold)
+    s = summarize(steps, np.zeros(returns.shape), returns, threshold=target.threshold, window=target.window)
+    if target.objective == "steps_to_threshold":
+        return float(s.steps_to_threshold) if s.steps_to_threshold is not None else CENSORED_PENALTY * target.timesteps
+    return float(s.final_return)
 
 
 # --------------------------------------------------------------------------- #
@@ -331,6 +425,8 @@ def run_trial(trial: Any, target: Target) -> float:
     from bench.run.runner import result_of, train_cell
     from bench.run.store import this_owner
 
+    if target.objective == "auc" and target.random_return is None:
+        raise ValueError(f"target {target.study!r}: auc needs the random-policy return; resolve it with with_anchor()")
     pin_one_thread()
     trial.set_user_attr("worker", this_owner())
     base = resolve(target.algo, target.env_id, target.fixed).model_dump(mode="json")
@@ -360,7 +456,10 @@ def run_trial(trial: Any, target: Target) -> float:
         cell = target.cell(resolved, seed)
 
         def on_mark(k: int, rec: CheckpointRecorder, i: int = i) -> None:
-            partial = seed_score(_partial_summary(rec, target), target.objective, T)
+            a = rec.summary_inputs()
+            # Over the checkpoint's steps, not rec.steps (which overshoots by part of a
+            # rollout that differs between trials), so values at one step are comparable.
+            partial = seed_score(a["steps"], a["returns"], target, upto=marks[k])
             if partial is None or not math.isfinite(partial):
                 return
             trial.report(float(np.mean(scores + [partial])), step=i * T + marks[k])
@@ -385,7 +484,8 @@ def run_trial(trial: Any, target: Target) -> float:
             finish("failed")
             raise
         summary = result_of(cell, rec, started).summary
-        score = seed_score(summary, target.objective, T)
+        a = rec.summary_inputs()
+        score = seed_score(a["steps"], a["returns"], target, upto=T)
         if score is None:
             trial.set_user_attr("error", f"seed {seed}: no episode finished within {T:,} steps; nothing to score")
             finish("failed")
@@ -448,8 +548,21 @@ def _check_existing(target: Target, existing: Any) -> None:
     had = existing.user_attrs.get(STUDY_ATTR)
     if had is None:
         raise BadInput(f"--study: {target.study!r} exists in the store but was not made by `bench tune`; choose another name")
+    had = {"objective_version": 1, **had}  # studies from before versions were kept
     now = target.identity()
-    diff = [k for k in now if had.get(k) != now[k]]
+    was, version = had["objective_version"], now["objective_version"]
+    if had.get("objective") == target.objective and was != version:
+        meaning = OBJECTIVE_MEANINGS.get((target.objective, was))
+        raise BadInput(
+            f"--study: {target.study!r} was tuned with version {was} of the {target.objective} objective"
+            + (f" ({meaning})" if meaning else "")
+            + f"; it is now version {version} ({OBJECTIVE_MEANINGS.get((target.objective, version), 'changed')}), "
+            "so the old trials' values are not comparable: pass --study NEW_NAME for a new study"
+        )
+    # Before the anchor is resolved (the read-only check before anything runs) there is
+    # nothing to compare it with; open_study checks it once it is.
+    skip = {"random_return"} if target.random_return is None else set()
+    diff = [k for k in now if k not in skip and had.get(k) != now[k]]
     if diff:
         shown = "; ".join(f"{k} {json.dumps(had.get(k))[:60]} (now {json.dumps(now[k])[:60]})" for k in diff)
         raise BadInput(
@@ -485,6 +598,9 @@ def open_study(target: Target, storage: Any, *, worker: int = 0) -> Any:
     """Create the target's study or load it to add trials; refuses one tuned under other settings."""
     import optuna
 
+    if target.objective == "auc" and target.random_return is None:
+        raise ValueError(f"target {target.study!r}: auc needs the random-policy return; resolve it with with_anchor()")
+
     n_before = 0
     try:
         existing = optuna.load_study(study_name=target.study, storage=storage)
@@ -505,7 +621,9 @@ def open_study(target: Target, storage: Any, *, worker: int = 0) -> Any:
     if existing is None:
         study.set_user_attr(
             STUDY_ATTR,
-            {**target.identity(), "label": target.label, "suite": target.suite,
+            # random_return for every objective that has one: the sensitivity table puts
+            # final_return on the (random return, threshold) scale with it.
+            {**target.identity(), "label": target.label, "suite": target.suite, "random_return": target.random_return,
              "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
         )
     return study
@@ -537,6 +655,7 @@ def optimize(
     # trials itself (the error is the trial's `error` user attribute).
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     storage = make_storage(url, heartbeat_s=heartbeat_s, grace_s=grace_s)
+    target = with_anchor(target, url)  # no-op when tune() resolved it already
     study = open_study(target, storage, worker=worker)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -645,6 +764,7 @@ def tune(
     on_start: Callable[[int], None] | None = None,
     executor: str = "local",
     address: str | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> TuneOutcome:
     """Tune one target with ``workers`` processes (1: in this process). See the module doc.
 
@@ -652,7 +772,11 @@ def tune(
     ``address``, or a local Ray instance), which needs a PostgreSQL storage.
 
     ``on_start(n)`` is told how many trials the study had finished already;
-    ``on_trial(frozen_trial)`` sees each trial that finishes from then on.
+    ``on_trial(frozen_trial)`` sees each trial that finishes from then on;
+    ``log(line)`` is told when the env's random-policy anchor is computed.
+
+    The anchor is resolved here, once, before any worker starts, and the workers
+    get the resolved target, so none recomputes it.
     """
     import optuna
 
@@ -662,6 +786,7 @@ def tune(
         raise BadInput(SQLITE_RAY if executor == "ray" else SQLITE_WORKERS.format(workers=workers))
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = make_storage(url, heartbeat_s=heartbeat_s, grace_s=grace_s)
+    target = with_anchor(target, url, log=log)
     study = open_study(target, storage)  # created (and checked) once, before any worker starts
     before = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
     if on_start is not None:
