@@ -17,6 +17,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from bench.run.store import DEFAULT_URL
 
@@ -576,7 +577,9 @@ def recommend(
     action: Optional[str] = typer.Option(None, "--action", help="discrete | continuous (default: both)."),
     obs: Optional[str] = typer.Option(None, "--obs", help="vector | pixels (default: both)."),
     reward: Optional[str] = typer.Option(None, "--reward", help="dense | sparse (default: both)."),
-    priority: Optional[str] = typer.Option(None, "--priority", help="samples | wall-clock (default: both)."),
+    priority: Optional[str] = typer.Option(None, "--priority", help="samples | time (default: both; wall-clock = time)."),
+    fmt: str = typer.Option("table", "--format", help="table | markdown | json | csv."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Scores, runner-up, track record and envs too."),
     store: str = StoreOpt,
 ) -> None:
     """Which algorithm for my problem? The matching rows of the recommendation table, with their evidence."""
@@ -585,26 +588,89 @@ def recommend(
     action = _choice("--action", action, ACTIONS)
     obs = _choice("--obs", obs, OBS)
     reward = _choice("--reward", reward, REWARDS)
-    priority = _choice("--priority", priority, PRIORITIES)
+    priority = _choice("--priority", "time" if priority == "wall-clock" else priority, PRIORITIES)
+    fmt = _choice("--format", fmt, ("table", "markdown", "json", "csv"))
     url, where = _results_store(store)
-    err.print(where)
+    err.print(where, markup=False)
 
-    from bench import analysis
+    from bench.analysis import scoring
 
-    scored = analysis.score(analysis.load(url, log=lambda s: err.print(s)))
-    rows = analysis.recommend(scored, action=action, obs=obs, reward=reward, priority=priority)
-    t = Table(title="bench recommend: best on the priority's criterion; a winner only where the 95% intervals separate it")
-    for col in ("action", "obs", "reward", "priority", "recommendation", "runner-up", "score [95% CI]",
-                "P(rec > runner-up) [95% CI]", "evidence"):
-        t.add_column(col, overflow="fold")
-    for r in rows:
-        rec = f"[bold]{r.best}[/]" if r.verdict == "recommended" else r.message
-        scores = "\n".join(f"{lb}: {s}" for lb, s in ((r.best, r.best_score), (r.runner_up, r.runner_up_score)) if s)
-        t.add_row(r.action, r.obs, r.reward, r.priority, rec, r.runner_up or "—", scores,
-                  str(r.p_improvement) if r.p_improvement else "—", r.evidence)
-    out.print(t)
-    out.print("Scores: IQM over runs of the normalised area under the learning curve (0 = random policy, 1 = threshold), "
-              "against env steps (samples) or wall-clock seconds (wall-clock).")
+    scored = scoring.score(scoring.load(url, log=lambda s: err.print(s, markup=False)))
+    rows = scoring.recommendation_rows(
+        scoring.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))
+    if fmt == "json":
+        print(json.dumps(rows, indent=2, default=str))
+        return
+    if fmt == "csv":
+        import pandas as pd
+
+        flat = [{**r, "envs": ";".join(r["envs"]), "runs": ";".join(f"{k}={v}" for k, v in r["runs"].items())} for r in rows]
+        print(pd.DataFrame(flat).to_csv(index=False), end="")
+        return
+    import textwrap
+
+    shown = rows if verbose else [r for r in rows if r["envs"]]
+    cols = _recommend_columns(verbose)
+    cells = [[_recommend_cell(r, c) for c in cols] for r in shown]
+    if fmt == "markdown":
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "|".join("---" for _ in cols) + "|")
+        for line in cells:
+            print("| " + " | ".join(x.replace("|", "\\|").replace("\n", "<br>") for x in line) + " |")
+    elif verbose:  # one block per row: details do not fit a table in 100 columns
+        for r in shown:
+            print(f"{_recommend_cell(r, 'problem')}, priority {r['priority']}: {r['answer']}")
+            for c in ("implementations", "p", "evidence", "score", "runner-up", "track record", "envs", "note"):
+                print(textwrap.fill(_recommend_cell(r, c), width=100, initial_indent=f"  {c + ':':<17}",
+                                    subsequent_indent=" " * 19))
+    else:
+        from rich import box
+
+        t = Table(title="bench recommend", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        for c in cols:
+            t.add_column(c, overflow="fold")
+        for line in cells:
+            t.add_row(*(Text(x) for x in line))  # user strings stay literal text, never markup
+        out.print(t)
+    if len(shown) < len(rows):
+        empty = sorted({f"{r['action']} {r['obs']} {r['reward']}" for r in rows if not r["envs"]})
+        print(textwrap.fill(f"insufficient evidence (no measured env): {'; '.join(empty)}", width=100))
+    for h in sorted({r["hardware"] for r in rows if r["hardware"]}):
+        print(textwrap.fill(f"time: {h}", width=100))
+    print(textwrap.fill(
+        f"A winner needs a permutation test at p < {scoring.ALPHA:g} and ≥ {scoring.MIN_SEEDS} runs per env on "
+        f"≥ {scoring.MIN_ENVS} envs; otherwise 'leaning' or a tie (≈). Scores: normalised area under the learning "
+        "curve (0 = random policy, 1 = threshold) vs env steps (samples) or training CPU seconds (time)."
+        + ("" if verbose else " Details: --verbose."), width=100))
+
+
+def _recommend_columns(verbose: bool) -> list[str]:
+    base = ["problem", "priority", "answer", "implementations", "p", "evidence"]
+    return base + ["score", "runner-up", "track record", "envs", "note"] if verbose else base
+
+
+def _recommend_cell(r: dict, col: str) -> str:
+    if col == "problem":
+        return f"{r['action']} {r['obs']} {r['reward']}"
+    if col == "p":
+        return "—" if r["p_value"] is None else f"{r['p_value']:.2g}"
+    if col == "implementations":
+        return r["impl"] or "—"
+    if col == "evidence":
+        if not r["envs"]:
+            return "no env"
+        n = len(r["envs"])
+        pair = [r["runs"][x] for x in (r["algorithm"], r["runner_up"]) if x in r["runs"]]
+        return f"{n} env{'s' if n > 1 else ''}, {' v '.join(pair)} runs"
+    if col == "runner-up":
+        return f"{r['runner_up']}: {r['runner_up_score']}" if r["runner_up"] else "—"
+    if col == "track record":
+        return r["track_record"] or "—"
+    if col == "envs":
+        return ", ".join(r["envs"]) or "—"
+    if col == "note":
+        return "; ".join(x for x in (r["message"], r["implementation"]) if x)
+    return str(r.get(col) or "—")
 
 
 @app.command()

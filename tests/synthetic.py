@@ -22,12 +22,13 @@ from bench.suites.suite import Cell, cell_key
 #: Random-policy returns used as planted anchors (so tests never simulate an env for them).
 RANDOM = {"CartPole-v1": 20.0, "MountainCar-v0": -200.0, "Pendulum-v1": -1200.0, "LunarLander-v3": -180.0,
           "LunarLanderContinuous-v3": -180.0, "HalfCheetah-v5": -280.0, "Hopper-v5": 18.0, "Humanoid-v5": 120.0,
-          "ALE/Breakout-v5": 1.7, "ALE/Pong-v5": -20.7}
+          "ALE/Breakout-v5": 1.7, "ALE/Pong-v5": -20.7, "Acrobot-v1": -500.0}
 
 
 @dataclass(frozen=True)
 class Planted:
-    """How one algorithm label behaves: final level (1 = threshold), learning speed, seconds per step, noise."""
+    """How one algorithm label behaves: final level (1 = threshold; per env in ``env_skill``), learning speed,
+    seconds per step, noise, and wall seconds per CPU second (above 1: the run shared its core)."""
 
     label: str
     algo: str
@@ -36,11 +37,13 @@ class Planted:
     tau: float = 0.25  # fraction of the budget at which 63% of the skill is reached
     sec_per_kstep: float = 0.5
     noise: float = 0.05  # per-run skill noise (fraction of the threshold gap)
+    env_skill: tuple[tuple[str, float], ...] = ()  # (env id, skill) pairs that override ``skill`` on those envs
+    wall_per_cpu: float = 1.0
 
 
 def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, timesteps: int = 20_000,
                 episodes: int = 120, suite: str = "synthetic", diag_every: int = 8, anchors: bool = True,
-                meta_extra: dict | None = None) -> Store:
+                meta_extra: dict | None = None, time_scale_us: float = 1000.0) -> Store:
     """Write ``len(envs) × len(algos) × seeds`` done runs; returns the store."""
     db = Store(url)
     env_meta = {}
@@ -48,7 +51,7 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
     for e in envs:
         s = get_spec(e)
         env_meta[e] = dict(threshold=s.threshold, threshold_source=s.threshold_source, action=s.action, obs=s.obs,
-                           reward=s.reward, family=s.family)
+                           reward=s.reward, family=s.family, time_scale_us=time_scale_us)
         for a in algos:
             for seed in range(seeds):
                 c = Cell(suite=suite, env_id=e, algo=a.algo, impl=a.impl, label=a.label, seed=seed, timesteps=timesteps,
@@ -59,12 +62,13 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
         thr = env_meta[c.env_id]["threshold"]
         lo = RANDOM.get(c.env_id, 0.0)
         rng = np.random.default_rng(zlib.crc32(f"{c.env_id}|{a.label}|{c.seed}".encode()))
-        skill = a.skill + a.noise * rng.standard_normal()
+        skill = dict(a.env_skill).get(c.env_id, a.skill) + a.noise * rng.standard_normal()
         steps = np.sort(rng.integers(1, timesteps + 1, episodes))
         steps[-1] = timesteps
         curve = lo + (thr - lo) * skill * (1 - np.exp(-steps / (a.tau * timesteps)))
         ret = curve + 0.05 * abs(thr - lo) * rng.standard_normal(episodes)
-        wall = steps * a.sec_per_kstep / 1000.0
+        cpu = steps * a.sec_per_kstep / 1000.0
+        wall = cpu * a.wall_per_cpu
         sm = summarize(steps, wall, ret, threshold=thr, window=c.window)
         upd = steps[::diag_every]
         diag = [(int(s), "policy/entropy", float(1.0 - s / timesteps)) for s in upd]
@@ -75,10 +79,10 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
         attempt = db.claim(c.key, "synthetic:1:1")
         assert attempt is not None
         db.finish(c.key, attempt, "done", RunResult(
-            summary=dict(total_steps=timesteps, episodes=sm.episodes, wall_s=float(wall[-1]), cpu_s=float(wall[-1]),
+            summary=dict(total_steps=timesteps, episodes=sm.episodes, wall_s=float(wall[-1]), cpu_s=float(cpu[-1]),
                          steps_to_threshold=sm.steps_to_threshold, seconds_to_threshold=sm.seconds_to_threshold,
                          final_return=sm.final_return, auc=sm.auc),
-            episodes={"step": steps, "wall_s": wall, "ret": ret, "length": np.full(episodes, 10)},
+            episodes={"step": steps, "wall_s": wall, "cpu_s": cpu, "ret": ret, "length": np.full(episodes, 10)},
             diagnostics=diag, evaluations=[], meta=meta))
     if anchors:
         for e in envs:

@@ -314,4 +314,4 @@ def test_packages_reexport_what_the_old_modules_offered():
 
     assert callable(envs.get_spec) and callable(envs.make_vec_env) and "CartPole-v1" in envs.REGISTRY
     assert callable(tune.sensitivity_table) and callable(tune.tune) and callable(tune.export_suite)
-    assert callable(analysis.load) and callable(analysis.recommend) and analysis.PRIORITIES == ("samples", "wall-clock")
+    assert callable(analysis.load) and callable(analysis.recommend) and analysis.PRIORITIES == ("samples", "time")

@@ -19,8 +19,8 @@ from bench.run.store import Store
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402
 
-ENVS = ["CartPole-v1", "MountainCar-v0", "Pendulum-v1"]  # discrete·dense, discrete·sparse, continuous·dense
-WINNER = Planted("winner-bench", "ppo", "bench", skill=1.2, tau=0.1)
+ENVS = ["CartPole-v1", "LunarLander-v3", "MountainCar-v0", "Pendulum-v1"]  # discrete·dense ×2, discrete·sparse, continuous·dense
+WINNER = Planted("winner-bench", "trpo", "bench", skill=1.2, tau=0.1)
 OTHERS = [Planted("ppo-sb3", "ppo", "sb3", skill=0.6, tau=0.3), Planted("a2c-bench", "a2c", "bench", skill=0.4, tau=0.4)]
 TWINS = [Planted("twin-a", "a2c", "bench", skill=0.5, tau=0.3, noise=0.15),
          Planted("twin-b", "trpo", "sb3", skill=0.5, tau=0.3, noise=0.15)]
@@ -52,33 +52,34 @@ def scored(url):
 # Recommendations
 # --------------------------------------------------------------------------- #
 def test_recommend_names_a_planted_clear_winner(planted):
-    for priority in ("samples", "wall-clock"):
+    for priority in ("samples", "time"):
         (rec,) = analysis.recommend(scored(planted), action="discrete", obs="vector", reward="dense", priority=priority)
         assert rec.verdict == "recommended", rec.message
-        assert rec.best == "winner-bench" and rec.runner_up == "ppo-sb3"
-        assert rec.p_improvement.lo > 0.5 and not rec.best_score.overlaps(rec.runner_up_score)
-        assert rec.envs == ["CartPole-v1"] and rec.runs == {"a2c-bench": 8, "ppo-sb3": 8, "winner-bench": 8}
+        assert rec.algorithm == "trpo" and rec.runner_up == "ppo" and rec.p_value < analysis.ALPHA
+        assert rec.implementation == "only winner-bench ran every env"
+        assert rec.envs == ["CartPole-v1", "LunarLander-v3"] and rec.runs == {"a2c": "8", "ppo": "8", "trpo": "8"}
+        assert rec.loo == (2, 2)  # the rule from one env names trpo on the other, where it is best
 
 
 def test_recommend_cli_prints_the_winner_and_its_evidence(planted, tmp_path):
     p = bench("recommend", "--action", "continuous", "--obs", "vector", "--reward", "dense", "--priority", "samples",
               "--store", planted, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert "winner-bench" in p.stdout and "tie" not in p.stdout
-    assert "Pendulum-v1" in p.stdout and "winner-bench 8" in p.stdout  # evidence: env and run counts
+    row = next(x for x in p.stdout.splitlines() if "continuous vector dense" in x)
+    assert "leaning trpo" in row and "≈" not in row  # one env: ahead, but no winner
+    assert "1 env, 8 v 8 runs" in row  # evidence: envs and run counts
 
 
 def test_recommend_says_tie_for_indistinguishable_algorithms(twins, tmp_path):
     recs = analysis.recommend(scored(twins), action="discrete", obs="vector")
     measured = [r for r in recs if r.envs]
-    assert len(measured) == 4  # dense and sparse × two priorities
+    assert len(measured) == 2  # the dense profile × two priorities
     for r in measured:
         assert r.verdict == "tie", r.message
-        assert {r.best, r.runner_up} == {"twin-a", "twin-b"}
-        assert r.p_improvement.lo <= 0.5 <= r.p_improvement.hi
-    p = bench("recommend", "--action", "discrete", "--reward", "sparse", "--obs", "vector", "--store", twins, cwd=tmp_path)
+        assert {r.algorithm, r.runner_up} == {"a2c", "trpo"} and r.p_value >= analysis.ALPHA
+    p = bench("recommend", "--action", "discrete", "--obs", "vector", "--store", twins, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.count("tie: twin-") == 2 and "insufficient evidence" in p.stdout
+    assert p.stdout.count("a2c ≈ trpo") + p.stdout.count("trpo ≈ a2c") == 2 and "insufficient evidence" in p.stdout
 
 
 def test_recommend_without_a_covering_env_says_so(planted):
@@ -97,7 +98,7 @@ def test_decision_matrix_marks_the_winner_and_overlaps_as_ties(planted, twins):
     sens = dm[dm["criterion"] == analysis.SENSITIVITY]
     assert (sens["note"] == "no tuning data").all()
     twin = analysis.decision_matrix(scored(twins), n_boot=500)
-    fp = twin[(twin["category"] == "all environments") & (twin["criterion"] == "final performance")]
+    fp = twin[(twin["category"] == "discrete · vector · dense") & (twin["criterion"] == "final performance")]
     assert set(fp["mark"]) == {"tie"}
 
 
@@ -105,9 +106,9 @@ def test_decision_matrix_takes_sensitivity_from_the_tuner_s_table(planted):
     import pandas as pd
 
     sens = pd.DataFrame([
-        dict(algo="ppo", impl="bench", env_id="CartPole-v1", study="s1", n_trials=10, n_complete=8, score_iqr=0.3,
+        dict(algo="trpo", impl="bench", env_id="CartPole-v1", study="s1", n_trials=10, n_complete=8, score_iqr=0.3,
              success_fraction=0.5, importances={"learning_rate": 0.7, "n_steps": 0.3}),
-        dict(algo="ppo", impl="bench", env_id="Pendulum-v1", study="s2", n_trials=10, n_complete=6, score_iqr=0.1,
+        dict(algo="trpo", impl="bench", env_id="Pendulum-v1", study="s2", n_trials=10, n_complete=6, score_iqr=0.1,
              success_fraction=0.25, importances={"learning_rate": 0.4, "n_steps": 0.6}),
     ])
     dm = analysis.decision_matrix(scored(planted), sens, n_boot=200)
@@ -116,7 +117,7 @@ def test_decision_matrix_takes_sensitivity_from_the_tuner_s_table(planted):
     assert cp["point"] == pytest.approx(0.3) and cp["n_runs"] == 8 and "learning_rate (0.70)" in cp["note"]
     both = s.loc[("all environments", "winner-bench")]
     assert both["point"] == pytest.approx(0.2) and both["n_envs"] == 2 and "38% of trials" in both["note"]
-    assert s.loc[("all environments", "ppo-sb3"), "note"] == "no tuning data"  # same algo, other impl
+    assert s.loc[("all environments", "ppo-sb3"), "note"] == "no tuning data"  # another label's studies only
 
 
 # --------------------------------------------------------------------------- #
@@ -129,16 +130,51 @@ def test_anchors_are_deterministic_stored_once_and_never_overwritten(tmp_path):
     b = ensure_anchors(Store(f"sqlite:///{tmp_path / 'b.db'}"), {"CartPole-v1": 475.0})["CartPole-v1"]
     assert a.random_return == b.random_return and 10 < a.random_return < 40  # random CartPole lasts ~20 steps
     db = Store(f"sqlite:///{tmp_path / 'a.db'}")
-    assert db.put_anchor("CartPole-v1", 999.0, 1.0, 1, 1) is False
-    again = ensure_anchors(db, {"CartPole-v1": 500.0})["CartPole-v1"]
-    assert (again.random_return, again.threshold) == (a.random_return, 475.0)
+    assert db.put_anchor("CartPole-v1", 999.0, 475.0, a.episodes, a.seed) is False  # same key: never overwritten
+    assert ensure_anchors(db, {"CartPole-v1": 475.0})["CartPole-v1"] == a
+
+
+def test_two_thresholds_for_one_env_get_two_scales(tmp_path):
+    """Suite A says CartPole is solved at 100, suite B at 475: each normalises against its own threshold."""
+    from bench.analysis.anchors import ensure_anchors
+
+    db = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    low = ensure_anchors(db, {"CartPole-v1": 100.0})["CartPole-v1"]
+    high = ensure_anchors(db, {"CartPole-v1": 475.0})["CartPole-v1"]
+    assert (low.threshold, high.threshold) == (100.0, 475.0)
+    assert low.random_return == high.random_return  # the random policy does not depend on the threshold: played once
+    assert ensure_anchors(db, {"CartPole-v1": 100.0})["CartPole-v1"] == low
+    assert len(db.anchors()) == 2
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, ["CartPole-v1"], [WINNER], seeds=3, suite="b")
+    s = analysis.score(analysis.load(url, ["b"]))  # anchors computed at the suite's 475
+    assert analysis.load(url, ["b"]).anchors["CartPole-v1"].threshold == 475.0
+    assert s.runs["final_norm"].notna().all()
+
+
+def test_legacy_anchor_rows_are_still_read(tmp_path):
+    """Stores written before anchors were keyed by threshold keep their random returns."""
+    import sqlalchemy as sa
+
+    from bench.analysis.anchors import ensure_anchors
+    from bench.run import store as st
+
+    db = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    with db.engine.begin() as c:
+        c.execute(st.env_anchors.insert().values(env_id="CartPole-v1", random_return=12.5, threshold=475.0, episodes=20,
+                                                 seed=0, created_at=0.0))
+    assert ensure_anchors(db, {"CartPole-v1": 475.0})["CartPole-v1"].random_return == 12.5
+    assert ensure_anchors(db, {"CartPole-v1": 200.0})["CartPole-v1"].random_return == 12.5  # reused, not replayed
+    with db.engine.connect() as c:
+        assert c.execute(sa.select(sa.func.count()).select_from(st.anchors)).scalar() == 1
 
 
 def test_anchor_rows_are_written_once_on_sqlite_and_postgres(store_url):
     db = Store(store_url)
     assert db.put_anchor("Pendulum-v1", -1200.5, -200.0, 20, 0) is True
-    assert db.put_anchor("Pendulum-v1", 0.0, 1.0, 1, 1) is False
-    row = db.anchors()["Pendulum-v1"]
+    assert db.put_anchor("Pendulum-v1", 0.0, -200.0, 20, 0) is False
+    assert db.put_anchor("Pendulum-v1", -1200.5, -150.0, 20, 0) is True  # another threshold: another anchor
+    row = db.anchors()[("Pendulum-v1", -200.0, 20, 0)]
     assert (row.random_return, row.threshold, row.episodes, row.seed) == (-1200.5, -200.0, 20, 0)
     db.dispose()
 
@@ -169,7 +205,8 @@ def test_report_warns_when_wall_clock_comes_from_different_hardware(tmp_path):
 def test_bad_input_is_one_line_and_exit_2(planted, tmp_path):
     for args, needle in [
         (["report", "nosuch", "--store", planted], "no suite named 'nosuch'"),
-        (["recommend", "--priority", "cheap", "--store", planted], "--priority: 'cheap' is not allowed; allowed: samples, wall-clock"),
+        (["recommend", "--priority", "cheap", "--store", planted], "--priority: 'cheap' is not allowed; allowed: samples, time"),
+        (["recommend", "--format", "xml", "--store", planted], "--format: 'xml' is not allowed; allowed: table, markdown, json, csv"),
         (["recommend", "--store", f"sqlite:///{tmp_path / 'none.db'}"], "no results store"),
         (["report", "--store", "mysql://x/y"], "not a usable store URL"),
     ]:

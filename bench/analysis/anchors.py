@@ -5,8 +5,11 @@ scale must not move when an algorithm is added (Agarwal et al. 2021 normalise
 Atari by fixed random and human scores for the same reason). So the anchors
 are fixed per env: the low anchor is the mean return of a uniform-random
 policy, computed once, deterministically, and the high anchor is the env's
-threshold at that moment. Both are stored in the results store's
-``env_anchors`` table the first time a report needs them and never overwritten.
+threshold. An anchor is stored in the results store's ``anchors`` table, keyed
+by everything that defines it (env, threshold, random-policy episodes and seed),
+the first time a report needs it, and never overwritten: two suites that give
+one env different thresholds each get their own scale. The random return does
+not depend on the threshold, so it is computed once per env and settings.
 
 The random policy runs :data:`EPISODES` whole episodes (``make_env(...,
 training=False)``: Atari scores are raw game scores over whole games) with the
@@ -63,23 +66,41 @@ def episodes_for(env_id: str) -> int:
 
 
 def ensure_anchors(store, thresholds: dict[str, float], log=None) -> dict[str, Anchor]:
-    """The anchors of every env in ``thresholds``, computing and storing the missing ones.
+    """The anchor of every env in ``thresholds`` at that threshold, computing and storing missing ones.
 
     :param store: a :class:`bench.run.store.Store`.
-    :param thresholds: env id → the threshold to anchor at, used only for envs
-        with no stored anchors yet.
-    :param log: optional ``callable(str)`` told about each env being computed.
+    :param thresholds: env id → the threshold the scores are normalised to (``None``: no anchor).
+    :param log: optional ``callable(str)`` told about each env whose random return is computed.
     """
     have = store.anchors()
+    out = {}
     for env_id, thr in thresholds.items():
-        if env_id in have or thr is None:
+        if thr is None:
             continue
         n = episodes_for(env_id)
-        if log:
-            log(f"computing the random-policy anchor of {env_id} ({n} episodes, seed {SEED}) once; it is stored")
-        store.put_anchor(env_id, random_policy_return(env_id, n, SEED), float(thr), n, SEED)
-    return {
-        r.env_id: Anchor(r.env_id, float(r.random_return), float(r.threshold), int(r.episodes), int(r.seed))
-        for r in store.anchors().values()
-        if r.env_id in thresholds
-    }
+        key = (env_id, float(thr), n, SEED)
+        if key not in have:
+            # The random return depends on the env and the random policy's settings only.
+            known = [r.random_return for (e, _, k, sd), r in have.items() if (e, k, sd) == (env_id, n, SEED)]
+            if known:
+                random_return = float(known[0])
+            else:
+                if log:
+                    log(f"computing the random-policy anchor of {env_id} ({n} episodes, seed {SEED}) once; it is stored")
+                random_return = random_policy_return(env_id, n, SEED)
+            store.put_anchor(env_id, random_return, float(thr), n, SEED)
+            have = store.anchors()
+        r = have[key]
+        out[env_id] = Anchor(env_id, float(r.random_return), float(r.threshold), int(r.episodes), int(r.seed))
+    return out
+
+
+def stored_anchors(store, thresholds: dict[str, float]) -> dict[str, Anchor]:
+    """Like :func:`ensure_anchors`, from stored anchors only (computes and writes nothing)."""
+    have = store.anchors()
+    out = {}
+    for env_id, thr in thresholds.items():
+        r = None if thr is None else have.get((env_id, float(thr), episodes_for(env_id), SEED))
+        if r is not None:
+            out[env_id] = Anchor(env_id, float(r.random_return), float(r.threshold), int(r.episodes), int(r.seed))
+    return out

@@ -97,3 +97,55 @@ def summarize(
         final_return=float(returns[-window:].mean()),
         auc=float(returns.mean()),
     )
+
+
+# --------------------------------------------------------------------------- #
+# Learning curves on a fixed axis (the report's per-run scores, and the tuner's)
+# --------------------------------------------------------------------------- #
+#: Grid points per learning curve.
+GRID = 100
+
+
+def running_mean(returns: np.ndarray, window: int) -> np.ndarray:
+    """Mean of the last ``window`` returns at each episode (of all so far for the first ``window - 1``).
+
+    :param returns: shape ``(n,)``. :returns: shape ``(n,)``.
+    """
+    r = np.asarray(returns, dtype=float)
+    c = np.concatenate([[0.0], np.cumsum(r)])
+    i = np.arange(1, r.size + 1)
+    lo = np.maximum(i - window, 0)
+    return (c[i] - c[lo]) / (i - lo)
+
+
+def axis_grid(upto: float, points: int = GRID) -> np.ndarray:
+    """``points`` equally spaced points in ``(0, upto]``: the grid a curve is read on, shape ``(points,)``."""
+    return np.linspace(0.0, float(upto), points + 1)[1:]
+
+
+def curve_on_grid(x: np.ndarray, returns: np.ndarray, window: int, grid: np.ndarray) -> np.ndarray:
+    """A run's learning curve read on ``grid``: the running mean of its last ``window``
+    returns at each episode's end ``x`` (steps or seconds), linearly interpolated;
+    held at its first value before the first episode ends and at its last value
+    after the run ended (a user stops and keeps the policy).
+
+    :param x, returns: shape ``(n,)``, ``x`` non-decreasing. :returns: shape ``grid.shape``.
+    """
+    return np.interp(grid, np.asarray(x, dtype=float), running_mean(returns, window))
+
+
+def normalised_auc(x: np.ndarray, returns: np.ndarray, window: int, *, upto: float, low: float, high: float,
+                   points: int = GRID) -> float:
+    """Area under the normalised learning curve on ``(0, upto]``, as a mean (1 = at the threshold all along).
+
+    The curve (:func:`curve_on_grid`) is mapped so that ``low`` (a random policy's
+    return) is 0 and ``high`` (the threshold) is 1, and capped at 1: past the
+    threshold counts as solved, so an env with headroom above its threshold does
+    not outweigh the others. ``upto`` is fixed per env (its budget in steps, or its
+    time horizon in CPU seconds), never taken from the runs being compared, so a
+    run's score does not depend on which other runs are in the store.
+    """
+    if not high > low:
+        raise ValueError(f"normalised_auc needs high > low, got low {low}, high {high}")
+    c = curve_on_grid(x, returns, window, axis_grid(upto, points))
+    return float(np.minimum((c - low) / (high - low), 1.0).mean())

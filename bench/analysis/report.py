@@ -113,15 +113,16 @@ def _iqm_band(curves: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray,
 
 def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, threshold: float | None,
             random: float | None) -> str:
-    """One env, four panels: return vs steps and vs seconds (IQM over seeds, 95% bootstrap band),
-    and the Kaplan-Meier fraction of runs solved vs steps and vs seconds (unsolved runs censored)."""
+    """One env, four panels: return vs env steps and vs training CPU seconds (IQM over seeds, 95%
+    bootstrap band), and the Kaplan-Meier fraction of runs solved vs steps and vs CPU seconds
+    (unsolved runs censored). The axes run over the env's budget and its fixed time horizon."""
     plt, _ = _plt()
     width, height = 13.0, 7.0
     fig, axes = plt.subplots(2, 2, figsize=(width, height), sharex="col")
     fig.subplots_adjust(left=0.8 / width, right=1 - 2.5 / width, bottom=0.6 / height, top=1 - 0.4 / height,
                         wspace=0.12, hspace=0.22)
     rng = np.random.default_rng(0)
-    for ax, grid, by in ((axes[0, 0], c.steps, c.by_steps), (axes[0, 1], c.wall, c.by_wall)):
+    for ax, grid, by in ((axes[0, 0], c.steps, c.by_steps), (axes[0, 1], c.cpu, c.by_cpu)):
         for label, curves in sorted(by.items()):
             mid, lo, hi = _iqm_band(curves, rng)
             ax.plot(grid, mid, **style.line(label), lw=1.8)
@@ -132,7 +133,11 @@ def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, thre
             ax.axhline(random, color="0.6", lw=1, ls="-.", label=f"random policy {random:.3g}")
         _few_ticks(ax)
     axes[0, 1].sharey(axes[0, 0])
-    for ax, col, grid in ((axes[1, 0], "t_steps", c.steps), (axes[1, 1], "t_secs", c.wall)):
+    for ax, col, grid in ((axes[1, 0], "t_steps", c.steps), (axes[1, 1], "t_cpu", c.cpu)):
+        if not grid.size:  # no time scale for this env: no time axis
+            ax.text(0.5, 0.5, "no time scale for this env\n(set time_scale_us in the suite)", ha="center", va="center",
+                    transform=ax.transAxes, color="0.4")
+            continue
         grid = np.r_[0.0, grid]
         for label, g in runs.groupby("label", sort=True):
             f, lo, hi = stats.kaplan_meier_band(g[col].to_numpy(float), g["solved"].to_numpy(bool), grid, n_boot=500)
@@ -144,11 +149,11 @@ def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, thre
     axes[0, 0].set_ylabel("return (running mean of episodes)")
     axes[1, 0].set_ylabel("fraction of runs solved")
     axes[1, 0].set_xlabel("env steps")
-    axes[1, 1].set_xlabel("training wall-clock (s)")
-    axes[0, 0].set_title(f"{env_id}: return vs env steps")
-    axes[0, 1].set_title(f"{env_id}: return vs wall-clock")
+    axes[1, 1].set_xlabel("training CPU seconds (one thread)")
+    axes[0, 0].set_title("return vs env steps")
+    axes[0, 1].set_title("return vs training CPU seconds")
     axes[1, 0].set_title("solved by env steps (Kaplan-Meier)")
-    axes[1, 1].set_title("solved by wall-clock (Kaplan-Meier)")
+    axes[1, 1].set_title("solved by CPU seconds (Kaplan-Meier)")
     axes[0, 1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title="IQM over seeds, 95% CI",
                       title_fontsize=8)
     axes[1, 1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1),
@@ -257,8 +262,9 @@ def fig_decision(dm: pd.DataFrame, category: str) -> str:
             if r["point"] != r["point"]:
                 ann.loc[lb, crit] = r["note"] or "n/a"
                 continue
-            mark = {"best": " ★", "tie": " ≈"}.get(r["mark"], "")
-            ci = f"\n[{r['lo']:.2f}, {r['hi']:.2f}]" if r["lo"] is not None and r["lo"] == r["lo"] else ""
+            mark = {"best": " ★", "tie": " ≈", "lead": " ▲"}.get(r["mark"], "")
+            ci = "" if r["lo"] is None or r["lo"] != r["lo"] else (
+                f"\nrange {r['lo']:.2f}–{r['hi']:.2f}" if r["kind"] == "range" else f"\n[{r['lo']:.2f}, {r['hi']:.2f}]")
             cover = f"\n{r['n_envs']}/{r['cat_envs']} envs" if r["n_envs"] < r["cat_envs"] else ""
             ann.loc[lb, crit] = f"{r['point']:.2f}{mark}{ci}{cover}"
     fig, (ax,) = _figure(plt, 1, 13, 0.75 * len(labels) + 1.5, left=1.5, right=0.2, bottom=0.75, top=0.4)
@@ -275,7 +281,7 @@ def fig_decision(dm: pd.DataFrame, category: str) -> str:
                     color="white" if dark else "black")
     ax.set_xticks(np.arange(len(crits)) + 0.5, [c.replace(" ", "\n", 1) for c in crits], rotation=0)
     ax.set_ylabel("")
-    ax.set_title(f"Decision matrix: {category}  (★ best, ≈ tie: 95% intervals overlap; colour = rank in column)")
+    ax.set_title(f"Decision matrix: {category}  (★ best, ▲ ahead without enough runs, ≈ tie by test; colour = rank)")
     return _png(fig)
 
 
@@ -358,10 +364,12 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
             warning=warn.get(env_id),
             figure=fig_env(env_id, c, g, style, thr, a.random_return if a else None),
             diagnostics=fig_diagnostics(env_id, g, d, style, c.steps),
-            table=[dict(label=t.label, impl=t.impl, runs=t.runs, iqm=f"{_f(t.iqm)} [{_f(t.lo)}, {_f(t.hi)}]",
+            table=[dict(label=t.label, impl=t.impl, runs=t.runs, iqm=_interval(t.iqm, t.lo, t.hi, t.kind),
                         median=_f(t.median), success=f"{t.solved}/{t.runs} = {t.success:.2f} [{t.success_lo:.2f}, {t.success_hi:.2f}]",
-                        median_steps=_f(t.median_steps, 0), median_secs=_f(t.median_secs, 1))
+                        median_steps=_f(t.median_steps, 0), median_cpu=_f(t.median_cpu, 1), contended=t.contended)
                    for t in table.itertuples()],
+            horizon=f"{scored.horizons[env_id]:,.1f} CPU s" if env_id in scored.horizons else "none",
+            budget=f"{data.budgets.get(env_id, 0):,}",
         ))
 
     across = None
@@ -373,7 +381,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         across = dict(
             aggregate=fig_aggregate(agg, style), profiles=fig_profiles(scored, style),
             improvement=fig_improvement(pim, plabels) if len(plabels) > 1 else None,
-            table=[dict(label=r.label, impl=r.impl, envs=r.envs, runs=r.runs, iqm=f"{r.iqm:.2f} [{r.lo:.2f}, {r.hi:.2f}]")
+            table=[dict(label=r.label, impl=r.impl, envs=r.envs, runs=r.runs, iqm=_interval(r.iqm, r.lo, r.hi, r.kind))
                    for r in agg.itertuples()],
         )
         dm = an.decision_matrix(scored, data.sensitivity)
@@ -391,10 +399,11 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         store=_describe(data.store_url), suites=data.suites, inventory=inventory, failures=failures,
         provenance=_provenance(data), warnings=warn, notes=data.notes, envs=env_sections, across=across,
-        decision=decision, criteria=[(k, v[2]) for k, v in an.CRITERIA.items()], sensitivity=an.SENSITIVITY,
+        decision=decision, criteria=[(k, v.meaning) for k, v in an.CRITERIA.items()], sensitivity=an.SENSITIVITY,
         criteria_names=list(an.CRITERIA) + [an.SENSITIVITY],
-        recs=[_rec_row(r) for r in recs], n_runs=len(data.runs), n_pooled=int(len(runs)),
-        n_boot=an.N_BOOT, anchors=data.anchors,
+        recs=an.recommendation_rows(recs), n_runs=len(data.runs), n_pooled=int(len(runs)),
+        n_boot=an.N_BOOT, anchors=data.anchors, rules=_rules(), contended=int(runs["contended"].sum()) if len(runs) else 0,
+        hardware_line=an.hardware_line(scored), track=_track_record(recs),
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"
@@ -415,10 +424,11 @@ def _decision_rows(dm: pd.DataFrame, category: str) -> list[dict[str, Any]]:
             if x["point"] != x["point"]:
                 cells.append(dict(text=x["note"] or "n/a", mark="", title=x["note"]))
                 continue
-            ci = "" if x["lo"] is None or x["lo"] != x["lo"] else f" [{x['lo']:.2f}, {x['hi']:.2f}]"
             cover = f" ({x['n_envs']}/{x['cat_envs']} envs)" if x["n_envs"] < x["cat_envs"] else ""
-            cells.append(dict(text=f"{x['point']:.2f}{ci}{cover}", mark={"best": "★ best", "tie": "≈ tie"}.get(x["mark"], ""),
-                              title=f"{x['n_runs']} runs on {x['n_envs']} envs. {x['note']}".strip()))
+            p = "" if x["p"] != x["p"] else f"; p = {x['p']:.2g} against the top"
+            cells.append(dict(text=_interval(x["point"], x["lo"], x["hi"], x["kind"]) + cover,
+                              mark={"best": "★ best", "tie": "≈ tie", "lead": "▲ ahead"}.get(x["mark"], ""),
+                              title=f"{x['n_runs']} runs on {x['n_envs']} envs{p}. {x['note']}".strip()))
         rows.append(dict(label=lb, impl=g["impl"].iloc[0], cells=cells))
     return rows
 
@@ -429,13 +439,32 @@ def _describe(url: str) -> str:
     return describe_url(url)
 
 
-def _rec_row(r: an.Recommendation) -> dict[str, Any]:
-    return dict(
-        action=r.action, obs=r.obs, reward=r.reward, priority=r.priority, verdict=r.verdict,
-        best=r.best or "—", runner_up=r.runner_up or "—",
-        best_score=str(r.best_score) if r.best_score else "", runner_up_score=str(r.runner_up_score) if r.runner_up_score else "",
-        p=str(r.p_improvement) if r.p_improvement else "—", evidence=r.evidence, message=r.message,
-    )
+def _interval(point: float, lo: float, hi: float, kind: str) -> str:
+    """A score with what its interval is: ``0.84 [0.79, 0.91]`` (95% CI), ``0.84 (range 0.79–0.91)`` below
+    5 runs per env, or the bare point where no interval is honest."""
+    if point != point:
+        return "—"
+    if kind == "none" or lo != lo:
+        return f"{point:.2f}"
+    return f"{point:.2f} (range {lo:.2f}–{hi:.2f})" if kind == "range" else f"{point:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def _rules() -> dict[str, Any]:
+    return dict(alpha=an.ALPHA, min_seeds=an.MIN_SEEDS, min_envs=an.MIN_ENVS, min_ci=stats.MIN_CI_RUNS,
+                min_cvar=stats.MIN_CVAR_CI_RUNS, contention=an.CONTENTION_RATIO, cvar=an.CVAR_ALPHA)
+
+
+def _track_record(recs: list[an.Recommendation]) -> dict[str, Any]:
+    """Leave-one-env-out hit rates: per priority over the profiles that have one, and overall."""
+    per = {}
+    for p in an.PRIORITIES:
+        hits = sum(r.loo[0] for r in recs if r.priority == p and r.loo)
+        trials = sum(r.loo[1] for r in recs if r.priority == p and r.loo)
+        if trials:
+            per[p] = f"{hits}/{trials} = {hits / trials:.0%}"
+    hits = sum(r.loo[0] for r in recs if r.loo)
+    trials = sum(r.loo[1] for r in recs if r.loo)
+    return dict(per=per, overall=f"{hits}/{trials} = {hits / trials:.0%}" if trials else "")
 
 
 # --------------------------------------------------------------------------- #

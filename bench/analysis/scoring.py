@@ -1,37 +1,57 @@
 """From the results store to scores, a decision matrix and recommendations.
 
 This is the numbers half of ``bench report`` and all of ``bench recommend``; it
-draws nothing (figures and HTML are :mod:`bench.analysis.report`). It reads the store
-only, and leans on the pure statistics of :mod:`bench.analysis.stats`.
+draws nothing (figures and HTML are :mod:`bench.analysis.report`). It reads the
+store only, and leans on the pure statistics of :mod:`bench.analysis.stats`.
 
 What counts
 -----------
 - Statistics use runs whose status is ``done``. Failed, interrupted and pending
   runs are listed in the report's inventory with their errors, never silently
   averaged in or out.
-- A run belongs to a *task* (its env) and an *algorithm label* (``ppo-sb3``,
-  ``ppo-bench``, …; ``impl`` says own vs SB3). When a label ran one env at
-  several budgets (e.g. two suites), only its largest budget is pooled; the
-  others are counted as "set aside" in the inventory.
+- A run belongs to a *task* (its env), an *algorithm* (``ppo``, ``trpo``, …) and a
+  *label* (``ppo-sb3``, ``ppo-bench``, or the suite's own label: one
+  implementation and configuration of the algorithm).
+- One comparison, one budget and one threshold per env: each env is compared at
+  the largest budget its done runs have, and at the threshold of the first suite
+  that names it. Runs at another budget or threshold are set aside, with a note
+  saying so, never held flat to a longer budget or mixed into another scale.
 - Scores are normalised per env with fixed anchors (:mod:`bench.analysis.anchors`):
-  0 = a uniform-random policy's mean return, 1 = the env's threshold.
+  0 = a uniform-random policy's mean return, 1 = the env's threshold, capped at 1
+  (past the threshold counts as solved, so envs with headroom do not dominate).
 
-Per-run scores (the inputs of every criterion)
-----------------------------------------------
-- ``final_norm``: the normalised final return (mean of the last ``window`` episodes);
-- ``auc_steps_norm``: the mean of the normalised learning curve over a grid of
-  :data:`GRID` points from 0 to the env's largest budget, in env steps: high
-  when a run learns early, so it measures *sample efficiency*;
-- ``auc_wall_norm``: the same over training wall-clock seconds, from 0 to the
-  slowest run's wall time on that env: *wall-clock efficiency*. A run that has
-  finished holds its final curve value, as a user would stop and keep the policy;
-- ``solved`` and the censored times ``t_steps`` / ``t_secs`` (crossing time,
-  or the run's total when it never crossed).
+Per-run scores (the inputs of every criterion); none depends on other runs
+---------------------------------------------------------------------------
+- ``final_norm``: the normalised final return (mean of the last ``window`` episodes),
+  capped at 1;
+- ``auc_steps_norm``: the mean of the normalised learning curve over the env's
+  budget in env steps (:func:`bench.analysis.metrics.normalised_auc`): high when a
+  run learns early, so it measures *sample efficiency*;
+- ``auc_time_norm``: the same over the env's fixed time horizon in training
+  **process CPU seconds** (budget × the env's ``time_scale_us``; a run that ended
+  holds its final value, as a user would stop and keep the policy): *time
+  efficiency*. Runs are single-threaded, so CPU seconds do not grow when the
+  machine is shared; wall seconds are recorded too, and a run whose wall time
+  exceeds its CPU time by more than :data:`CONTENTION_RATIO` is flagged;
+- ``solved`` and the censored times ``t_steps`` / ``t_cpu`` (crossing time, or the
+  run's total when it never crossed).
 
-The learning curve of a run is the running mean of its last ``window`` episode
-returns (fewer at the very start), at each episode's end step, linearly
-interpolated on the grid; before its first episode ends it is held at that
-first value.
+Across runs
+-----------
+- Every aggregate weights each environment once, whatever its number of runs
+  (the mean over envs of each env's IQM, CVaR or success fraction).
+- Intervals: a 95% stratified bootstrap interval with at least
+  :data:`bench.analysis.stats.MIN_CI_RUNS` runs on every env; below that the
+  observed range, labelled so. Success rates use Wilson intervals. The CVaR gets
+  no interval below :data:`bench.analysis.stats.MIN_CVAR_CI_RUNS` runs per env.
+- Winners: only from an exact (or, when there are too many relabelings, Monte
+  Carlo) stratified permutation test at level :data:`ALPHA`, two-sided, whose
+  p-value is shown; interval overlap alone never decides. A profile's winner also
+  needs :data:`MIN_SEEDS` runs per candidate on each env and :data:`MIN_ENVS`
+  envs; below that the answer is "leaning X", with the counts.
+- Recommendations answer by algorithm first, with its implementations pooled
+  (every run of every label of the algorithm, each run once, each env weighted
+  once), then say which implementation of it did better, or that they tie.
 """
 
 from __future__ import annotations
@@ -45,33 +65,71 @@ import numpy as np
 import pandas as pd
 
 from bench.analysis import stats
+from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossing, normalised_auc, running_mean
 
-#: Grid points per learning curve.
-GRID = 100
+__all__ = [
+    "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MIN_ENVS", "MIN_SEEDS",
+    "N_BOOT", "OBS", "PRIORITIES", "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves",
+    "Recommendation", "Scored", "across_envs", "categories", "category_of", "decision_matrix", "final_table",
+    "hardware_line", "hardware_of", "hardware_warnings", "improvement_matrix", "leave_one_env_out", "load",
+    "normalised_envs", "recommend", "recommendation_rows", "running_mean", "score",
+]
+
 #: Bootstrap replicates for intervals in tables, the decision matrix and recommendations.
 N_BOOT = 2000
+#: Level of the permutation tests that decide winners and ties.
+ALPHA = 0.05
+#: Least runs per candidate on each env, and least envs, for a profile's winner (else "leaning").
+MIN_SEEDS = 5
+MIN_ENVS = 2
+#: A run whose wall seconds exceed its CPU seconds by this factor shared its core: flagged as contended.
+CONTENTION_RATIO = 1.25
 #: Lower-tail fraction for the reliability criterion (CVaR of the worst 25% of runs).
 CVAR_ALPHA = 0.25
 ACTIONS = ("discrete", "continuous")
 OBS = ("vector", "pixels")
 REWARDS = ("dense", "sparse")
-PRIORITIES = ("samples", "wall-clock")
+PRIORITIES = ("samples", "time")
 #: The criterion each priority ranks by.
-PRIORITY_CRITERION = {"samples": "sample efficiency", "wall-clock": "wall-clock efficiency"}
-#: Decision-matrix criteria: name → (per-run column, aggregate over tasks, what it means).
-CRITERIA: dict[str, tuple[str, Callable, str]] = {
-    "sample efficiency": ("auc_steps_norm", stats.aggregate_iqm,
-                          "IQM over runs of the normalised area under the learning curve vs env steps"),
-    "wall-clock efficiency": ("auc_wall_norm", stats.aggregate_iqm,
-                              "IQM over runs of the normalised area under the learning curve vs wall-clock seconds"),
-    "final performance": ("final_norm", stats.aggregate_iqm, "IQM over runs of the normalised final return"),
-    "reliability": ("final_norm", lambda ts: stats.aggregate_cvar(ts, CVAR_ALPHA),
-                    "mean over envs of the CVaR of the worst 25% of seeds' normalised final return"),
-    "success rate": ("solved_f", stats.aggregate_mean, "mean over envs of the fraction of runs reaching the threshold"),
+PRIORITY_CRITERION = {"samples": "sample efficiency", "time": "time efficiency"}
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One column of the decision matrix: a per-run score, an aggregate over envs, and its interval rule."""
+
+    column: str
+    aggregate: Callable[[list[np.ndarray]], np.ndarray]
+    meaning: str
+    #: Least runs on every env for a bootstrap interval; below it, ``small_n`` says what is shown instead.
+    min_ci_runs: int = stats.MIN_CI_RUNS
+    small_n: str = "range"
+
+
+CRITERIA: dict[str, Criterion] = {
+    "sample efficiency": Criterion(
+        "auc_steps_norm", stats.aggregate_task_mean_iqm,
+        "mean over envs of the IQM over runs of the normalised area under the learning curve vs env steps "
+        "(0 to the env's budget)"),
+    "time efficiency": Criterion(
+        "auc_time_norm", stats.aggregate_task_mean_iqm,
+        "mean over envs of the IQM over runs of the normalised area under the learning curve vs training CPU "
+        "seconds (0 to the env's fixed time horizon)"),
+    "final performance": Criterion(
+        "final_norm", stats.aggregate_task_mean_iqm,
+        "mean over envs of the IQM over runs of the normalised final return, capped at 1 (the threshold)"),
+    "reliability": Criterion(
+        "final_norm", lambda ts: stats.aggregate_task_cvar(ts, CVAR_ALPHA),
+        "mean over envs of the CVaR of the worst 25% of runs' normalised final return",
+        min_ci_runs=stats.MIN_CVAR_CI_RUNS, small_n="none"),
+    "success rate": Criterion(
+        "solved_f", stats.aggregate_task_mean,
+        "mean over envs of the fraction of runs reaching the threshold (Wilson interval)"),
 }
 SENSITIVITY = "hyperparameter sensitivity"
 #: Diagnostics the report plots, in this order, where a run recorded them.
 DIAGNOSTICS = ("policy/entropy", "policy/approx_kl", "grad/noise_ratio", "policy/log_std")
+_EPISODE_COLUMNS = ["key", "step", "wall_s", "cpu_s", "ret"]
 
 
 # --------------------------------------------------------------------------- #
@@ -82,12 +140,16 @@ class Data:
     """What the report needs from the store.
 
     :param runs: every run of the chosen suites, once per key (first suite wins
-        for the label), with ``meta`` parsed to a dict and a ``pooled`` flag.
-    :param episodes: columns ``key, step, wall_s, ret`` of pooled done runs, in order.
+        for the label), with ``meta`` parsed to a dict and a ``pooled`` flag (the
+        done runs of each env's comparison budget and threshold).
+    :param episodes: columns ``key, step, wall_s, cpu_s, ret`` of pooled runs, in order
+        (``cpu_s`` NaN for runs recorded before per-episode CPU seconds were).
     :param diagnostics: columns ``key, step, name, value`` (the names in :data:`DIAGNOSTICS`).
-    :param traits: env id → ``action, obs, reward, family, threshold``.
-    :param anchors: env id → :class:`bench.analysis.anchors.Anchor`.
+    :param traits: env id → ``action, obs, reward, family, threshold, time_scale_us``.
+    :param anchors: env id → :class:`bench.analysis.anchors.Anchor` at the env's comparison threshold.
+    :param budgets: env id → the comparison budget in env steps.
     :param sensitivity: the tuner's sensitivity table, or ``None`` when there is none.
+    :param notes: what the reader must know (runs set aside, missing anchors or time scales).
     """
 
     store_url: str
@@ -97,6 +159,7 @@ class Data:
     diagnostics: pd.DataFrame
     traits: dict[str, dict[str, Any]]
     anchors: dict[str, Any]
+    budgets: dict[str, int] = field(default_factory=dict)
     sensitivity: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -111,6 +174,7 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
     """
     import sqlalchemy as sa
 
+    from bench.analysis.anchors import ensure_anchors, stored_anchors
     from bench.run import store as st
 
     db = st.Store(store_url)
@@ -126,50 +190,41 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
         for r in c.execute(sa.select(st.suites).where(st.suites.c.name.in_(chosen))):
             for env_id, m in json.loads(r.env_meta).items():
                 traits.setdefault(env_id, m)
+    empty_ep, empty_dg = pd.DataFrame(columns=_EPISODE_COLUMNS), pd.DataFrame(columns=["key", "step", "name", "value"])
     if runs.empty:
-        return Data(db.url, chosen, runs, pd.DataFrame(columns=["key", "step", "wall_s", "ret"]),
-                    pd.DataFrame(columns=["key", "step", "name", "value"]), traits, {})
+        return Data(db.url, chosen, runs, empty_ep, empty_dg, traits, {})
     runs = runs.drop_duplicates("key", keep="first").reset_index(drop=True)
     runs["meta"] = [json.loads(m) if isinstance(m, str) and m else {} for m in runs["meta"]]
-    # Pool, per (env, label), only the largest budget's done runs.
-    done = runs["status"] == "done"
-    top = runs[done].groupby(["env", "label"])["timesteps"].transform("max")
-    runs["pooled"] = False
-    runs.loc[top.index, "pooled"] = runs.loc[top.index, "timesteps"] == top
-    runs.loc[runs["final_return"].isna(), "pooled"] = False  # done but no finished episode: nothing to score
+    from bench.envs import get_spec
+
+    for env_id in runs["env"].unique():
+        if env_id not in traits:  # a run whose suite row is gone: fall back to the registry
+            s = get_spec(env_id)
+            traits[env_id] = dict(threshold=s.threshold, action=s.action, obs=s.obs, reward=s.reward, family=s.family,
+                                  time_scale_us=s.time_scale_us)
+        elif "time_scale_us" not in traits[env_id]:  # a suite registered before time scales existed
+            traits[env_id]["time_scale_us"] = get_spec(env_id).time_scale_us
+    notes: list[str] = []
+    runs["pooled"], budgets = _pool(runs, traits, notes)
     keys = runs.loc[runs["pooled"], "key"].tolist()
 
     episodes, diags = [], []
     with db.engine.connect() as c:
+        cpu_col = st.episodes.c.cpu_s if st.has_column(c, "episodes", "cpu_s") else sa.null().label("cpu_s")
         for i in range(0, len(keys), 500):
             chunk = keys[i : i + 500]
             episodes.append(pd.read_sql(
-                sa.select(st.episodes.c.key, st.episodes.c.step, st.episodes.c.wall_s, st.episodes.c.ret)
+                sa.select(st.episodes.c.key, st.episodes.c.step, st.episodes.c.wall_s, cpu_col, st.episodes.c.ret)
                 .where(st.episodes.c.key.in_(chunk)).order_by(st.episodes.c.key, st.episodes.c.idx), c))
             diags.append(pd.read_sql(
                 sa.select(st.diagnostics.c.key, st.diagnostics.c.step, st.diagnostics.c.name, st.diagnostics.c.value)
                 .where(st.diagnostics.c.key.in_(chunk), st.diagnostics.c.name.in_(DIAGNOSTICS))
                 .order_by(st.diagnostics.c.key, st.diagnostics.c.id), c))
-    ep = pd.concat(episodes, ignore_index=True) if episodes else pd.DataFrame(columns=["key", "step", "wall_s", "ret"])
-    dg = pd.concat(diags, ignore_index=True) if diags else pd.DataFrame(columns=["key", "step", "name", "value"])
+    ep = pd.concat(episodes, ignore_index=True) if episodes else empty_ep
+    dg = pd.concat(diags, ignore_index=True) if diags else empty_dg
 
-    for env_id in runs["env"].unique():
-        if env_id not in traits:  # a run whose suite row is gone: fall back to the registry
-            from bench.envs import get_spec
-
-            s = get_spec(env_id)
-            traits[env_id] = dict(threshold=s.threshold, action=s.action, obs=s.obs, reward=s.reward, family=s.family)
-    notes: list[str] = []
-    thresholds = {e: traits[e].get("threshold") for e in runs.loc[runs["pooled"], "env"].unique()}
-    if anchors:
-        from bench.analysis.anchors import ensure_anchors
-
-        anch = ensure_anchors(db, thresholds, log=log)
-    else:
-        from bench.analysis.anchors import Anchor
-
-        anch = {k: Anchor(k, float(r.random_return), float(r.threshold), int(r.episodes), int(r.seed))
-                for k, r in db.anchors().items() if k in thresholds}
+    thresholds = {e: traits[e].get("threshold") for e in budgets}
+    anch = ensure_anchors(db, thresholds, log=log) if anchors else stored_anchors(db, thresholds)
     for e in thresholds:
         a = anch.get(e)
         if a is None:
@@ -178,7 +233,33 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
             notes.append(f"{e}: threshold {a.threshold:g} is not above the random return {a.random_return:g}; "
                          "left out of cross-env scores")
             anch.pop(e)
-    return Data(db.url, chosen, runs, ep, dg, traits, anch, _sensitivity(db.url), notes)
+        elif traits[e].get("time_scale_us") is None:
+            notes.append(f"{e}: no time scale (time_scale_us), so it has no time-efficiency score; "
+                         "set time_scale_us for it in the suite")
+    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, _sensitivity(db.url), notes)
+
+
+def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]], notes: list[str]) -> tuple[pd.Series, dict[str, int]]:
+    """Which runs are compared: done runs with an episode, at each env's comparison budget and threshold."""
+    ok = (runs["status"] == "done") & runs["final_return"].notna()
+    pooled = pd.Series(False, index=runs.index)
+    budgets: dict[str, int] = {}
+    for env_id, g in runs[ok].groupby("env", sort=True):
+        budget = int(g["timesteps"].max())
+        thr = traits[env_id].get("threshold")
+        same_thr = g["threshold"].isna() if thr is None else np.isclose(g["threshold"].astype(float), float(thr))
+        keep = (g["timesteps"] == budget) & same_thr
+        pooled[g.index[keep]] = True
+        budgets[env_id] = budget
+        aside = g[~keep]
+        if len(aside):
+            why = ", ".join(f"{lb} ({n})" for lb, n in aside.groupby("label").size().items())
+            other = sorted({f"budget {int(b):,}" for b in aside["timesteps"] if b != budget}
+                           | {f"threshold {t:g}" for t in aside["threshold"].dropna() if thr is None or t != thr})
+            notes.append(f"{env_id}: {len(aside)} done run(s) set aside, at {' and '.join(other)}: {why}. "
+                         f"Runs are compared at one budget ({budget:,} steps) and one threshold per env; "
+                         "report their suites apart to see them.")
+    return pooled, budgets
 
 
 def _sensitivity(store_url: str) -> pd.DataFrame | None:
@@ -209,66 +290,60 @@ def _sensitivity(store_url: str) -> pd.DataFrame | None:
 # --------------------------------------------------------------------------- #
 # Per-run scores and curves
 # --------------------------------------------------------------------------- #
-def running_mean(returns: np.ndarray, window: int) -> np.ndarray:
-    """Mean of the last ``window`` returns at each episode (of all so far for the first ``window - 1``).
-
-    :param returns: shape ``(n,)``. :returns: shape ``(n,)``.
-    """
-    r = np.asarray(returns, dtype=float)
-    c = np.concatenate([[0.0], np.cumsum(r)])
-    i = np.arange(1, r.size + 1)
-    lo = np.maximum(i - window, 0)
-    return (c[i] - c[lo]) / (i - lo)
-
-
 @dataclass
 class EnvCurves:
-    """One env's learning curves on common grids.
+    """One env's learning curves on its fixed grids.
 
-    :param steps: shape ``(G,)`` env steps; :param wall: shape ``(G,)`` seconds.
+    :param steps: shape ``(G,)`` env steps, over the env's budget.
+    :param cpu: shape ``(G,)`` CPU seconds, over the env's time horizon (empty without a time scale).
     :param by_steps: label → raw-return curves ``(n_runs, G)`` against ``steps``.
-    :param by_wall: label → raw-return curves ``(n_runs, G)`` against ``wall``.
+    :param by_cpu: label → raw-return curves ``(n_runs, G)`` against ``cpu``.
     """
 
     steps: np.ndarray
-    wall: np.ndarray
+    cpu: np.ndarray
     by_steps: dict[str, np.ndarray]
-    by_wall: dict[str, np.ndarray]
+    by_cpu: dict[str, np.ndarray]
 
 
 @dataclass
 class Scored:
     """Per-run scores of the pooled done runs, and per-env curves.
 
-    ``runs`` columns: key, env, label, algo, impl, seed, timesteps, total_steps, wall_s,
-    final_return, solved (bool), solved_f (0/1), t_steps, t_secs, final_norm,
-    auc_steps_norm, auc_wall_norm (NaN where the env has no anchors).
+    ``runs`` columns: key, env, label, algo, impl, seed, timesteps, total_steps, wall_s, cpu_s,
+    final_return, solved (bool), solved_f (0/1), t_steps, t_cpu, final_norm, auc_steps_norm,
+    auc_time_norm (NaN where the env has no anchors or time scale), cpu_estimated, contended, meta.
     """
 
     runs: pd.DataFrame
     curves: dict[str, EnvCurves]
     traits: dict[str, dict[str, Any]]
-    _cells: dict[str, dict[tuple[str, str], np.ndarray]] = field(default_factory=dict, repr=False)
+    horizons: dict[str, float] = field(default_factory=dict)
+    _cells: dict[tuple[str, str], dict[tuple[str, str], np.ndarray]] = field(default_factory=dict, repr=False)
 
-    def cells(self, col: str) -> dict[tuple[str, str], np.ndarray]:
-        """``(label, env) → (n_runs,)`` values of ``col`` (runs with normalised scores only), computed once."""
-        if col not in self._cells:
-            r = self.runs[self.runs["final_norm"].notna()]
-            self._cells[col] = {(lb, e): g.to_numpy(float) for (lb, e), g in r.groupby(["label", "env"], sort=True)[col]}
-        return self._cells[col]
+    def cells(self, col: str, by: str = "label") -> dict[tuple[str, str], np.ndarray]:
+        """``(label or algo, env) → (n_runs,)`` values of ``col`` (runs with normalised scores only), computed once."""
+        if (col, by) not in self._cells:
+            r = self.runs[self.runs["final_norm"].notna() & self.runs[col].notna()]
+            self._cells[(col, by)] = {(k, e): g.to_numpy(float) for (k, e), g in r.groupby([by, "env"], sort=True)[col]}
+        return self._cells[(col, by)]
 
-    def tasks(self, label: str, col: str, envs: list[str]) -> list[np.ndarray]:
-        """Per-task arrays of ``col`` for ``label`` on ``envs`` (for :mod:`bench.analysis.stats`)."""
-        c = self.cells(col)
-        return [c[(label, e)] for e in envs]
+    def tasks(self, name: str, col: str, envs: list[str], by: str = "label") -> list[np.ndarray]:
+        """Per-task arrays of ``col`` for a label (``by="label"``) or algorithm (``by="algo"``) on ``envs``."""
+        c = self.cells(col, by)
+        return [c.get((name, e), np.empty(0)) for e in envs]
+
+    def covers(self, name: str, col: str, envs: list[str], by: str = "label") -> bool:
+        """Whether ``name`` has scored runs of ``col`` on every one of ``envs``."""
+        return all(t.size for t in self.tasks(name, col, envs, by))
 
 
 def score(data: Data) -> Scored:
-    """Curves on common grids and normalised per-run scores (see the module docstring)."""
-    cols = ["key", "env", "label", "algo", "impl", "seed", "timesteps", "total_steps", "wall_s", "window",
-            "final_return", "steps_to_threshold", "seconds_to_threshold"]
-    runs = data.runs.loc[data.runs.get("pooled", pd.Series(dtype=bool)).astype(bool), cols].copy() \
-        if not data.runs.empty else pd.DataFrame(columns=cols)
+    """Curves on fixed grids and normalised per-run scores (see the module docstring)."""
+    cols = ["key", "env", "label", "algo", "impl", "seed", "timesteps", "total_steps", "wall_s", "cpu_s", "window",
+            "final_return", "steps_to_threshold", "meta"]
+    runs = data.runs.loc[data.runs["pooled"].astype(bool), cols].copy() if not data.runs.empty \
+        else pd.DataFrame(columns=cols)
     runs = runs.reset_index(drop=True)
     # Split the (key-ordered) episode table into one array per run without a Python-level groupby.
     ep = data.episodes
@@ -276,64 +351,104 @@ def score(data: Data) -> Scored:
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.array([], dtype=int)
     bounds = dict(zip(keys[starts], zip(starts, np.r_[starts[1:], len(keys)])))
     step_a, wall_a, ret_a = (ep[c].to_numpy(dtype=float) for c in ("step", "wall_s", "ret"))
+    cpu_a = pd.to_numeric(ep["cpu_s"], errors="coerce").to_numpy(dtype=float)
 
+    for c in ("final_norm", "auc_steps_norm", "auc_time_norm", "t_cpu"):
+        runs[c] = np.nan
     runs["solved"] = runs["steps_to_threshold"].notna()
     runs["solved_f"] = runs["solved"].astype(float)
     runs["t_steps"] = runs["steps_to_threshold"].where(runs["solved"], runs["total_steps"]).astype(float)
-    runs["t_secs"] = runs["seconds_to_threshold"].where(runs["solved"], runs["wall_s"]).astype(float)
-    runs["final_norm"] = np.nan
-    runs["auc_steps_norm"] = np.nan
-    runs["auc_wall_norm"] = np.nan
+    runs["cpu_estimated"] = False
+    ratio = runs["wall_s"].astype(float) / runs["cpu_s"].astype(float).where(runs["cpu_s"] > 0)
+    runs["contended"] = (ratio > CONTENTION_RATIO).fillna(False).astype(bool)
 
     curves: dict[str, EnvCurves] = {}
+    horizons: dict[str, float] = {}
     for env_id, g in runs.groupby("env", sort=True):
-        steps_grid = np.linspace(0, float(g["total_steps"].max()), GRID + 1)[1:]
-        wall_grid = np.linspace(0, float(g["wall_s"].max()), GRID + 1)[1:]
+        budget = data.budgets.get(env_id, int(g["timesteps"].max()))
+        scale = data.traits.get(env_id, {}).get("time_scale_us")
+        horizon = budget * float(scale) * 1e-6 if scale else None
+        if horizon:
+            horizons[env_id] = horizon
+        steps_grid = axis_grid(budget)
+        cpu_grid = axis_grid(horizon) if horizon else np.empty(0)
         a = data.anchors.get(env_id)
+        thr = data.traits.get(env_id, {}).get("threshold")
         by_steps: dict[str, list] = {}
-        by_wall: dict[str, list] = {}
+        by_cpu: dict[str, list] = {}
         for idx, r in g.iterrows():
             s0, s1 = bounds.get(r["key"], (0, 0))
             if s1 <= s0:
                 continue
-            rm = running_mean(ret_a[s0:s1], int(r["window"]))
-            cs = np.interp(steps_grid, step_a[s0:s1], rm)
-            cw = np.interp(wall_grid, wall_a[s0:s1], rm)
-            by_steps.setdefault(r["label"], []).append(cs)
-            by_wall.setdefault(r["label"], []).append(cw)
+            steps, ret, window = step_a[s0:s1], ret_a[s0:s1], int(r["window"])
+            cpu = cpu_a[s0:s1]
+            if np.isnan(cpu).any():
+                # Recorded before per-episode CPU seconds: the run's own CPU/wall ratio scales its wall clock.
+                cpu = wall_a[s0:s1] * (float(r["cpu_s"]) / float(r["wall_s"]) if r["wall_s"] and r["cpu_s"] else 1.0)
+                runs.at[idx, "cpu_estimated"] = True
+            crossing = None if thr is None else first_crossing(ret, float(thr), window)
+            runs.at[idx, "t_cpu"] = float(cpu[crossing]) if crossing is not None else float(r["cpu_s"] or cpu[-1])
+            by_steps.setdefault(r["label"], []).append(curve_on_grid(steps, ret, window, steps_grid))
+            if horizon:
+                by_cpu.setdefault(r["label"], []).append(curve_on_grid(cpu, ret, window, cpu_grid))
             if a is not None:
-                runs.at[idx, "final_norm"] = float(stats.normalise(r["final_return"], a.random_return, a.threshold))
-                runs.at[idx, "auc_steps_norm"] = float(stats.normalise(cs, a.random_return, a.threshold).mean())
-                runs.at[idx, "auc_wall_norm"] = float(stats.normalise(cw, a.random_return, a.threshold).mean())
-        curves[env_id] = EnvCurves(steps_grid, wall_grid, {k: np.array(v) for k, v in by_steps.items()},
-                                   {k: np.array(v) for k, v in by_wall.items()})
-    return Scored(runs, curves, data.traits)
+                lo, hi = a.random_return, a.threshold
+                runs.at[idx, "final_norm"] = min(float(stats.normalise(r["final_return"], lo, hi)), 1.0)
+                runs.at[idx, "auc_steps_norm"] = normalised_auc(steps, ret, window, upto=budget, low=lo, high=hi)
+                if horizon:
+                    runs.at[idx, "auc_time_norm"] = normalised_auc(cpu, ret, window, upto=horizon, low=lo, high=hi)
+        curves[env_id] = EnvCurves(steps_grid, cpu_grid, {k: np.array(v) for k, v in by_steps.items()},
+                                   {k: np.array(v) for k, v in by_cpu.items()})
+    return Scored(runs, curves, data.traits, horizons)
+
+
+# --------------------------------------------------------------------------- #
+# Intervals and tests, with the small-sample rules
+# --------------------------------------------------------------------------- #
+def estimate(tasks: list[np.ndarray], crit: Criterion, *, n_boot: int = N_BOOT) -> stats.Interval:
+    """The criterion's aggregate with the interval its run counts support (see the module docstring)."""
+    if crit.column == "solved_f":
+        return stats.wilson_pooled([int(t.sum()) for t in tasks], [t.size for t in tasks])
+    if crit.small_n == "none" and min(t.size for t in tasks) < crit.min_ci_runs:
+        # A lower-tail mean of a few runs is one or two runs: no interval can be honest about it.
+        return stats.Interval(float(crit.aggregate(tasks)), float("nan"), float("nan"), kind="none")
+    return stats.interval(tasks, crit.aggregate, n_boot=n_boot, rng=0, min_runs=crit.min_ci_runs)
+
+
+def compare(x: list[np.ndarray], y: list[np.ndarray], crit: Criterion) -> stats.PermutationTest:
+    """Stratified permutation test of ``x`` against ``y`` on the criterion's aggregate (two-sided)."""
+    return stats.permutation_test(x, y, crit.aggregate, alternative="two-sided", rng=0)
+
+
+def _enough(scored: Scored, names: list[str], col: str, envs: list[str], by: str) -> bool:
+    return len(envs) >= MIN_ENVS and all(t.size >= MIN_SEEDS for n in names for t in scored.tasks(n, col, envs, by))
+
+
+def _counts(scored: Scored, name: str, col: str, envs: list[str], by: str) -> str:
+    n = [t.size for t in scored.tasks(name, col, envs, by)]
+    return f"{min(n)}" if min(n) == max(n) else f"{min(n)}–{max(n)}"
 
 
 # --------------------------------------------------------------------------- #
 # Tables
 # --------------------------------------------------------------------------- #
 def final_table(scored: Scored, env_id: str, *, n_boot: int = N_BOOT) -> pd.DataFrame:
-    """Per label on one env: runs, IQM final return with CI, success rate with Wilson CI, median times.
-
-    Median steps-to-threshold is read off the Kaplan-Meier curve (censored runs
-    kept); it is ``NaN`` when fewer than half the runs are known to have solved.
-    """
+    """Per label on one env: runs, IQM final return with its interval (a CI from 5 runs, else the
+    observed range), success rate with Wilson CI, Kaplan-Meier median steps and CPU seconds to threshold
+    (censored runs kept; ``NaN`` when fewer than half the runs are known to have solved), contended runs."""
     rows = []
     g = scored.runs[scored.runs["env"] == env_id]
     for label, r in g.groupby("label", sort=True):
         fr = r["final_return"].to_numpy(float)
-        ci = stats.bootstrap_ci(fr, stats.iqm, n_boot=n_boot, rng=0)
+        ci = stats.interval([fr], stats.aggregate_iqm, n_boot=n_boot, rng=0)
         k, n = int(r["solved"].sum()), len(r)
         sr = stats.wilson_interval(k, n)
-        med = {}
-        for col in ("t_steps", "t_secs"):
-            t, f = stats.kaplan_meier(r[col].to_numpy(float), r["solved"].to_numpy(bool))
-            hit = np.flatnonzero(f >= 0.5)
-            med[col] = float(t[hit[0]]) if hit.size else np.nan
-        rows.append(dict(label=label, impl=r["impl"].iloc[0], runs=n, iqm=ci.point, lo=ci.lo, hi=ci.hi,
+        solved = r["solved"].to_numpy(bool)
+        rows.append(dict(label=label, impl=r["impl"].iloc[0], runs=n, iqm=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind,
                          median=float(np.median(fr)), solved=k, success=sr.point, success_lo=sr.lo, success_hi=sr.hi,
-                         median_steps=med["t_steps"], median_secs=med["t_secs"]))
+                         median_steps=stats.kaplan_meier_median(r["t_steps"].to_numpy(float), solved),
+                         median_cpu=stats.kaplan_meier_median(r["t_cpu"].to_numpy(float), solved),
+                         contended=int(r["contended"].sum())))
     return pd.DataFrame(rows)
 
 
@@ -344,13 +459,15 @@ def normalised_envs(scored: Scored) -> list[str]:
 
 
 def across_envs(scored: Scored, *, n_boot: int = N_BOOT) -> pd.DataFrame:
-    """Per label: IQM of normalised final return over all its envs, stratified bootstrap CI."""
+    """Per label: normalised final performance over all its envs (each env once), with its interval."""
     r = scored.runs[scored.runs["final_norm"].notna()]
+    crit = CRITERIA["final performance"]
     rows = []
     for label, g in r.groupby("label", sort=True):
         envs = sorted(g["env"].unique())
-        ci = stats.stratified_bootstrap_ci(scored.tasks(label, "final_norm", envs), stats.aggregate_iqm, n_boot=n_boot, rng=0)
-        rows.append(dict(label=label, impl=g["impl"].iloc[0], envs=len(envs), runs=len(g), iqm=ci.point, lo=ci.lo, hi=ci.hi))
+        ci = estimate(scored.tasks(label, "final_norm", envs), crit, n_boot=n_boot)
+        rows.append(dict(label=label, impl=g["impl"].iloc[0], envs=len(envs), runs=len(g), iqm=ci.point, lo=ci.lo,
+                         hi=ci.hi, kind=ci.kind))
     return pd.DataFrame(rows)
 
 
@@ -390,55 +507,74 @@ def categories(scored: Scored) -> dict[str, list[str]]:
     return out
 
 
-def _mark_ties(rows: list[dict]) -> None:
-    """Mark the best point estimate ``best``; anything whose interval overlaps it ``tie`` (and the best ``tie`` too)."""
-    scored = [r for r in rows if r.get("lo") is not None and np.isfinite(r["point"])]
-    if not scored:
+def _mark(rows: list[dict], tasks: dict[str, list[np.ndarray]], crit: Criterion, scored: Scored, envs: list[str],
+          lower_is_better: bool = False) -> None:
+    """Marks by test, never by interval overlap: the top point estimate is ``best`` when every other
+    label is significantly worse (permutation test at :data:`ALPHA`) and the evidence is enough
+    (:data:`MIN_SEEDS`, :data:`MIN_ENVS`), ``lead`` when it is ahead without that evidence; labels the
+    test cannot tell from it are ``tie`` (the top one too). ``p`` is each label's p-value against the top."""
+    live = [r for r in rows if np.isfinite(r["point"])]
+    if len(live) < 2:
         return
-    best = max(scored, key=lambda r: r["point"])
-    tied = [r for r in scored if r is not best and stats.intervals_overlap((r["lo"], r["hi"]), (best["lo"], best["hi"]))]
+    top = (min if lower_is_better else max)(live, key=lambda r: r["point"])
+    tied = []
+    for r in live:
+        if r is top:
+            continue
+        t = compare(tasks[top["label"]], tasks[r["label"]], crit)
+        r["p"] = t.p_value
+        if t.p_value >= ALPHA:
+            tied.append(r)
     for r in tied:
         r["mark"] = "tie"
-    best["mark"] = "tie" if tied else "best"
+    enough = _enough(scored, [r["label"] for r in live], crit.column, envs, "label")
+    top["mark"] = "tie" if tied else ("best" if enough else "lead")
 
 
 def decision_matrix(scored: Scored, sensitivity: pd.DataFrame | None = None, *, n_boot: int = N_BOOT) -> pd.DataFrame:
-    """Every (category, label, criterion): normalised score, 95% interval, and best/tie marks.
+    """Every (category, label, criterion): normalised score, interval, marks from tests.
 
-    A label is scored in a category over the category's envs it ran
-    (``n_envs`` of ``cat_envs``). Within each (category, criterion) the best
-    point estimate is marked ``best``, or ``tie`` when another label's
-    interval overlaps its own; those labels are marked ``tie`` as well.
+    A label is scored in a category over the category's envs it ran (``n_envs`` of
+    ``cat_envs``); marks compare only labels that ran all of them. ``kind`` says what
+    the interval is (``ci``, ``range`` below 5 runs per env, ``none``).
 
-    Columns: category, label, impl, criterion, point, lo, hi, n_envs, cat_envs, n_runs, mark, note.
+    Columns: category, label, algo, impl, criterion, point, lo, hi, kind, n_envs, cat_envs, n_runs, mark, p, note.
     """
+    cols = ["category", "label", "algo", "impl", "criterion", "point", "lo", "hi", "kind", "n_envs", "cat_envs",
+            "n_runs", "mark", "p", "note"]
     r = scored.runs[scored.runs["final_norm"].notna()]
     out: list[dict] = []
     for cat, envs in categories(scored).items():
         rc = r[r["env"].isin(envs)]
         labels = sorted(rc["label"].unique())
-        for crit, (col, agg, _) in CRITERIA.items():
-            rows = []
+        for name, crit in CRITERIA.items():
+            rows, full = [], {}
             for lb in labels:
-                mine = sorted(rc.loc[rc["label"] == lb, "env"].unique())
-                ci = stats.stratified_bootstrap_ci(scored.tasks(lb, col, mine), agg, n_boot=n_boot, rng=0)
-                rows.append(dict(category=cat, label=lb, impl=rc.loc[rc["label"] == lb, "impl"].iloc[0], criterion=crit,
-                                 point=ci.point, lo=ci.lo, hi=ci.hi, n_envs=len(mine), cat_envs=len(envs),
-                                 n_runs=int((rc["label"] == lb).sum()), mark="", note=""))
-            _mark_ties(rows)
+                mine = [e for e in envs if scored.tasks(lb, crit.column, [e])[0].size]
+                base = dict(category=cat, label=lb, algo=rc.loc[rc["label"] == lb, "algo"].iloc[0],
+                            impl=rc.loc[rc["label"] == lb, "impl"].iloc[0], criterion=name, n_envs=len(mine),
+                            cat_envs=len(envs), n_runs=int((rc["label"] == lb).sum()), mark="", p=np.nan, note="")
+                if not mine:
+                    rows.append(dict(base, point=np.nan, lo=np.nan, hi=np.nan, kind="none",
+                                     note="no time scale for these envs" if crit.column == "auc_time_norm" else "no runs"))
+                    continue
+                ci = estimate(scored.tasks(lb, crit.column, mine), crit, n_boot=n_boot)
+                rows.append(dict(base, point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind))
+                if len(mine) == len(envs):
+                    full[lb] = scored.tasks(lb, crit.column, envs)
+            _mark([x for x in rows if x["label"] in full], full, crit, scored, envs)
             out += rows
         for lb in labels:
             out.append(_sensitivity_cell(cat, lb, rc, envs, sensitivity))
-    return pd.DataFrame(out, columns=["category", "label", "impl", "criterion", "point", "lo", "hi", "n_envs",
-                                      "cat_envs", "n_runs", "mark", "note"])
+    return pd.DataFrame(out, columns=cols)
 
 
 def _sensitivity_cell(cat: str, label: str, rc: pd.DataFrame, envs: list[str], sens: pd.DataFrame | None) -> dict:
     """Hyperparameter sensitivity from the tuner: mean over envs of the IQR of normalised trial scores (lower is better)."""
     mine = rc[rc["label"] == label]
     algo, impl = mine["algo"].iloc[0], mine["impl"].iloc[0]
-    row = dict(category=cat, label=label, impl=impl, criterion=SENSITIVITY, point=np.nan, lo=None, hi=None,
-               n_envs=0, cat_envs=len(envs), n_runs=0, mark="", note="no tuning data")
+    row = dict(category=cat, label=label, algo=algo, impl=impl, criterion=SENSITIVITY, point=np.nan, lo=np.nan,
+               hi=np.nan, kind="none", n_envs=0, cat_envs=len(envs), n_runs=0, mark="", p=np.nan, note="no tuning data")
     if sens is None:
         return row
     s = sens[(sens["algo"] == algo) & (sens["impl"] == impl) & sens["env_id"].isin(envs)]
@@ -461,16 +597,23 @@ def _sensitivity_cell(cat: str, label: str, rc: pd.DataFrame, envs: list[str], s
 
 
 # --------------------------------------------------------------------------- #
-# Recommendations
+# Recommendations: by algorithm, then by implementation
 # --------------------------------------------------------------------------- #
 @dataclass
 class Recommendation:
     """One problem profile's answer.
 
-    :param verdict: ``recommended`` (a clear winner), ``tie`` (the best two cannot
-        be told apart) or ``insufficient evidence`` (no or one measured candidate).
-    :param p_improvement: P(best > runner-up) on the priority criterion, with its interval.
-    :param evidence: the envs and, per candidate label, how many runs.
+    :param verdict: ``recommended`` (a winner by test, with enough evidence), ``tie``
+        (the test cannot separate the best two), ``leaning`` (ahead, without the
+        evidence a winner needs) or ``insufficient evidence`` (no or one candidate).
+    :param algorithm: the recommended (or leading) algorithm; ``runner_up`` the next one.
+    :param p_value: the two-sided permutation test of the two, on the priority's criterion.
+    :param implementation: which implementation (label) of ``algorithm`` did better, or that they tie,
+        as a sentence; ``impl`` holds it as ``(verdict, first, second, p)`` with verdict ``better``,
+        ``tie``, ``leaning`` or ``only``.
+    :param envs: the profile's measured envs; ``runs``: algorithm → runs on them.
+    :param loo: leave-one-env-out track record ``(hits, trials)`` of this profile's rule, if ≥ 2 envs.
+    :param hardware: where time figures come from (time priority only).
     """
 
     action: str
@@ -478,92 +621,201 @@ class Recommendation:
     reward: str
     priority: str
     verdict: str
-    best: str | None = None
+    algorithm: str | None = None
     runner_up: str | None = None
     best_score: stats.Interval | None = None
     runner_up_score: stats.Interval | None = None
-    p_improvement: stats.Interval | None = None
+    p_value: float | None = None
+    implementation: str = ""
+    impl: tuple[str, str, str | None, float | None] | None = None
     envs: list[str] = field(default_factory=list)
-    runs: dict[str, int] = field(default_factory=dict)
+    runs: dict[str, str] = field(default_factory=dict)
     message: str = ""
+    loo: tuple[int, int] | None = None
+    hardware: str = ""
+
+    @property
+    def profile(self) -> str:
+        return f"{self.action} · {self.obs} · {self.reward}"
 
     @property
     def evidence(self) -> str:
         if not self.envs:
             return "no measured environment covers this profile"
-        return f"{', '.join(self.envs)}; runs: " + ", ".join(f"{k} {v}" for k, v in self.runs.items())
+        return f"{', '.join(self.envs)}; runs per env: " + ", ".join(f"{k} {v}" for k, v in self.runs.items())
+
+
+def _profile_envs(scored: Scored, a: str, o: str, rw: str) -> list[str]:
+    r = scored.runs[scored.runs["final_norm"].notna()]
+    return sorted(e for e in r["env"].unique()
+                  if (scored.traits[e]["action"], scored.traits[e]["obs"], scored.traits[e]["reward"]) == (a, o, rw))
+
+
+def _rank(scored: Scored, names: list[str], crit: Criterion, envs: list[str], by: str,
+          n_boot: int) -> tuple[list[str], dict[str, stats.Interval]]:
+    est = {n: estimate(scored.tasks(n, crit.column, envs, by), crit, n_boot=n_boot) for n in names}
+    return sorted(names, key=lambda n: (-est[n].point, n)), est
+
+
+def _implementation(scored: Scored, algo: str, crit: Criterion, envs: list[str],
+                    n_boot: int) -> tuple[str, str, str | None, float | None] | None:
+    """Second level: which label (implementation) of ``algo`` did better on ``envs``, or that they tie:
+    ``(verdict, first, second, p)``, verdict ``better`` | ``tie`` | ``leaning`` (fewer than
+    :data:`MIN_SEEDS` runs per env) | ``only`` (one label ran every env); ``None`` when none did."""
+    r = scored.runs
+    labels = sorted(lb for lb in r.loc[r["algo"] == algo, "label"].unique() if scored.covers(lb, crit.column, envs))
+    if len(labels) < 2:
+        return ("only", labels[0], None, None) if labels else None
+    ranked, _ = _rank(scored, labels, crit, envs, "label", n_boot)
+    a, b = ranked[0], ranked[1]
+    t = compare(scored.tasks(a, crit.column, envs), scored.tasks(b, crit.column, envs), crit)
+    if any(x.size < MIN_SEEDS for n in (a, b) for x in scored.tasks(n, crit.column, envs)):
+        return "leaning", a, b, t.p_value
+    return ("tie" if t.p_value >= ALPHA else "better"), a, b, t.p_value
+
+
+def _impl_sentence(impl: tuple[str, str, str | None, float | None] | None) -> str:
+    if impl is None:
+        return ""
+    verdict, a, b, p = impl
+    if verdict == "only":
+        return f"only {a} ran every env"
+    return {"tie": f"{a} ≈ {b} (p = {p:.2g})",
+            "better": f"{a} better than {b} (p = {p:.2g})",
+            "leaning": f"leaning {a} over {b} (p = {p:.2g}; fewer than {MIN_SEEDS} runs per env)"}[verdict]
+
+
+def _answer(scored: Scored, crit: Criterion, envs: list[str], n_boot: int) -> dict[str, Any]:
+    """The algorithm-level answer on ``envs``: verdict, best, runner-up, their estimates and the test."""
+    algos = sorted(a for a in scored.runs["algo"].unique() if scored.covers(a, crit.column, envs, "algo"))
+    out: dict[str, Any] = dict(algos=algos, verdict="insufficient evidence", best=None, second=None, est={}, p=None)
+    if not algos:
+        out["message"] = "insufficient evidence: no algorithm ran every env of this profile"
+        return out
+    ranked, est = _rank(scored, algos, crit, envs, "algo", n_boot)
+    out.update(best=ranked[0], est=est)
+    if len(ranked) < 2:
+        out["message"] = f"insufficient evidence: only {ranked[0]} ran every env of this profile"
+        return out
+    best, second = ranked[0], ranked[1]
+    t = compare(scored.tasks(best, crit.column, envs, "algo"), scored.tasks(second, crit.column, envs, "algo"), crit)
+    out.update(second=second, p=t.p_value)
+    counts = f"{len(envs)} env(s), {_counts(scored, best, crit.column, envs, 'algo')} vs " \
+             f"{_counts(scored, second, crit.column, envs, 'algo')} runs per env"
+    if _enough(scored, [best, second], crit.column, envs, "algo"):
+        if t.p_value < ALPHA:
+            out.update(verdict="recommended", message=f"{best}, then {second} (p = {t.p_value:.2g})")
+        else:
+            out.update(verdict="tie", message=f"tie: {best} ≈ {second} (p = {t.p_value:.2g})")
+    elif est[best].point > est[second].point:
+        out.update(verdict="leaning", message=(
+            f"leaning {best} over {second} (p = {t.p_value:.2g}; {counts}; a winner needs ≥ {MIN_SEEDS} runs per "
+            f"env on ≥ {MIN_ENVS} envs)"))
+    else:
+        out["message"] = f"insufficient evidence: {best} and {second} score the same ({counts})"
+    return out
 
 
 def recommend(scored: Scored, *, action: str | None = None, obs: str | None = None, reward: str | None = None,
-              priority: str | None = None, n_boot: int = N_BOOT) -> list[Recommendation]:
+              priority: str | None = None, n_boot: int = N_BOOT, track_record: bool = True) -> list[Recommendation]:
     """A recommendation for every profile matching the given traits (``None`` = every value).
 
     For a profile, the envs are those whose action, observation and reward traits
-    all match. Candidates are labels with done runs on *every* one of those envs
-    (so all are compared on the same tasks). Each is scored on the priority's
-    criterion (:data:`PRIORITY_CRITERION`) by the IQM of per-run normalised
-    scores with a stratified bootstrap interval; the best and runner-up are the
-    top two point estimates. The winner is called only when both hold:
-
-    - the 95% interval of P(best > runner-up) excludes 0.5, and
-    - the two IQM intervals do not overlap;
-
-    otherwise the row says ``tie``: the data cannot separate them. Requiring
-    both is deliberately conservative: a recommendation is a claim.
+    all match. Candidates are algorithms with runs on *every* one of those envs
+    (any of their implementations), so all are compared on the same tasks. Each is
+    scored on the priority's criterion (:data:`PRIORITY_CRITERION`) with its
+    implementations pooled; the best two by point estimate are tested against
+    each other (stratified permutation test, two-sided). A winner is named only
+    when the test rejects at :data:`ALPHA` *and* both have ≥ :data:`MIN_SEEDS` runs
+    on each of ≥ :data:`MIN_ENVS` envs; a tie when the evidence suffices but the
+    test does not reject; otherwise "leaning". Then, for the named algorithm, its
+    implementations are compared the same way.
     """
     out = []
-    r = scored.runs[scored.runs["final_norm"].notna()]
+    hw = hardware_line(scored)
     for a, o, rw, p in itertools.product(ACTIONS, OBS, REWARDS, PRIORITIES):
         if (action and a != action) or (obs and o != obs) or (reward and rw != reward) or (priority and p != priority):
             continue
-        envs = sorted(e for e in r["env"].unique()
-                      if (scored.traits[e]["action"], scored.traits[e]["obs"], scored.traits[e]["reward"]) == (a, o, rw))
-        rec = Recommendation(a, o, rw, p, "insufficient evidence", envs=envs)
+        envs = _profile_envs(scored, a, o, rw)
+        crit = CRITERIA[PRIORITY_CRITERION[p]]
+        if crit.column == "auc_time_norm":
+            envs = [e for e in envs if e in scored.horizons]
+        rec = Recommendation(a, o, rw, p, "insufficient evidence", envs=envs, hardware=hw if p == "time" else "")
         if not envs:
             rec.message = "insufficient evidence: no measured environment covers this profile"
             out.append(rec)
             continue
-        rp = r[r["env"].isin(envs)]
-        cands = [lb for lb, g in rp.groupby("label", sort=True) if set(g["env"]) == set(envs)]
-        rec.runs = {lb: int((rp["label"] == lb).sum()) for lb in cands}
-        col, agg, _ = CRITERIA[PRIORITY_CRITERION[p]]
-        scores = {lb: stats.stratified_bootstrap_ci(scored.tasks(lb, col, envs), agg, n_boot=n_boot, rng=0) for lb in cands}
-        ranked = sorted(cands, key=lambda lb: -scores[lb].point)
-        if len(ranked) < 2:
-            rec.best = ranked[0] if ranked else None
-            rec.best_score = scores[ranked[0]] if ranked else None
-            rec.message = ("insufficient evidence: only one algorithm ran every env of this profile"
-                           if ranked else "insufficient evidence: no algorithm ran every env of this profile")
-            out.append(rec)
-            continue
-        best, second = ranked[0], ranked[1]
-        pi = stats.probability_of_improvement(scored.tasks(best, col, envs), scored.tasks(second, col, envs), n_boot=n_boot, rng=0)
-        rec.best, rec.runner_up = best, second
-        rec.best_score, rec.runner_up_score, rec.p_improvement = scores[best], scores[second], pi
-        clear = pi.lo > 0.5 and not scores[best].overlaps(scores[second])
-        if clear:
-            rec.verdict = "recommended"
-            rec.message = f"{best}, then {second}"
-        else:
-            rec.verdict = "tie"
-            rec.message = f"tie: {best} ≈ {second} (insufficient evidence to separate them)"
+        ans = _answer(scored, crit, envs, n_boot)
+        rec.verdict, rec.message, rec.p_value = ans["verdict"], ans["message"], ans["p"]
+        rec.algorithm, rec.runner_up = ans["best"], ans["second"]
+        rec.runs = {al: _counts(scored, al, crit.column, envs, "algo") for al in ans["algos"]}
+        if ans["best"]:
+            rec.best_score = ans["est"][ans["best"]]
+            rec.impl = _implementation(scored, ans["best"], crit, envs, n_boot)
+            rec.implementation = _impl_sentence(rec.impl)
+        if ans["second"]:
+            rec.runner_up_score = ans["est"][ans["second"]]
+        if track_record and len(envs) >= 2:
+            rec.loo = leave_one_env_out(scored, crit, envs, n_boot=n_boot)
         out.append(rec)
     return out
+
+
+def leave_one_env_out(scored: Scored, crit: Criterion, envs: list[str], *, n_boot: int = 200) -> tuple[int, int]:
+    """How often the table would have been right on an env it had not seen: ``(hits, trials)``.
+
+    For each env E of the profile: the algorithm the rule names (or leans to) from the
+    other envs is a hit if it is tied-best on E: the best on E by point estimate, or
+    not significantly worse than it there (the same permutation test at :data:`ALPHA`).
+    An E where the rule names nothing, or where that algorithm did not run, is not a trial.
+    """
+    hits = trials = 0
+    for held in envs:
+        rest = [e for e in envs if e != held]
+        pick = _answer(scored, crit, rest, n_boot)["best"]
+        on_e = sorted(a for a in scored.runs["algo"].unique() if scored.covers(a, crit.column, [held], "algo"))
+        if pick is None or pick not in on_e:
+            continue
+        trials += 1
+        ranked, _ = _rank(scored, on_e, crit, [held], "algo", n_boot)
+        if ranked[0] == pick:
+            hits += 1
+            continue
+        t = compare(scored.tasks(ranked[0], crit.column, [held], "algo"), scored.tasks(pick, crit.column, [held], "algo"),
+                    crit)
+        hits += int(t.p_value >= ALPHA)
+    return hits, trials
 
 
 # --------------------------------------------------------------------------- #
 # Provenance
 # --------------------------------------------------------------------------- #
 def hardware_of(meta: dict[str, Any]) -> str:
-    """What wall-clock figures depend on: the CPU model, torch threads and (where recorded) BLAS threads."""
+    """What time figures depend on: the CPU model, torch threads and (where recorded) BLAS threads."""
     blas = f" · {meta['blas_threads']} BLAS thread(s)" if meta.get("blas_threads") is not None else ""
     return f"{meta.get('cpu_model', '?')} · {meta.get('torch_threads', '?')} torch thread(s){blas}"
+
+
+def hardware_line(scored: Scored) -> str:
+    """One line for every time figure: the machines the runs' CPU seconds come from, and how many were contended."""
+    r = scored.runs
+    if r.empty:
+        return ""
+    hw = sorted({hardware_of(m) for m in r["meta"]})
+    n = int(r["contended"].sum())
+    est = int(r["cpu_estimated"].sum())
+    line = "CPU seconds on " + "; ".join(hw)
+    if n:
+        line += f"; {n} of {len(r)} runs contended (wall > {CONTENTION_RATIO:g} × CPU)"
+    if est:
+        line += f"; {est} runs' CPU time estimated from wall time (recorded before per-episode CPU seconds)"
+    return line
 
 
 def hardware_warnings(data: Data) -> dict[str, list[str]]:
     """Env id → the distinct hardware/thread settings of its pooled runs, where there is more than one.
 
-    Wall-clock figures compared across such runs mix machines, so the report warns.
+    Time figures compared across such runs mix machines, so the report warns.
     """
     r = data.runs[data.runs["pooled"]] if not data.runs.empty else data.runs
     out = {}
@@ -572,3 +824,48 @@ def hardware_warnings(data: Data) -> dict[str, list[str]]:
         if len(hw) > 1:
             out[env_id] = hw
     return out
+
+
+def recommendation_rows(recs: list[Recommendation]) -> list[dict[str, Any]]:
+    """Flat rows of the recommendation table, for ``bench recommend --format`` and the report.
+
+    Keys: action, obs, reward, priority, verdict, answer (one short phrase), algorithm, runner_up,
+    score, runner_up_score (as printed, with what kind of interval they carry; their numbers as
+    ``score_point, score_lo, score_hi, score_kind`` and likewise), p_value,
+    implementation (a sentence), impl (a short form: labels without the algorithm's prefix), envs, runs (algorithm → runs per env), track_record ("hits/trials" or ""),
+    hardware, message.
+    """
+    rows = []
+    for r in recs:
+        answer = {
+            "recommended": f"{r.algorithm}",
+            "tie": f"{r.algorithm} ≈ {r.runner_up}",
+            "leaning": f"leaning {r.algorithm}",
+        }.get(r.verdict, "insufficient evidence")
+        rows.append(dict(
+            action=r.action, obs=r.obs, reward=r.reward, priority=r.priority, verdict=r.verdict, answer=answer,
+            algorithm=r.algorithm, runner_up=r.runner_up,
+            score=str(r.best_score) if r.best_score else "", runner_up_score=str(r.runner_up_score) if r.runner_up_score else "",
+            **_interval_fields("score", r.best_score), **_interval_fields("runner_up_score", r.runner_up_score),
+            p_value=r.p_value, implementation=r.implementation, impl=_impl_short(r), envs=list(r.envs), runs=dict(r.runs),
+            track_record=f"{r.loo[0]}/{r.loo[1]}" if r.loo and r.loo[1] else "", hardware=r.hardware, message=r.message,
+        ))
+    return rows
+
+
+def _impl_short(r: Recommendation) -> str:
+    """The implementation answer in a few characters: ``sb3 ≈ bench``, ``bench > sb3``, ``leaning sb3``."""
+    if r.impl is None:
+        return ""
+    verdict, a, b, _ = r.impl
+    short = {x: x[len(r.algorithm) + 1:] if x and r.algorithm and x.startswith(r.algorithm + "-") else x for x in (a, b)}
+    if verdict == "only":
+        return f"only {short[a]}"
+    return {"tie": f"{short[a]} ≈ {short[b]}", "better": f"{short[a]} > {short[b]}", "leaning": f"leaning {short[a]}"}[verdict]
+
+
+def _interval_fields(prefix: str, iv: stats.Interval | None) -> dict[str, Any]:
+    if iv is None:
+        return {f"{prefix}_{k}": None for k in ("point", "lo", "hi", "kind")}
+    nan = lambda v: None if v != v else float(v)  # noqa: E731 - JSON has no NaN
+    return {f"{prefix}_point": nan(iv.point), f"{prefix}_lo": nan(iv.lo), f"{prefix}_hi": nan(iv.hi), f"{prefix}_kind": iv.kind}

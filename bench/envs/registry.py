@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,6 +24,7 @@ __all__ = [
     "EnvSpec",
     "Family",
     "REGISTRY",
+    "TIME_SCALE_US",
     "env_exists",
     "close_matches",
     "get_spec",
@@ -54,6 +56,10 @@ class EnvSpec:
     :param threshold: the return at which the env counts as solved, ``None`` if none is known.
     :param threshold_source: short citation for ``threshold``.
     :param registered: ``True`` for :data:`REGISTRY` entries, ``False`` for inferred ones.
+    :param time_scale_us: CPU microseconds per env step that fix the env's time axis: the
+        report's time criteria read each run's learning curve over ``budget × time_scale_us``
+        CPU seconds, whatever else is in the store (see :data:`TIME_SCALE_US`); ``None``
+        when not yet measured (a suite may give one).
     """
 
     id: str
@@ -65,6 +71,7 @@ class EnvSpec:
     threshold: float | None
     threshold_source: str
     registered: bool = True
+    time_scale_us: float | None = None
 
 
 _GYM = "Gymnasium reward_threshold"
@@ -105,6 +112,22 @@ REGISTRY: dict[str, EnvSpec] = {
     ]
 }
 
+
+#: CPU microseconds per env step that fix each env's time axis (``EnvSpec.time_scale_us``).
+#: A score's scale must not depend on which algorithms are in the store, so the time
+#: horizon is a constant per env, not the slowest run's time. Each value is the CPU time
+#: per step of the slowest implementation in the shipped reference results at the env's
+#: reference budget (one thread, AMD EPYC, 2026-11-23), rounded up: CartPole-v1 157 µs
+#: (sb3 TRPO), Pendulum-v1 231 µs (sb3 PPO), MountainCar-v0 228 µs (sb3 TRPO), from
+#: `results/reference.db`; HalfCheetah-v5 826 µs (sb3 PPO, `results/speed-halfcheetah.json`).
+#: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
+TIME_SCALE_US: dict[str, float] = {
+    "CartPole-v1": 200.0,
+    "Pendulum-v1": 250.0,
+    "MountainCar-v0": 250.0,
+    "HalfCheetah-v5": 1000.0,
+}
+REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
 # -- Gymnasium registry ------------------------------------------------------
 @functools.cache

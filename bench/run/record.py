@@ -14,6 +14,7 @@ turns what it holds into rows (see :mod:`bench.run.store`).
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
@@ -71,6 +72,7 @@ class Recorder:
     #: Columns of finished training episodes (parallel lists, appended in order).
     ep_step: list[int] = field(default_factory=list)
     ep_wall: list[float] = field(default_factory=list)
+    ep_cpu: list[float] = field(default_factory=list)
     ep_return: list[float] = field(default_factory=list)
     ep_length: list[int] = field(default_factory=list)
     #: (step, key, value) rows.
@@ -85,6 +87,9 @@ class Recorder:
         self._t0 = time.perf_counter()
         self._cpu0 = time.process_time()
         self._paused = 0.0  # seconds spent evaluating, excluded from training time
+        self._paused_cpu = 0.0  # CPU seconds spent evaluating, likewise
+        #: The 1-minute load average when the run started (``None`` where the OS has none).
+        self.load_start = _load_average()
         self._last_beat = self._t0
         self._next_eval = self.eval.every if self.eval else None
 
@@ -94,8 +99,20 @@ class Recorder:
         return time.perf_counter() - self._t0 - self._paused
 
     def cpu_seconds(self) -> float:
-        """Process CPU seconds since the run started (evaluation included)."""
-        return time.process_time() - self._cpu0
+        """Training process CPU seconds since the run started (evaluation excluded).
+
+        Runs are single-threaded (one torch and one BLAS thread), so CPU seconds
+        measure the work a run did, and they do not grow when other processes
+        share the machine, as wall-clock seconds do (see :meth:`contention`).
+        """
+        return time.process_time() - self._cpu0 - self._paused_cpu
+
+    def contention(self) -> dict[str, float | None]:
+        """What the machine was like during the run: the load averages at its start and now,
+        and wall / CPU seconds (about 1 for a single-threaded run that had a core to itself)."""
+        cpu, wall = self.cpu_seconds(), self.clock()
+        return {"load_start": self.load_start, "load_end": _load_average(),
+                "wall_per_cpu": wall / cpu if cpu > 0 else None}
 
     # -- fed by the env monitor ----------------------------------------------
     def episode(self, ret: float, length: int) -> None:
@@ -104,6 +121,7 @@ class Recorder:
             raise Diverged(f"non-finite episode return {ret} at step {self.steps}")
         self.ep_step.append(self.steps)
         self.ep_wall.append(self.clock())
+        self.ep_cpu.append(self.cpu_seconds())
         self.ep_return.append(float(ret))
         self.ep_length.append(int(length))
 
@@ -136,9 +154,10 @@ class Recorder:
     def run_eval(self, policy: PolicyFn) -> None:
         """Evaluate now; its time is excluded from the training clock."""
         assert self.eval is not None and self.evaluate is not None
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         returns = self.evaluate(policy, self.eval.episodes)
         self._paused += time.perf_counter() - t
+        self._paused_cpu += time.process_time() - c
         arr = np.asarray(returns, dtype=float)
         self.evals.append((self.steps, self.clock(), float(arr.mean()), float(arr.std()), len(arr)))
 
@@ -147,5 +166,13 @@ class Recorder:
         return {
             "steps": np.asarray(self.ep_step, dtype=np.int64),
             "wall": np.asarray(self.ep_wall, dtype=float),
+            "cpu": np.asarray(self.ep_cpu, dtype=float),
             "returns": np.asarray(self.ep_return, dtype=float),
         }
+
+
+def _load_average() -> float | None:
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):  # not on every OS
+        return None

@@ -182,10 +182,12 @@ def result_of(cell: Cell, recorder: Any, started: float) -> Any:
         "auc": s.auc,
     }
     meta = run_metadata()
-    meta.update(started_at=_iso(started), finished_at=_iso(time.time()), updates=recorder.updates)
+    meta.update(started_at=_iso(started), finished_at=_iso(time.time()), updates=recorder.updates,
+                **recorder.contention())
     return RunResult(
         summary=summary,
-        episodes={"step": recorder.ep_step, "wall_s": recorder.ep_wall, "ret": recorder.ep_return, "length": recorder.ep_length},
+        episodes={"step": recorder.ep_step, "wall_s": recorder.ep_wall, "cpu_s": recorder.ep_cpu, "ret": recorder.ep_return,
+                  "length": recorder.ep_length},
         diagnostics=recorder.diag,
         evaluations=recorder.evals,
         meta=meta,

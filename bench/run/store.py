@@ -114,6 +114,10 @@ episodes = sa.Table(
     sa.Column("wall_s", sa.Float, nullable=False),
     sa.Column("ret", sa.Float, nullable=False),
     sa.Column("length", sa.Integer, nullable=False),
+    # Training process CPU seconds at the episode's end: the time axis of the report's
+    # time criteria (a single-threaded run's CPU seconds do not grow on a shared machine).
+    # Added 2026-11: NULL in stores written before (:data:`MIGRATIONS`).
+    sa.Column("cpu_s", sa.Float),
 )
 
 diagnostics = sa.Table(
@@ -142,8 +146,9 @@ evaluations = sa.Table(
 env_anchors = sa.Table(
     "env_anchors",
     metadata,
-    # Normalisation anchors for reports: written once per env, never overwritten,
-    # so adding runs or algorithms never changes anyone's normalised scores.
+    # Superseded by `anchors` (keyed by env alone, so two thresholds for one env
+    # shared one scale). Kept for stores written before: its random returns are
+    # reused where env, threshold and random-policy settings match.
     sa.Column("env_id", sa.String(128), primary_key=True),
     sa.Column("random_return", sa.Float, nullable=False),  # mean return of a uniform-random policy
     sa.Column("threshold", sa.Float, nullable=False),
@@ -153,12 +158,44 @@ env_anchors = sa.Table(
 )
 
 
+anchors = sa.Table(
+    "anchors",
+    metadata,
+    # Normalisation anchors for reports, keyed by everything that defines them (the
+    # env, its threshold, and the random-policy settings): written once, never
+    # overwritten, so adding runs or algorithms never changes anyone's scores, and
+    # two suites with different thresholds for one env each get their own scale.
+    sa.Column("env_id", sa.String(128), primary_key=True),
+    sa.Column("threshold", sa.Float, primary_key=True),
+    sa.Column("episodes", sa.Integer, primary_key=True),
+    sa.Column("seed", sa.Integer, primary_key=True),
+    sa.Column("random_return", sa.Float, nullable=False),  # mean return of a uniform-random policy
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+#: Columns added to existing tables after their first release: (table, column, SQL type).
+#: A writable store adds any that are missing when it opens; readers tolerate their absence.
+MIGRATIONS: tuple[tuple[str, str, str], ...] = (("episodes", "cpu_s", "FLOAT"),)
+
+
+def _migrate(conn: Any) -> None:
+    insp = sa.inspect(conn)
+    for table, column, sql_type in MIGRATIONS:
+        if column not in {c["name"] for c in insp.get_columns(table)}:
+            conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}"))
+
+
+def has_column(conn: Any, table: str, column: str) -> bool:
+    """Whether ``table`` has ``column`` (a store written before a migration may not)."""
+    return column in {c["name"] for c in sa.inspect(conn).get_columns(table)}
+
+
 @dataclass
 class RunResult:
     """Everything one attempt recorded, written in one transaction."""
 
     summary: dict[str, Any]  # total_steps, episodes, wall_s, cpu_s, steps/seconds_to_threshold, final_return, auc
-    episodes: dict[str, Sequence]  # columns step, wall_s, ret, length
+    episodes: dict[str, Sequence]  # columns step, wall_s, cpu_s, ret, length
     diagnostics: list[tuple[int, str, float]]
     evaluations: list[tuple[int, float, float, float, int]]
     meta: dict[str, Any]
@@ -307,6 +344,7 @@ class Store:
                 # database: one creator at a time, the others then find the tables.
                 c.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
             metadata.create_all(c)
+            _migrate(c)
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -396,12 +434,16 @@ class Store:
             for t in (episodes, diagnostics, evaluations):
                 c.execute(sa.delete(t).where(t.c.key == key))
             ep = result.episodes
+            cpu = ep.get("cpu_s")
+            if cpu is None:  # a writer that does not measure per-episode CPU seconds
+                cpu = [None] * len(ep["ret"])
             if len(ep["ret"]):
                 c.execute(
                     episodes.insert(),
                     [
-                        dict(key=key, idx=i, step=int(s), wall_s=float(w), ret=float(r), length=int(n))
-                        for i, (s, w, r, n) in enumerate(zip(ep["step"], ep["wall_s"], ep["ret"], ep["length"]))
+                        dict(key=key, idx=i, step=int(s), wall_s=float(w), cpu_s=None if u is None else float(u), ret=float(r),
+                             length=int(n))
+                        for i, (s, w, u, r, n) in enumerate(zip(ep["step"], ep["wall_s"], cpu, ep["ret"], ep["length"]))
                     ],
                 )
             if result.diagnostics:
@@ -454,24 +496,25 @@ class Store:
         with self.engine.connect() as c:
             return pd.read_sql(q, c)
 
-    def anchors(self) -> dict[str, Any]:
-        """Normalisation anchor rows by env id (see :mod:`bench.analysis.anchors`)."""
+    def anchors(self) -> dict[tuple[str, float, int, int], Any]:
+        """Normalisation anchor rows by ``(env_id, threshold, episodes, seed)`` (see :mod:`bench.analysis.anchors`),
+        with the legacy per-env rows (table ``env_anchors``) where no new row has the same key."""
         with self.engine.connect() as c:
-            return {r.env_id: r for r in c.execute(sa.select(env_anchors))}
+            out = {(r.env_id, r.threshold, r.episodes, r.seed): r for r in c.execute(sa.select(anchors))}
+            legacy = {(r.env_id, r.threshold, r.episodes, r.seed): r for r in c.execute(sa.select(env_anchors))}
+        return {**legacy, **out}
 
     def put_anchor(self, env_id: str, random_return: float, threshold: float, episodes: int, seed: int) -> bool:
-        """Store an env's anchors unless it has some already (they are never overwritten).
+        """Store an anchor unless one with the same key is there (they are never overwritten).
 
-        Returns True if this call wrote them, False if they were there (a concurrent writer may have won).
+        Returns True if this call wrote it, False if it was there (a concurrent writer may have won).
         """
+        key = dict(env_id=env_id, threshold=float(threshold), episodes=int(episodes), seed=int(seed))
         try:
             with self.engine.begin() as c:
-                if c.execute(sa.select(env_anchors.c.env_id).where(env_anchors.c.env_id == env_id)).first():
+                if c.execute(sa.select(anchors.c.env_id).where(*(anchors.c[k] == v for k, v in key.items()))).first():
                     return False
-                c.execute(env_anchors.insert().values(
-                    env_id=env_id, random_return=float(random_return), threshold=float(threshold),
-                    episodes=int(episodes), seed=int(seed), created_at=time.time(),
-                ))
+                c.execute(anchors.insert().values(**key, random_return=float(random_return), created_at=time.time()))
             return True
         except sa.exc.IntegrityError:
             return False

@@ -118,6 +118,11 @@ class EnvEntry(_Strict):
     threshold: float | None = Field(None, description="Return that counts as solved; required outside the registry.")
     timesteps: int | None = Field(None, gt=0, description="Budget for this env; overrides defaults.timesteps.")
     window: int | None = Field(None, gt=0, description="Overrides defaults.window.")
+    time_scale_us: float | None = Field(
+        None, gt=0, allow_inf_nan=False,
+        description="CPU microseconds per env step that fix this env's time axis in reports (horizon = budget × "
+                    "time_scale_us); the registry has measured values for some envs (`bench envs`).",
+    )
     eval: EvalSpec | None = Field(None, description="Overrides defaults.eval.")
     resources: Resources | None = Field(None, description="Ray resources per run on this env; not part of the key.")
 
@@ -441,6 +446,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             "obs": spec.obs,
             "reward": spec.reward,
             "family": spec.family,
+            "time_scale_us": e.time_scale_us if e.time_scale_us is not None else spec.time_scale_us,
         }
 
     labels: dict[str, int] = {}

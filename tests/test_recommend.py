@@ -1,0 +1,304 @@
+"""Recommendations a user can act on (issue 12), on planted stores whose right answer is known.
+
+- the answer names an algorithm first (implementations pooled), then its implementations;
+- a winner needs a permutation test and enough evidence: 3 seeds never make one;
+- every score is on a fixed scale: adding a label changes nobody else's, for every criterion;
+- time is CPU seconds, and a run that shared its core is flagged;
+- runs at another budget are set aside with a note, never stretched;
+- the leave-one-env-out track record is what the rule would have said on each unseen env.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench import analysis
+from bench.analysis import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import Planted, write_store  # noqa: E402
+
+DENSE = ["CartPole-v1", "LunarLander-v3"]  # two envs of one profile: discrete · vector · dense
+
+# PPO is far better than A2C; its two implementations are the same algorithm and tie with each other.
+PPO_IMPLS = [Planted("ppo-bench", "ppo", "bench", skill=1.0, tau=0.1), Planted("ppo-sb3", "ppo", "sb3", skill=1.0, tau=0.1)]
+A2C_IMPLS = [Planted("a2c-bench", "a2c", "bench", skill=0.4, tau=0.4), Planted("a2c-sb3", "a2c", "sb3", skill=0.4, tau=0.4)]
+
+
+def scored(url: str) -> analysis.Scored:
+    return analysis.score(analysis.load(url, anchors=False))
+
+
+def one(url: str, priority: str = "samples") -> analysis.Recommendation:
+    (rec,) = analysis.recommend(scored(url), action="discrete", obs="vector", reward="dense", priority=priority,
+                                n_boot=200, track_record=False)
+    return rec
+
+
+# --------------------------------------------------------------------------- #
+# Algorithm first, then implementation
+# --------------------------------------------------------------------------- #
+def test_a_clear_algorithm_winner_is_named_though_its_implementations_tie(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, DENSE, PPO_IMPLS + A2C_IMPLS, seeds=5)
+    for priority in ("samples", "time"):
+        rec = one(url, priority)
+        assert rec.verdict == "recommended", rec.message
+        assert (rec.algorithm, rec.runner_up) == ("ppo", "a2c")
+        assert rec.p_value < analysis.ALPHA
+        assert rec.impl[0] == "tie" and {rec.impl[1], rec.impl[2]} == {"ppo-bench", "ppo-sb3"}, rec.implementation
+        assert rec.runs == {"a2c": "10", "ppo": "10"}  # both implementations pooled: 2 × 5 runs per env
+    row = analysis.recommendation_rows([rec])[0]
+    assert row["answer"] == "ppo" and row["impl"] in ("bench ≈ sb3", "sb3 ≈ bench")
+
+
+def test_the_better_implementation_is_named_when_the_test_separates_them(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    fast = Planted("ppo-bench", "ppo", "bench", skill=1.0, tau=0.05)
+    slow = Planted("ppo-sb3", "ppo", "sb3", skill=0.7, tau=0.3)
+    write_store(url, DENSE, [fast, slow, *A2C_IMPLS], seeds=5)
+    rec = one(url)
+    assert rec.algorithm == "ppo" and rec.impl[:3] == ("better", "ppo-bench", "ppo-sb3"), rec.implementation
+
+
+def test_two_indistinguishable_algorithms_tie(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    twins = [Planted("a", "a2c", "bench", skill=0.6, tau=0.3, noise=0.15),
+             Planted("b", "trpo", "bench", skill=0.6, tau=0.3, noise=0.15)]
+    write_store(url, DENSE, twins, seeds=6)
+    for priority in ("samples", "time"):
+        rec = one(url, priority)
+        assert rec.verdict == "tie", rec.message
+        assert {rec.algorithm, rec.runner_up} == {"a2c", "trpo"} and rec.p_value >= analysis.ALPHA
+
+
+def test_three_seeds_never_make_a_winner(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, DENSE, [PPO_IMPLS[0], A2C_IMPLS[0]], seeds=3)  # one label each: 3 runs per env
+    rec = one(url)
+    assert rec.verdict == "leaning" and rec.algorithm == "ppo", rec.message
+    assert "leaning ppo" in rec.message and "3 vs 3 runs per env" in rec.message
+    # On two envs the exact test can reach 0.05 with 3 + 3 runs each (its floor is 2 / 20² = 0.005), and
+    # here it does: the minimum-evidence rule is what holds the verdict back.
+    assert rec.p_value < analysis.ALPHA
+    dm = analysis.decision_matrix(scored(url), n_boot=200)
+    cell = dm[(dm["criterion"] == "final performance") & (dm["label"] == "ppo-bench")].iloc[0]
+    assert cell["mark"] == "lead" and cell["kind"] == "range"  # ahead, but no ★ and no CI from 3 runs
+
+
+def test_one_env_is_never_enough_for_a_winner(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, DENSE[:1], PPO_IMPLS + A2C_IMPLS, seeds=8)
+    rec = one(url)
+    assert rec.verdict == "leaning" and rec.algorithm == "ppo" and "1 env(s)" in rec.message
+
+
+# --------------------------------------------------------------------------- #
+# Fixed scales
+# --------------------------------------------------------------------------- #
+SCORES = ["final_norm", "auc_steps_norm", "auc_time_norm", "solved_f", "t_steps", "t_cpu"]
+
+
+def test_adding_or_removing_a_label_changes_no_other_label_s_score(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    base = [Planted("ppo-bench", "ppo", "bench", skill=0.9, tau=0.2, sec_per_kstep=0.5),
+            Planted("trpo-sb3", "trpo", "sb3", skill=0.8, tau=0.3, sec_per_kstep=1.5)]
+    write_store(url, DENSE, base, seeds=5, suite="first")
+    before = scored(url)
+    # Ten times slower, and on a longer horizon of its own: the old wall grid ran to the slowest run.
+    write_store(url, DENSE, [Planted("slow", "a2c", "bench", skill=0.3, tau=0.6, sec_per_kstep=20.0)], seeds=5,
+                suite="second")
+    after = scored(url)
+    assert len(after.runs) == len(before.runs) + 10
+    b = before.runs.set_index("key")[SCORES]
+    a = after.runs.set_index("key").loc[b.index, SCORES]
+    pd.testing.assert_frame_equal(a, b)
+    assert after.horizons == before.horizons  # the time axis is the env's, not the slowest run's
+    # And the aggregates of each label, every criterion, are the same numbers.
+    for name, crit in analysis.CRITERIA.items():
+        for lb in ("ppo-bench", "trpo-sb3"):
+            x = analysis.scoring.estimate(before.tasks(lb, crit.column, DENSE), crit, n_boot=200)
+            y = analysis.scoring.estimate(after.tasks(lb, crit.column, DENSE), crit, n_boot=200)
+            np.testing.assert_array_equal([x.point, x.lo, x.hi], [y.point, y.lo, y.hi], err_msg=name)
+
+
+def test_time_uses_cpu_seconds_and_flags_a_contended_run(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    calm = Planted("calm", "ppo", "bench", skill=0.9, tau=0.2)
+    busy = Planted("busy", "ppo", "sb3", skill=0.9, tau=0.2, wall_per_cpu=3.0)  # same work, a shared core
+    write_store(url, DENSE[:1], [calm, busy], seeds=4)
+    s = scored(url)
+    r = s.runs.set_index("label")
+    assert not r.loc["calm", "contended"].any() and r.loc["busy", "contended"].all()
+    # CPU seconds are the same work: the time scores of the two labels are equal run for run.
+    np.testing.assert_allclose(np.sort(r.loc["calm", "auc_time_norm"].to_numpy()),
+                               np.sort(r.loc["busy", "auc_time_norm"].to_numpy()), atol=0.05)
+    assert "4 of 8 runs contended" in analysis.hardware_line(s)
+    table = analysis.final_table(s, "CartPole-v1").set_index("label")
+    assert table.loc["busy", "contended"] == 4 and table.loc["calm", "contended"] == 0
+    from bench.analysis.report import build
+
+    html = build(url, tmp_path / "rep", anchors=False).read_text()
+    assert "Contention:</strong> 4 run(s)" in html
+
+
+def test_runs_recorded_before_per_episode_cpu_are_estimated_and_said_so(tmp_path):
+    import sqlalchemy as sa
+
+    from bench.run import store as st
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, DENSE[:1], [PPO_IMPLS[0]], seeds=2)
+    eng = sa.create_engine(url)
+    with eng.begin() as c:
+        c.execute(sa.update(st.episodes).values(cpu_s=None))
+    s = scored(url)
+    assert s.runs["cpu_estimated"].all() and s.runs["auc_time_norm"].notna().all()
+    assert "2 runs' CPU time estimated from wall time" in analysis.hardware_line(s)
+
+
+def test_mixed_budgets_are_set_aside_with_a_note(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, DENSE[:1], [PPO_IMPLS[0]], seeds=3, suite="long", timesteps=20_000)
+    write_store(url, DENSE[:1], [A2C_IMPLS[0]], seeds=3, suite="short", timesteps=10_000)
+    data = analysis.load(url, anchors=False)
+    s = analysis.score(data)
+    assert set(s.runs["label"]) == {"ppo-bench"} and (s.runs["timesteps"] == 20_000).all()
+    (note,) = [n for n in data.notes if "set aside" in n]
+    assert note.startswith("CartPole-v1: 3 done run(s) set aside, at budget 10,000: a2c-bench (3)")
+    assert "compared at one budget (20,000 steps)" in note
+    # Reported apart, the short suite is scored on its own budget.
+    alone = analysis.score(analysis.load(url, ["short"], anchors=False))
+    assert set(alone.runs["label"]) == {"a2c-bench"} and alone.curves["CartPole-v1"].steps[-1] == 10_000
+
+
+def test_final_performance_is_capped_at_the_threshold(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, DENSE[:1], [Planted("over", "ppo", "bench", skill=1.6, tau=0.05)], seeds=3)
+    r = scored(url).runs
+    assert (r["final_norm"] == 1.0).all() and (r["auc_steps_norm"] <= 1.0).all()
+
+
+def test_each_env_counts_once_whatever_its_run_count(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    lab = Planted("x", "ppo", "bench", skill=0.5, tau=0.2, env_skill=(("CartPole-v1", 1.0), ("LunarLander-v3", 0.2)))
+    write_store(url, DENSE[:1], [lab], seeds=9, suite="many")
+    write_store(url, DENSE[1:], [lab], seeds=3, suite="few")
+    s = scored(url)
+    tasks = s.tasks("x", "final_norm", DENSE)
+    assert [t.size for t in tasks] == [9, 3]
+    crit = analysis.CRITERIA["final performance"]
+    est = analysis.scoring.estimate(tasks, crit)
+    assert est.point == pytest.approx(np.mean([stats.iqm(t) for t in tasks]))
+    assert est.kind == "range"  # LunarLander has 3 runs: no bootstrap CI
+
+
+# --------------------------------------------------------------------------- #
+# The track record
+# --------------------------------------------------------------------------- #
+THREE = ["CartPole-v1", "LunarLander-v3", "Acrobot-v1"]  # all discrete · vector · dense
+
+
+def _loo_by_hand(tmp_path: Path, algos: list[Planted], seeds: int) -> tuple[int, int]:
+    """The track record rebuilt from the public API: a store without each env, and one with it alone."""
+    hits = trials = 0
+    for held in THREE:
+        rest = f"sqlite:///{tmp_path / f'rest-{held[:4]}.db'}"
+        write_store(rest, [e for e in THREE if e != held], algos, seeds=seeds)
+        pick = one(rest).algorithm
+        alone = f"sqlite:///{tmp_path / f'alone-{held[:4]}.db'}"
+        write_store(alone, [held], algos, seeds=seeds)
+        there = one(alone)
+        trials += 1
+        tied_best = pick == there.algorithm or (pick == there.runner_up and there.p_value >= analysis.ALPHA)
+        hits += int(tied_best)
+    return hits, trials
+
+
+def test_leave_one_env_out_hit_rate_on_a_planted_store(tmp_path):
+    # X wins on CartPole and LunarLander; Y wins by far on Acrobot. Without Acrobot the rule names X,
+    # which loses there; without either of the others, Y's big Acrobot margin makes it the pick, and it
+    # loses on the held env: the table would have been wrong on every env it had not seen.
+    x = Planted("x", "ppo", "bench", skill=0.5, tau=0.2,
+                env_skill=(("CartPole-v1", 0.9), ("LunarLander-v3", 0.9), ("Acrobot-v1", 0.1)))
+    y = Planted("y", "trpo", "bench", skill=0.5, tau=0.2,
+                env_skill=(("CartPole-v1", 0.7), ("LunarLander-v3", 0.7), ("Acrobot-v1", 1.0)))
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, THREE, [x, y], seeds=5)
+    s = scored(url)
+    crit = analysis.CRITERIA["sample efficiency"]
+    assert analysis.leave_one_env_out(s, crit, THREE, n_boot=100) == (0, 3)
+    assert _loo_by_hand(tmp_path, [x, y], seeds=5) == (0, 3)
+    (rec,) = analysis.recommend(s, action="discrete", obs="vector", reward="dense", priority="samples", n_boot=100)
+    assert rec.loo == (0, 3)
+
+
+def test_leave_one_env_out_counts_hits_for_a_consistent_winner(tmp_path):
+    x = Planted("x", "ppo", "bench", skill=1.0, tau=0.1)
+    y = Planted("y", "trpo", "bench", skill=0.4, tau=0.4)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, THREE, [x, y], seeds=5)
+    s = scored(url)
+    assert analysis.leave_one_env_out(s, analysis.CRITERIA["sample efficiency"], THREE, n_boot=100) == (3, 3)
+    assert _loo_by_hand(tmp_path, [x, y], seeds=5) == (3, 3)
+
+
+# --------------------------------------------------------------------------- #
+# The command
+# --------------------------------------------------------------------------- #
+def bench(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+                          env={**__import__("os").environ, "COLUMNS": "100"})
+
+
+@pytest.fixture(scope="module")
+def clear(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('clear') / 's.db'}"
+    write_store(url, DENSE, PPO_IMPLS + A2C_IMPLS, seeds=5)
+    return url
+
+
+def test_recommend_table_fits_100_columns_and_answers_by_algorithm(clear, tmp_path):
+    p = bench("recommend", "--store", clear, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert max(len(x) for x in lines) <= 100, "\n".join(x for x in lines if len(x) > 100)
+    rows = [x for x in lines if x.strip().startswith("discrete vector dense")]
+    assert len(rows) == 2 and all(" ppo " in x and "≈" in x for x in rows)  # ppo, its implementations tie
+    assert "insufficient evidence (no measured env)" in p.stdout
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "markdown"])
+def test_recommend_formats_for_scripts(clear, tmp_path, fmt):
+    p = bench("recommend", "--store", clear, "--format", fmt, "--priority", "samples", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    if fmt == "json":
+        import json
+
+        rows = json.loads(p.stdout)
+        dense = [r for r in rows if r["envs"]]
+        assert len(rows) == 8 and len(dense) == 1
+        assert dense[0]["algorithm"] == "ppo" and dense[0]["verdict"] == "recommended" and dense[0]["p_value"] < 0.05
+        assert dense[0]["score_kind"] == "ci" and dense[0]["score_lo"] <= dense[0]["score_point"] <= dense[0]["score_hi"]
+    elif fmt == "csv":
+        import io
+
+        df = pd.read_csv(io.StringIO(p.stdout))
+        assert len(df) == 8 and df.loc[df["envs"].notna(), "algorithm"].tolist() == ["ppo"]
+    else:
+        lines = p.stdout.splitlines()
+        assert lines[0].startswith("| problem | priority | answer") and lines[1].startswith("|---|")
+        assert any("| ppo |" in x for x in lines)
+
+
+def test_recommend_verbose_and_the_old_priority_name(clear, tmp_path):
+    p = bench("recommend", "--store", clear, "--verbose", "--priority", "wall-clock", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "priority time: ppo" in p.stdout and "track record:    0/0" not in p.stdout
+    assert "runner-up:       a2c:" in p.stdout and max(len(x) for x in p.stdout.splitlines()) <= 100
