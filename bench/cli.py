@@ -315,10 +315,11 @@ def envs() -> None:
     from bench.envs import list_specs
 
     t = Table(title="bench environment registry (any other Gymnasium id runs too; give it a threshold)")
-    for col in ("id", "family", "action", "obs", "reward", "horizon", "threshold", "threshold source"):
+    for col in ("id", "family", "action", "obs", "reward", "horizon", "threshold", "threshold source", "time scale (µs/step)"):
         t.add_column(col)
     for s in list_specs():
-        t.add_row(s.id, s.family, s.action, s.obs, s.reward, _fmt(s.horizon), _fmt(s.threshold), s.threshold_source)
+        t.add_row(s.id, s.family, s.action, s.obs, s.reward, _fmt(s.horizon), _fmt(s.threshold), s.threshold_source,
+                  _fmt(s.time_scale_us))
     out.print(t)
 
 
@@ -400,7 +401,8 @@ def tune(
     grace: int = typer.Option(120, "--grace", min=1, help="Seconds of silence before a trial's worker counts as dead."),
 ) -> None:
     """Tune hyperparameters with Optuna: multi-seed trials, pruning, resumable studies in the store."""
-    from bench.tune import SQLITE_RAY, SQLITE_WORKERS, BadInput, check_studies, is_sqlite, target_from_flags, targets_from_suite
+    from bench.tune import (SQLITE_RAY, SQLITE_WORKERS, BadInput, check_studies, is_sqlite, target_from_flags,
+                            targets_from_suite, with_anchor)
 
     obj = objective.value if objective else None
     try:
@@ -432,6 +434,9 @@ def tune(
                 import ray  # noqa: F401
             except ImportError:
                 raise BadInput("--executor ray: ray is not installed; install it with pip install 'bench[ray]'") from None
+        # The random-policy anchor `auc` is scored against, resolved once here so that a bad
+        # threshold is one line before anything runs (and every worker gets the same value).
+        targets = [with_anchor(t, url) for t in targets]
         check_studies(targets, url)
     except BadInput as e:
         raise _bad_input(str(e)) from None

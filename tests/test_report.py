@@ -114,7 +114,7 @@ def test_decision_matrix_takes_sensitivity_from_the_tuner_s_table(planted):
     dm = analysis.decision_matrix(scored(planted), sens, n_boot=200)
     s = dm[dm["criterion"] == analysis.SENSITIVITY].set_index(["category", "label"])
     cp = s.loc[("discrete · vector · dense", "winner-bench")]
-    assert cp["point"] == pytest.approx(0.3) and cp["n_runs"] == 8 and "learning_rate (0.70)" in cp["note"]
+    assert cp["point"] == pytest.approx(0.3) and cp["n_runs"] == 10 and "learning_rate (0.70)" in cp["note"]
     both = s.loc[("all environments", "winner-bench")]
     assert both["point"] == pytest.approx(0.2) and both["n_envs"] == 2 and "38% of trials" in both["note"]
     assert s.loc[("all environments", "ppo-sb3"), "note"] == "no tuning data"  # another label's studies only

@@ -581,7 +581,8 @@ def _sensitivity_cell(cat: str, label: str, rc: pd.DataFrame, envs: list[str], s
     s = s[s["score_iqr"].notna()]
     if s.empty:
         return row
-    note = f"IQR of normalised trial scores, {int(s['n_complete'].sum())} completed trials (lower = less sensitive)"
+    note = (f"IQR of normalised trial scores, {int(s['n_trials'].sum())} trials (pruned ones at their last value; "
+            "lower = less sensitive)")
     if s["success_fraction"].notna().any():
         note += f"; {s['success_fraction'].mean():.0%} of trials reached the threshold"
     imp: dict[str, list[float]] = {}
@@ -591,7 +592,7 @@ def _sensitivity_cell(cat: str, label: str, rc: pd.DataFrame, envs: list[str], s
     if imp:
         top = max(imp, key=lambda k: np.mean(imp[k]))
         note += f"; most important: {top} ({np.mean(imp[top]):.2f})"
-    row.update(point=float(s["score_iqr"].mean()), n_envs=int(s["env_id"].nunique()), n_runs=int(s["n_complete"].sum()),
+    row.update(point=float(s["score_iqr"].mean()), n_envs=int(s["env_id"].nunique()), n_runs=int(s["n_trials"].sum()),
                note=note)
     return row
 
