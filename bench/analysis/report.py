@@ -200,8 +200,9 @@ def fig_aggregate(agg: pd.DataFrame, style: Style) -> str:
     ax.set_yticks(range(len(agg)), [f"{r.label} ({r.envs} envs, {r.runs} runs)" for r in agg.itertuples()])
     ax.axvline(0, color="0.6", lw=1, ls="-.")
     ax.axvline(1, color="0.3", lw=1, ls=":")
-    ax.set_xlabel("IQM of normalised final return (0 = random policy, 1 = threshold), 95% stratified bootstrap CI")
-    ax.set_title("Across environments: IQM of normalised final return")
+    ax.set_xlabel("normalised final return, mean over envs of the IQM (0 = random policy, 1 = threshold); "
+                  "95% stratified bootstrap CI, or the range of the runs below 5 per env")
+    ax.set_title("Across environments: normalised final return")
     return _png(fig)
 
 
@@ -366,7 +367,8 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
             diagnostics=fig_diagnostics(env_id, g, d, style, c.steps),
             table=[dict(label=t.label, impl=t.impl, runs=t.runs, iqm=_interval(t.iqm, t.lo, t.hi, t.kind),
                         median=_f(t.median), success=f"{t.solved}/{t.runs} = {t.success:.2f} [{t.success_lo:.2f}, {t.success_hi:.2f}]",
-                        median_steps=_f(t.median_steps, 0), median_cpu=_f(t.median_cpu, 1), contended=t.contended)
+                        median_steps=_f(t.median_steps, 0), median_cpu=_f(t.median_cpu, 1), contended=t.contended,
+                        run_time=f"{_f(t.run_wall, 1)} / {_f(t.run_cpu, 1)}")
                    for t in table.itertuples()],
             horizon=f"{scored.horizons[env_id]:,.1f} CPU s" if env_id in scored.horizons else "none",
             budget=f"{data.budgets.get(env_id, 0):,}",

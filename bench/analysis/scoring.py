@@ -435,7 +435,8 @@ def _counts(scored: Scored, name: str, col: str, envs: list[str], by: str) -> st
 def final_table(scored: Scored, env_id: str, *, n_boot: int = N_BOOT) -> pd.DataFrame:
     """Per label on one env: runs, IQM final return with its interval (a CI from 5 runs, else the
     observed range), success rate with Wilson CI, Kaplan-Meier median steps and CPU seconds to threshold
-    (censored runs kept; ``NaN`` when fewer than half the runs are known to have solved), contended runs."""
+    (censored runs kept; ``NaN`` when fewer than half the runs are known to have solved), median wall and CPU
+    seconds of a whole run, and how many runs were contended."""
     rows = []
     g = scored.runs[scored.runs["env"] == env_id]
     for label, r in g.groupby("label", sort=True):
@@ -448,6 +449,7 @@ def final_table(scored: Scored, env_id: str, *, n_boot: int = N_BOOT) -> pd.Data
                          median=float(np.median(fr)), solved=k, success=sr.point, success_lo=sr.lo, success_hi=sr.hi,
                          median_steps=stats.kaplan_meier_median(r["t_steps"].to_numpy(float), solved),
                          median_cpu=stats.kaplan_meier_median(r["t_cpu"].to_numpy(float), solved),
+                         run_wall=float(r["wall_s"].median()), run_cpu=float(r["cpu_s"].median()),
                          contended=int(r["contended"].sum())))
     return pd.DataFrame(rows)
 
