@@ -176,3 +176,33 @@ def _load_average() -> float | None:
         return float(os.getloadavg()[0])
     except (AttributeError, OSError):  # not on every OS
         return None
+
+
+def downsample_diagnostics(rows: list[tuple[int, str, float]], points: int) -> list[tuple[int, str, float, int]]:
+    """At most ``points`` rows per diagnostics key, each the mean over a stretch of consecutive updates.
+
+    :param rows: ``(step, key, value)`` in recording order (the recorder's ``diag``).
+    :param points: rows kept per key; ``0`` keeps every row.
+    :returns: ``(step, key, mean, n)`` rows: ``step`` is the stretch's last step and ``n`` its
+        number of updates, so ``sum(mean × n) / sum(n)`` is exactly the mean of the key over the
+        run (non-finite values are kept out of both, as they would make every mean NaN).
+
+    Stretches are as equal as the count allows (``numpy.array_split``): a long run's A2C, updating
+    every 40 steps, records ~25,000 rows per key per million steps, which is what made the shipped
+    reference store grow by 45 MB for 63 runs; 500 points still draw every curve the report shows.
+    """
+    by_key: dict[str, list[tuple[int, float]]] = {}
+    for step, key, value in rows:
+        by_key.setdefault(key, []).append((step, value))
+    out: list[tuple[int, str, float, int]] = []
+    for key, seq in by_key.items():
+        if points <= 0 or len(seq) <= points:
+            out += [(s, key, v, 1) for s, v in seq]
+            continue
+        steps = np.array([s for s, _ in seq])
+        values = np.array([v for _, v in seq], dtype=float)
+        for idx in np.array_split(np.arange(len(seq)), points):
+            v = values[idx]
+            ok = np.isfinite(v)
+            out.append((int(steps[idx[-1]]), key, float(v[ok].mean()) if ok.any() else float("nan"), int(ok.sum())))
+    return out

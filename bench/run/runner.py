@@ -167,6 +167,7 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None):
 def result_of(cell: Cell, recorder: Any, started: float) -> Any:
     """Turn a recorder into the store's RunResult (summary computed by bench.analysis.metrics)."""
     from bench.analysis.metrics import summarize
+    from bench.run.record import downsample_diagnostics
     from bench.run.store import RunResult
 
     arrays = recorder.summary_inputs()
@@ -188,7 +189,7 @@ def result_of(cell: Cell, recorder: Any, started: float) -> Any:
         summary=summary,
         episodes={"step": recorder.ep_step, "wall_s": recorder.ep_wall, "cpu_s": recorder.ep_cpu, "ret": recorder.ep_return,
                   "length": recorder.ep_length},
-        diagnostics=recorder.diag,
+        diagnostics=downsample_diagnostics(recorder.diag, cell.diag_points),
         evaluations=recorder.evals,
         meta=meta,
     )

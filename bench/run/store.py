@@ -128,6 +128,9 @@ diagnostics = sa.Table(
     sa.Column("step", sa.BigInteger, nullable=False),
     sa.Column("name", sa.String(64), nullable=False),
     sa.Column("value", sa.Float),
+    # Updates this row is the mean of (diagnostics are stored downsampled, ``defaults.diag_points``);
+    # NULL in stores written before, where every row was one update.
+    sa.Column("n", sa.Integer),
 )
 
 evaluations = sa.Table(
@@ -175,7 +178,7 @@ anchors = sa.Table(
 
 #: Columns added to existing tables after their first release: (table, column, SQL type).
 #: A writable store adds any that are missing when it opens; readers tolerate their absence.
-MIGRATIONS: tuple[tuple[str, str, str], ...] = (("episodes", "cpu_s", "FLOAT"),)
+MIGRATIONS: tuple[tuple[str, str, str], ...] = (("episodes", "cpu_s", "FLOAT"), ("diagnostics", "n", "INTEGER"))
 
 
 def _migrate(conn: Any) -> None:
@@ -196,7 +199,7 @@ class RunResult:
 
     summary: dict[str, Any]  # total_steps, episodes, wall_s, cpu_s, steps/seconds_to_threshold, final_return, auc
     episodes: dict[str, Sequence]  # columns step, wall_s, cpu_s, ret, length
-    diagnostics: list[tuple[int, str, float]]
+    diagnostics: list[tuple]  # (step, name, value) or (step, name, mean, n): see record.downsample_diagnostics
     evaluations: list[tuple[int, float, float, float, int]]
     meta: dict[str, Any]
 
@@ -449,7 +452,8 @@ class Store:
             if result.diagnostics:
                 c.execute(
                     diagnostics.insert(),
-                    [dict(key=key, step=int(s), name=n, value=_finite_or_none(v)) for s, n, v in result.diagnostics],
+                    [dict(key=key, step=int(d[0]), name=d[1], value=_finite_or_none(d[2]), n=int(d[3]) if len(d) > 3 else 1)
+                     for d in result.diagnostics],
                 )
             if result.evaluations:
                 c.execute(

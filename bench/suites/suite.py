@@ -54,6 +54,8 @@ AVAILABLE: dict[str, tuple[str, ...]] = {
 BENCH_ONLY = ("grad_noise_chunks", "kernel")
 #: Bumped whenever what a key covers changes, so old runs are never mistaken for new ones.
 KEY_VERSION = 1
+#: Default stored points per diagnostics key per run (see ``defaults.diag_points``).
+DIAG_POINTS = 500
 
 
 # --------------------------------------------------------------------------- #
@@ -109,6 +111,11 @@ class Defaults(_Strict):
         description="Episodes in the trailing mean used for threshold crossing and final return.",
     )
     eval: EvalSpec | None = Field(None, description="Periodic deterministic evaluation; off by default.")
+    diag_points: int = Field(
+        DIAG_POINTS, ge=0, le=1_000_000,
+        description="Per-update diagnostics are stored as at most this many points per key per run, each the mean "
+                    "over its stretch of updates (the stretch's length is stored too); 0 keeps every update.",
+    )
 
 
 class EnvEntry(_Strict):
@@ -283,6 +290,8 @@ class Cell:
     eval: dict[str, int] | None
     hyperparams: dict[str, Any] = field(hash=False)
     key: str = ""
+    #: Stored diagnostics points per key (0 = every update); in the key only when not the default.
+    diag_points: int = DIAG_POINTS
     #: Ray scheduling request (``num_cpus``, ``num_gpus``); deliberately not in :meth:`identity`.
     resources: dict[str, float] = field(default_factory=lambda: merge_resources(), hash=False, compare=False)
 
@@ -299,6 +308,8 @@ class Cell:
             "threshold": self.threshold,
             "window": self.window,
             "eval": self.eval,
+            # Only when it differs from the default, so adding the option left every existing key as it was.
+            **({"diag_points": self.diag_points} if self.diag_points != DIAG_POINTS else {}),
         }
 
 
@@ -546,6 +557,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     eval=ev.model_dump() if ev else None,
                     hyperparams=resolved,
                     resources=merge_resources(a.resources, e.resources),
+                    diag_points=suite.defaults.diag_points,
                 )
                 cells.append(_with_key(cell))
     return cells, env_meta

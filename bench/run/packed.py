@@ -1,0 +1,144 @@
+"""Packed stores: one suite's results as compact files, and back into a store to read.
+
+The shipped reference results are packed, one folder per category
+(``results/reference/classic/`` …), so that git carries a few MB of zstd-compressed
+Parquet per category rather than a SQLite file per regeneration, and regenerating
+one category replaces only its folder. A pack holds, for one suite, the rows of
+every store table that the report and ``bench recommend`` read: the suite and its
+cells, the runs with their episodes, (downsampled) diagnostics and evaluations,
+and the normalisation anchors of its envs.
+
+Reading unpacks every pack of a folder into one SQLite store (the *cache*), once:
+the cache remembers a fingerprint of the packs it was built from and is rebuilt
+when they change. Everything then reads it like any store.
+
+    bench export --suite reference-classic --format pack --out results/reference/classic
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from bench.run import store as st
+
+#: The tables a pack holds, in the order they are loaded (parents first).
+TABLES = ("suites", "suite_cells", "runs", "episodes", "diagnostics", "evaluations", "anchors")
+#: Written beside the tables: what the pack is and how it was made.
+MANIFEST = "pack.json"
+_COMPRESSION = "zstd"
+
+
+def is_pack(path: Path) -> bool:
+    """Whether ``path`` is a folder holding one pack (its manifest)."""
+    return (Path(path) / MANIFEST).is_file()
+
+
+def packs_under(root: Path) -> list[Path]:
+    """The packs in ``root`` (itself one, or its sub-folders), sorted by name."""
+    root = Path(root)
+    if is_pack(root):
+        return [root]
+    return sorted(p for p in root.iterdir() if is_pack(p)) if root.is_dir() else []
+
+
+def pack(store_url: str, suite: str, out_dir: Path) -> dict:
+    """Write ``suite``'s rows of ``store_url`` as compact Parquet files in ``out_dir`` (replaced whole).
+
+    :returns: the manifest (suite, runs per status, rows per table, bytes).
+    :raises KeyError: no suite of that name in the store.
+    """
+    import pandas as pd
+
+    db = st.Store(store_url)
+    if suite not in db.suite_names():
+        raise KeyError(suite)
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    with db.engine.connect() as c:
+        keys = [r.key for r in c.execute(sa.select(st.suite_cells.c.key).where(st.suite_cells.c.suite == suite))]
+        env_ids = sorted(json.loads(c.execute(sa.select(st.suites.c.env_meta).where(st.suites.c.name == suite)).scalar_one()))
+        frames = {
+            "suites": pd.read_sql(sa.select(st.suites).where(st.suites.c.name == suite), c),
+            "suite_cells": pd.read_sql(sa.select(st.suite_cells).where(st.suite_cells.c.suite == suite), c),
+            "anchors": pd.read_sql(sa.select(st.anchors).where(st.anchors.c.env_id.in_(env_ids)), c),
+        }
+        for name in ("runs", "episodes", "diagnostics", "evaluations"):
+            t = st.metadata.tables[name]
+            order = [t.c.key] + ([t.c.idx] if "idx" in t.c else [t.c.id] if "id" in t.c else [])
+            parts = [pd.read_sql(sa.select(t).where(t.c.key.in_(keys[i:i + 500])).order_by(*order), c)
+                     for i in range(0, len(keys), 500)]
+            df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[col.name for col in t.c])
+            frames[name] = df.drop(columns=["id"]) if name == "diagnostics" else df
+    db.dispose()
+    for name, df in frames.items():
+        df.to_parquet(tmp / f"{name}.parquet", index=False, compression=_COMPRESSION)
+    runs = frames["runs"]
+    manifest = {
+        "suite": suite,
+        "packed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": {s: int(n) for s, n in runs["status"].value_counts().items()} if len(runs) else {},
+        "rows": {name: int(len(df)) for name, df in frames.items()},
+        "bytes": sum(f.stat().st_size for f in tmp.glob("*.parquet")),
+    }
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+    return manifest
+
+
+def fingerprint(packs: list[Path]) -> str:
+    """A hash of the packs' contents: the cache is rebuilt when it changes."""
+    h = hashlib.sha256()
+    for p in packs:
+        for f in sorted(Path(p).iterdir()):
+            if f.is_file():
+                h.update(f"{p.name}/{f.name}".encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def unpack(packs: list[Path], cache: Path) -> str:
+    """A SQLite store holding every pack in ``packs``, built at ``cache`` unless it is already
+    built from these very packs; returns its URL.
+
+    The store is built beside ``cache`` and moved into place, so a reader never sees a
+    half-built one, and two readers building at once each end with a whole one.
+    """
+    import pandas as pd
+
+    cache = Path(cache)
+    stamp = cache.with_name(cache.name + ".fingerprint")
+    fp = fingerprint(packs)
+    if cache.is_file() and stamp.is_file() and stamp.read_text().strip() == fp:
+        return f"sqlite:///{cache}"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(f"{cache.name}.{fp}.building")
+    tmp.unlink(missing_ok=True)
+    db = st.Store(f"sqlite:///{tmp}")
+    with db.engine.begin() as c:
+        for p in packs:
+            for name in TABLES:
+                f = Path(p) / f"{name}.parquet"
+                if not f.is_file():
+                    continue
+                df = pd.read_parquet(f)
+                if df.empty:
+                    continue
+                table = st.metadata.tables[name]
+                df = df[[col for col in df.columns if col in table.c]]
+                if name in ("suites", "anchors"):  # shared between packs: the first one wins, as in a store
+                    c.execute(st._insert(c, table).on_conflict_do_nothing(), df.to_dict("records"))
+                else:
+                    c.execute(table.insert(), df.astype(object).where(df.notna(), None).to_dict("records"))
+    db.dispose()
+    tmp.replace(cache)
+    stamp.write_text(fp + "\n")
+    return f"sqlite:///{cache}"

@@ -1,0 +1,83 @@
+"""The compact reference: diagnostics stored downsampled with exact means, and packed stores that
+read back to the very same report numbers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import analysis
+from bench.run import packed
+from bench.run.record import downsample_diagnostics
+from bench.suites.suite import DIAG_POINTS, Cell
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import Planted, write_store  # noqa: E402
+
+
+def test_downsampling_keeps_every_key_s_mean_exact():
+    rng = np.random.default_rng(0)
+    rows = [(40 * (i + 1), "loss/policy", float(v)) for i, v in enumerate(rng.normal(size=2503))]
+    rows += [(40 * (i + 1), "policy/entropy", float(v)) for i, v in enumerate(rng.uniform(size=2503))]
+    rows.insert(700, (28_000, "loss/policy", float("nan")))  # a NaN diagnostic stays out of the means
+    out = downsample_diagnostics(rows, 500)
+    for key in ("loss/policy", "policy/entropy"):
+        mine = [r for r in out if r[1] == key]
+        assert len(mine) == 500
+        raw = np.array([v for _, k, v in rows if k == key], dtype=float)
+        raw = raw[np.isfinite(raw)]
+        n = np.array([r[3] for r in mine])
+        means = np.array([r[2] for r in mine])
+        assert n.sum() == raw.size
+        assert (n * means).sum() / n.sum() == pytest.approx(raw.mean(), rel=1e-12, abs=1e-12)
+        assert set(n) <= {4, 5, 6}  # stretches as equal as 2503 / 500 allows (the NaN leaves one at 4)
+        steps = [r[0] for r in mine]
+        assert steps == sorted(steps) and steps[-1] == 40 * 2503  # each row at its stretch's last update
+    # Short runs and diag_points 0 keep every update, n = 1.
+    assert downsample_diagnostics(rows[:10], 500) == [(s, k, v, 1) for s, k, v in rows[:10]]
+    assert len(downsample_diagnostics(rows, 0)) == len(rows)
+
+
+def test_the_default_resolution_leaves_existing_keys_unchanged():
+    args = ("s", "CartPole-v1", "ppo", "bench", "ppo-bench", 0, 1000, 475.0, 10, None, {"n_envs": 1})
+    default, full = Cell(*args), Cell(*args, diag_points=0)
+    assert "diag_points" not in default.identity() and default.diag_points == DIAG_POINTS
+    assert full.identity()["diag_points"] == 0
+
+
+def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    labs = [Planted("a", "ppo", "bench", 0.9), Planted("b", "a2c", "sb3", 0.5, wall_per_cpu=2.0)]
+    write_store(url, ["CartPole-v1", "LunarLander-v3"], labs, seeds=5, suite="one")
+    write_store(url, ["Pendulum-v1"], labs, seeds=3, suite="two")
+    m1 = packed.pack(url, "one", tmp_path / "ref" / "one")
+    packed.pack(url, "two", tmp_path / "ref" / "two")
+    assert m1["runs"] == {"done": 20} and m1["rows"]["anchors"] == 2
+    cache = tmp_path / "cache" / "reference.db"
+    got = packed.unpack(packed.packs_under(tmp_path / "ref"), cache)
+    full = analysis.score(analysis.load(url, anchors=False))
+    back = analysis.score(analysis.load(got, anchors=False))
+    cols = ["key", "final_norm", "auc_steps_norm", "auc_time_norm", "t_cpu", "contended"]
+    assert full.runs[cols].sort_values("key").reset_index(drop=True).equals(
+        back.runs[cols].sort_values("key").reset_index(drop=True))
+    rec = lambda s: analysis.recommendation_rows(analysis.recommend(s, n_boot=200))  # noqa: E731
+    assert rec(full) == rec(back)
+    dm = lambda s: analysis.decision_matrix(s, n_boot=200).fillna(-1)  # noqa: E731
+    assert dm(full).equals(dm(back))
+    # Built once: a second read reuses the cache; a changed pack rebuilds it.
+    stamp = cache.stat().st_mtime_ns
+    assert packed.unpack(packed.packs_under(tmp_path / "ref"), cache) == got and cache.stat().st_mtime_ns == stamp
+    packed.pack(url, "two", tmp_path / "ref" / "two")  # same rows, new manifest time
+    packed.unpack(packed.packs_under(tmp_path / "ref"), cache)
+    assert cache.stat().st_mtime_ns != stamp
+
+
+def test_packing_an_unknown_suite_says_so(tmp_path):
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9)], seeds=1, suite="one")
+    with pytest.raises(KeyError):
+        packed.pack(url, "nope", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
