@@ -55,6 +55,16 @@ BAD = [
      .replace("n_envs: 2", "n_envs: 2, kernel: numpy"),
      "algorithms[0].hyperparams.kernel", "ALE/Pong-v5 has pixel observations; allowed here: auto, torch"),
     ("bad name", GOOD.replace("name: t", "name: 'my suite!'"), "name", "pattern"),
+    ("zero cpu budget", GOOD.replace("timesteps: 4096", "timesteps: 4096, cpu_seconds: 0"), "defaults.cpu_seconds",
+     "greater than 0"),
+    ("negative cpu budget", GOOD.replace("  - id: CartPole-v1", "  - id: CartPole-v1\n    cpu_seconds: -3"),
+     "envs[0].cpu_seconds", "greater than 0"),
+    ("non-numeric cpu budget", GOOD.replace("timesteps: 4096", "timesteps: 4096, cpu_seconds: an hour"),
+     "defaults.cpu_seconds", "valid number"),
+    ("infinite cpu budget", GOOD.replace("timesteps: 4096", "timesteps: 4096, cpu_seconds: .inf"),
+     "defaults.cpu_seconds", "finite number"),
+    ("negative time scale", GOOD.replace("  - id: CartPole-v1", "  - id: CartPole-v1\n    time_scale_us: -1"),
+     "envs[0].time_scale_us", "greater than 0"),
 ]
 
 

@@ -29,6 +29,11 @@ class Diverged(RuntimeError):
     """Raised when a run produces a non-finite loss, return or diagnostic."""
 
 
+class BudgetReached(Exception):
+    """Raised from :meth:`Recorder.after_update` when the run's CPU-seconds budget is used up:
+    it unwinds the algorithm at an update boundary, and the run is done (``stopped_by``)."""
+
+
 class RecorderProtocol(Protocol):
     """What an algorithm may call. Algorithms depend on this, never on a store."""
 
@@ -60,12 +65,18 @@ class Recorder:
     :param evaluate: ``evaluate(policy, n_episodes) -> returns`` runs the
         deterministic policy on a fresh env; required when ``eval`` is set.
     :param eval: when and how much to evaluate; ``None`` disables evaluation.
+    :param cpu_limit: an equal-compute budget in training CPU seconds: the first
+        :meth:`after_update` at or past it raises :class:`BudgetReached` (``stopped_by``
+        says which budget ended the run).
     """
 
     heartbeat: Callable[[], None] | None = None
     heartbeat_every: float = 10.0
     evaluate: Callable[[PolicyFn, int], list[float]] | None = None
     eval: EvalConfig | None = None
+    cpu_limit: float | None = None
+    #: Which budget ended the run: ``cpu_seconds`` when :attr:`cpu_limit` did, else ``timesteps``.
+    stopped_by: str = "timesteps"
 
     #: Global env steps (transitions over all vectorised envs) taken so far.
     steps: int = 0
@@ -150,6 +161,9 @@ class Recorder:
             self.run_eval(policy)
             while self._next_eval <= self.steps:
                 self._next_eval += self.eval.every  # type: ignore[union-attr]
+        if self.cpu_limit is not None and self.cpu_seconds() >= self.cpu_limit:
+            self.stopped_by = "cpu_seconds"
+            raise BudgetReached(f"{self.cpu_seconds():.1f} CPU seconds used of {self.cpu_limit:g} at step {self.steps}")
 
     def run_eval(self, policy: PolicyFn) -> None:
         """Evaluate now; its time is excluded from the training clock."""

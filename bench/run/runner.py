@@ -142,7 +142,7 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None):
     """
     from bench import envs
     from bench.algos.common import pin_one_thread
-    from bench.run.record import EvalConfig, Recorder
+    from bench.run.record import BudgetReached, EvalConfig, Recorder
 
     pin_one_thread()
     ev = EvalConfig(**cell.eval) if cell.eval else None
@@ -150,11 +150,14 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None):
         heartbeat=heartbeat,
         heartbeat_every=HEARTBEAT_EVERY_S,
         eval=ev,
+        cpu_limit=cell.cpu_seconds,
         # Evaluation episodes use their own seed stream, far from the training envs' seed + i.
         evaluate=(lambda policy, n: envs.evaluate_policy(cell.env_id, policy, n, seed=cell.seed + 1_000_000)) if ev else None,
     )
     try:
         train_cell(cell, recorder)
+        return recorder, None
+    except BudgetReached:  # the equal-compute budget ended the run at an update boundary: a finished run
         return recorder, None
     except KeyboardInterrupt:
         raise
@@ -184,7 +187,7 @@ def result_of(cell: Cell, recorder: Any, started: float) -> Any:
     }
     meta = run_metadata()
     meta.update(started_at=_iso(started), finished_at=_iso(time.time()), updates=recorder.updates,
-                **recorder.contention())
+                stopped_by=recorder.stopped_by, **recorder.contention())
     return RunResult(
         summary=summary,
         episodes={"step": recorder.ep_step, "wall_s": recorder.ep_wall, "cpu_s": recorder.ep_cpu, "ret": recorder.ep_return,

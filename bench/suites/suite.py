@@ -105,6 +105,11 @@ class Defaults(_Strict):
     """Values every env inherits unless it sets its own."""
 
     timesteps: int | None = Field(None, gt=0, description="Training budget in env steps (agent steps for Atari).")
+    cpu_seconds: float | None = Field(
+        None, gt=0, allow_inf_nan=False,
+        description="An equal-compute budget: a run also stops, at the end of an update, once its training process "
+                    "has used this many CPU seconds (whichever of timesteps and cpu_seconds comes first).",
+    )
     window: int = Field(
         20,
         gt=0,
@@ -124,6 +129,7 @@ class EnvEntry(_Strict):
     id: str = Field(description="A Gymnasium id; `bench envs` lists the registry, any registered id works.")
     threshold: float | None = Field(None, description="Return that counts as solved; required outside the registry.")
     timesteps: int | None = Field(None, gt=0, description="Budget for this env; overrides defaults.timesteps.")
+    cpu_seconds: float | None = Field(None, gt=0, allow_inf_nan=False, description="Overrides defaults.cpu_seconds.")
     window: int | None = Field(None, gt=0, description="Overrides defaults.window.")
     time_scale_us: float | None = Field(
         None, gt=0, allow_inf_nan=False,
@@ -292,6 +298,8 @@ class Cell:
     key: str = ""
     #: Stored diagnostics points per key (0 = every update); in the key only when not the default.
     diag_points: int = DIAG_POINTS
+    #: Equal-compute budget in training CPU seconds (``None``: env steps only); in the key only when set.
+    cpu_seconds: float | None = None
     #: Ray scheduling request (``num_cpus``, ``num_gpus``); deliberately not in :meth:`identity`.
     resources: dict[str, float] = field(default_factory=lambda: merge_resources(), hash=False, compare=False)
 
@@ -310,6 +318,7 @@ class Cell:
             "eval": self.eval,
             # Only when it differs from the default, so adding the option left every existing key as it was.
             **({"diag_points": self.diag_points} if self.diag_points != DIAG_POINTS else {}),
+            **({"cpu_seconds": self.cpu_seconds} if self.cpu_seconds is not None else {}),
         }
 
 
@@ -558,6 +567,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     hyperparams=resolved,
                     resources=merge_resources(a.resources, e.resources),
                     diag_points=suite.defaults.diag_points,
+                    cpu_seconds=e.cpu_seconds if e.cpu_seconds is not None else suite.defaults.cpu_seconds,
                 )
                 cells.append(_with_key(cell))
     return cells, env_meta
