@@ -394,6 +394,9 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
                 for cat, envs in cats.items()]
     recs = an.recommend(scored)
     inventory, failures = _inventory(data)
+    from bench.analysis import claims as cl
+
+    claim_rows = cl.rows(cl.evaluate(store_url, data.suites, anchors=anchors))
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.from_string(TEMPLATE.read_text()).render(
@@ -405,7 +408,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         criteria_names=list(an.CRITERIA) + [an.SENSITIVITY],
         recs=an.recommendation_rows(recs), n_runs=len(data.runs), n_pooled=int(len(runs)),
         n_boot=an.N_BOOT, anchors=data.anchors, rules=_rules(), contended=int(runs["contended"].sum()) if len(runs) else 0,
-        hardware_line=an.hardware_line(scored), track=_track_record(recs),
+        hardware_line=an.hardware_line(scored), track=_track_record(recs), claims=claim_rows,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"

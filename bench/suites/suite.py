@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.suites.problems import Problem, check_seeds
 from bench.suites.spaces import TuneSpec, check_tune
@@ -159,6 +159,50 @@ class AlgoEntry(_Strict):
         return self.label or f"{self.algo}-{self.impl}"
 
 
+#: What a claim's expectation can compare, by the name a suite writes (see :mod:`bench.analysis.claims`).
+CLAIM_MEASURES = ("sample efficiency", "time efficiency", "final performance", "success rate", "final return",
+                  "CPU seconds per million steps", "gradient noise")
+_EXPECTATION = re.compile(r"^\s*(\S+)\s*([<>])\s*(\S+)\s+on\s+(.+?)\s*$")
+
+
+class Expectation(_Strict):
+    """``A > B on MEASURE``: A's measure is higher than B's (``<``: lower). Written as that one line."""
+
+    a: str
+    op: Literal[">", "<"]
+    b: str
+    measure: Literal[CLAIM_MEASURES]  # type: ignore[valid-type]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_line(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        m = _EXPECTATION.match(v)
+        if not m:
+            raise ValueError(f"{v!r} is not an expectation; write `A > B on MEASURE` or `A < B on MEASURE`")
+        if m.group(4) not in CLAIM_MEASURES:
+            raise ValueError(f"{v!r}: unknown measure {m.group(4)!r}; allowed: {', '.join(CLAIM_MEASURES)}")
+        return {"a": m.group(1), "op": m.group(2), "b": m.group(3), "measure": m.group(4)}
+
+    @property
+    def line(self) -> str:
+        return f"{self.a} {self.op} {self.b} on {self.measure}"
+
+
+class Claim(_Strict):
+    """A claim from the literature that the suite's runs test (``bench report``'s claims section).
+
+    Each expectation is one line, ``A > B on MEASURE`` or ``A < B on MEASURE``: A and B are
+    algorithms (their implementations pooled) or labels of this suite, MEASURE one of
+    :data:`CLAIM_MEASURES`.
+    """
+
+    text: str = Field(min_length=1, max_length=500, description="The claim, quoted or paraphrased in one line.")
+    source: str | None = Field(None, max_length=500, description="Where the claim comes from.")
+    expect: list[Expectation] = Field(min_length=1, description="One line each: `A > B on MEASURE` or `A < B on MEASURE`.")
+
+
 class Suite(_Strict):
     """A benchmark suite: environments × algorithms × seeds."""
 
@@ -171,6 +215,7 @@ class Suite(_Strict):
     tune: TuneSpec | None = Field(
         None, description="Hyperparameter tuning for `bench tune SUITE.yaml` (see bench/suites/spaces.py); ignored by `bench run`."
     )
+    claim: Claim | None = Field(None, description="A claim this suite's runs test; `bench report` gives its verdict.")
 
     @field_validator("seeds")
     @classmethod
@@ -417,6 +462,13 @@ def load_suite(path: str | Path) -> LoadedSuite:
     cells, env_meta = _expand(suite, problems)
     if suite.tune is not None:
         problems.extend(check_tune(suite))
+    if suite.claim is not None:
+        names = {a.algo for a in suite.algorithms} | {a.display for a in suite.algorithms}
+        for i, ex in enumerate(suite.claim.expect):
+            for side in (ex.a, ex.b):
+                if side not in names:
+                    problems.append(Problem(f"claim.expect[{i}]", f"{side!r} is neither an algorithm nor a label of this "
+                                            f"suite; allowed: {', '.join(sorted(names))}", ex.line, True))
     if problems:
         raise SuiteError(file, problems, lines)
     return LoadedSuite(suite=suite, path=file, cells=cells, env_meta=env_meta)
