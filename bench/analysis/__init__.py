@@ -13,49 +13,7 @@ runner nor an algorithm. :mod:`.scoring`'s names are re-exported here, so
 ``from bench import analysis; analysis.load(url)`` works as before the split.
 """
 
-from bench.analysis.scoring import (
-    ACTIONS,
-    ALPHA,
-    CONTENTION_RATIO,
-    CRITERIA,
-    CVAR_ALPHA,
-    DIAGNOSTICS,
-    GRID,
-    MIN_ENVS,
-    MIN_SEEDS,
-    N_BOOT,
-    OBS,
-    PRIORITIES,
-    PRIORITY_CRITERION,
-    REWARDS,
-    SENSITIVITY,
-    Criterion,
-    Data,
-    EnvCurves,
-    Recommendation,
-    Scored,
-    across_envs,
-    categories,
-    category_of,
-    decision_matrix,
-    final_table,
-    hardware_line,
-    hardware_of,
-    hardware_warnings,
-    improvement_matrix,
-    leave_one_env_out,
-    load,
-    normalised_envs,
-    recommend,
-    recommendation_rows,
-    running_mean,
-    score,
-)
+from bench.analysis import scoring as _scoring
+from bench.analysis.scoring import *  # noqa: F401,F403 - the old bench.analysis module's API, unchanged
 
-__all__ = [
-    "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MIN_ENVS", "MIN_SEEDS",
-    "N_BOOT", "OBS", "PRIORITIES", "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves",
-    "Recommendation", "Scored", "across_envs", "categories", "category_of", "decision_matrix", "final_table",
-    "hardware_line", "hardware_of", "hardware_warnings", "improvement_matrix", "leave_one_env_out", "load",
-    "normalised_envs", "recommend", "recommendation_rows", "running_mean", "score",
-]
+__all__ = list(_scoring.__all__)

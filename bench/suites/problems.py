@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, field_validator
+
 #: A problem as a plain tuple (path, message, value, has_value), as the space parsers build them.
 Issue = tuple[str, str, Any, bool]
 
@@ -39,3 +41,17 @@ def check_seeds(v: list[int] | int) -> list[int] | int:
     if len(set(v)) != len(v):
         raise ValueError("seeds must not repeat")
     return v
+
+
+class SeedsMixin(BaseModel):
+    """What a model with a ``seeds:`` field (an integer n meaning 0..n-1, or a list) validates and offers."""
+
+    @field_validator("seeds", check_fields=False)
+    @classmethod
+    def _check_seeds(cls, v: list[int] | int) -> list[int] | int:
+        return check_seeds(v)
+
+    @property
+    def seed_list(self) -> list[int]:
+        seeds = self.seeds  # type: ignore[attr-defined]
+        return list(range(seeds)) if isinstance(seeds, int) else list(seeds)

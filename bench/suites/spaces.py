@@ -46,10 +46,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bench.algos.hyperparams import PARAMS
-from bench.suites.problems import Issue, Problem, check_seeds
+from bench.suites.problems import Issue, Problem, SeedsMixin
 
 KINDS = ("float", "int", "categorical", "pow2", "one_minus_log")
 OBJECTIVES = ("auc", "steps_to_threshold", "final_return")
@@ -206,7 +206,7 @@ class PrunerSpec(_Strict):
     percentile: float = Field(25.0, gt=0, lt=100, description="percentile pruner only: prune below this percentile.")
 
 
-class TuneSpec(_Strict):
+class TuneSpec(SeedsMixin, _Strict):
     """Hyperparameter tuning of every (algorithm, env) of the suite with the same budget."""
 
     trials: int = Field(20, ge=1, description="Finished (complete or pruned) trials wanted per study, in total.")
@@ -231,15 +231,6 @@ class TuneSpec(_Strict):
             "for that algorithm only."
         ),
     )
-
-    @field_validator("seeds")
-    @classmethod
-    def _check_seeds(cls, v: list[int] | int) -> list[int] | int:
-        return check_seeds(v)
-
-    @property
-    def seed_list(self) -> list[int]:
-        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
 
 # --------------------------------------------------------------------------- #

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from bench.suites.problems import Problem, check_seeds
+from bench.suites.problems import Problem, SeedsMixin
 from bench.suites.spaces import TuneSpec, check_tune
 
 ALGOS = ("reinforce", "a2c", "trpo", "ppo")
@@ -203,7 +203,7 @@ class Claim(_Strict):
     expect: list[Expectation] = Field(min_length=1, description="One line each: `A > B on MEASURE` or `A < B on MEASURE`.")
 
 
-class Suite(_Strict):
+class Suite(SeedsMixin, _Strict):
     """A benchmark suite: environments × algorithms × seeds."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)
@@ -216,15 +216,6 @@ class Suite(_Strict):
         None, description="Hyperparameter tuning for `bench tune SUITE.yaml` (see bench/suites/spaces.py); ignored by `bench run`."
     )
     claim: Claim | None = Field(None, description="A claim this suite's runs test; `bench report` gives its verdict.")
-
-    @field_validator("seeds")
-    @classmethod
-    def _check_seeds(cls, v: list[int] | int) -> list[int] | int:
-        return check_seeds(v)
-
-    @property
-    def seed_list(self) -> list[int]:
-        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
 
 def json_schema() -> dict[str, Any]:
