@@ -282,16 +282,18 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
 class Format(str, Enum):
     csv = "csv"
     parquet = "parquet"
+    pack = "pack"
 
 
 @app.command()
 def export(
     store: str = StoreOpt,
     suite: Optional[str] = typer.Option(None, "--suite", help="Only this suite (by name)."),
-    format: Format = typer.Option(Format.csv, "--format", help="csv or parquet."),
-    out_path: Path = typer.Option(..., "--out", help="Output file."),
+    format: Format = typer.Option(Format.csv, "--format", help="csv, parquet, or pack (the suite's store tables as "
+                                  "compact files in the folder --out, the shipped reference's format; needs --suite)."),
+    out_path: Path = typer.Option(..., "--out", help="Output file (a folder for --format pack)."),
 ) -> None:
-    """Export one row per run (summary, config and provenance) as CSV or Parquet."""
+    """Export one row per run (summary, config and provenance) as CSV or Parquet, or pack a suite."""
     from bench.run.store import Store, describe_url, store_exists
 
     url = _check_url(store)
@@ -300,6 +302,11 @@ def export(
     db = Store(url)
     if suite is not None and suite not in (names := db.suite_names()):
         raise _bad_input(f"--suite: no suite named {suite!r} in the store; allowed: {', '.join(names) or 'none'}")
+    if format is Format.pack:
+        if suite is None:
+            raise _bad_input("--format pack: name the suite to pack with --suite")
+        _pack(db, suite, out_path)
+        return
     df = db.runs_frame(suite)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     if format is Format.csv:
@@ -307,6 +314,23 @@ def export(
     else:
         df.to_parquet(out_path, index=False)
     err.print(f"wrote {len(df)} runs to {out_path}")
+
+
+def _pack(db, suite: str, out: Path) -> None:
+    """Pack one suite of the store, with its envs' normalisation anchors computed first (so the pack has them)."""
+    import json
+
+    import sqlalchemy as sa
+
+    from bench.analysis.anchors import ensure_anchors
+    from bench.run import packed
+    from bench.run import store as st
+
+    with db.engine.connect() as c:
+        meta = json.loads(c.execute(sa.select(st.suites.c.env_meta).where(st.suites.c.name == suite)).scalar_one())
+    ensure_anchors(db, {e: m.get("threshold") for e, m in meta.items()}, log=lambda s: err.print(s, markup=False))
+    m = packed.pack(db.url, suite, out)
+    err.print(f"packed {sum(m['runs'].values())} runs of {suite} into {out} ({m['bytes'] / 1e6:.1f} MB)", markup=False)
 
 
 @app.command()
@@ -505,6 +529,34 @@ def tune(
 
 #: The project's shipped reference results, read when the user has no store of their own.
 REFERENCE_URL = "sqlite:///results/reference.db"
+#: The shipped reference results, packed: one folder per category (`bench export --format pack`).
+REFERENCE_DIR = Path("results/reference")
+
+
+def _reference_url() -> str | None:
+    """The shipped reference as a store to read: its packs, unpacked once into a cache outside the
+    working tree (``$XDG_CACHE_HOME/bench``, else a temporary folder), or the legacy single file."""
+    import os
+    import tempfile
+
+    from bench.run import packed
+
+    packs = packed.packs_under(REFERENCE_DIR)
+    if packs:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench"
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            probe = base / ".writable"
+            probe.touch()
+            probe.unlink()
+        except OSError:
+            base = Path(tempfile.gettempdir()) / "bench-cache"
+            base.mkdir(parents=True, exist_ok=True)
+        return packed.unpack(packs, base / "reference.db")
+    from bench.run.store import store_exists
+
+    url = _check_url(REFERENCE_URL)
+    return url if store_exists(url) else None
 
 
 def _results_store(store: str) -> tuple[str, str]:
@@ -518,9 +570,9 @@ def _results_store(store: str) -> tuple[str, str]:
 
     url = _check_url(store)
     if not store_exists(url):
-        if store == DEFAULT_URL and store_exists(_check_url(REFERENCE_URL)):
-            url = _check_url(REFERENCE_URL)
-            return url, (f"reading the project's shipped reference results ({describe_url(url)}): "
+        if store == DEFAULT_URL and (ref := _reference_url()) is not None:
+            where = f"{REFERENCE_DIR}/" if REFERENCE_DIR.is_dir() else describe_url(ref)
+            return ref, (f"reading the project's shipped reference results ({where}): "
                          f"there is no store of your own at {describe_url(DEFAULT_URL)}")
         raise _bad_input(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)")
     db = Store(url)

@@ -81,3 +81,37 @@ def test_packing_an_unknown_suite_says_so(tmp_path):
     with pytest.raises(KeyError):
         packed.pack(url, "nope", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def _bench(*args, cwd, env=None):
+    import os
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def test_export_pack_and_the_shipped_reference_fallback(tmp_path):
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    write_store(url, ["CartPole-v1", "LunarLander-v3"], [Planted("a", "ppo", "bench", 0.9),
+                                                        Planted("b", "a2c", "sb3", 0.5)], seeds=5, suite="ref-x")
+    home = tmp_path / "home"
+    home.mkdir()
+    p = _bench("export", "--store", url, "--suite", "ref-x", "--format", "pack", "--out", str(home / "results" / "reference" / "x"),
+               cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "packed 20 runs of ref-x" in p.stderr and packed.is_pack(home / "results" / "reference" / "x")
+    p = _bench("export", "--store", url, "--format", "pack", "--out", str(tmp_path / "y"), cwd=tmp_path)
+    assert p.returncode == 2 and "--format pack: name the suite" in p.stderr
+    # A fresh checkout: no store of one's own, the packs in results/reference/; the cache goes outside the tree.
+    before = sorted(x.relative_to(home) for x in home.rglob("*"))
+    cache = tmp_path / "xdg"
+    p = _bench("recommend", "--format", "json", cwd=home, env={"XDG_CACHE_HOME": str(cache)})
+    assert p.returncode == 0, p.stderr
+    assert "reading the project's shipped reference results (results/reference/)" in p.stderr
+    assert sorted(x.relative_to(home) for x in home.rglob("*")) == before  # nothing written in the tree
+    assert (cache / "bench" / "reference.db").is_file()
+    import json
+
+    dense = [r for r in json.loads(p.stdout) if r["envs"]]
+    assert dense and dense[0]["algorithm"] == "ppo"
