@@ -351,6 +351,9 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     style = Style(labels, impl)
     warn = an.hardware_warnings(data)
 
+    from bench.analysis import collapse
+
+    flagged = collapse.flags(runs, data.episodes, data.diagnostics, data.anchors, data.traits)
     env_sections = []
     for env_id, c in scored.curves.items():
         g = runs[runs["env"] == env_id]
@@ -371,6 +374,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
                         run_time=f"{_f(t.run_wall, 1)} / {_f(t.run_cpu, 1)}")
                    for t in table.itertuples()],
             horizon=f"{scored.horizons[env_id]:,.1f} CPU s" if env_id in scored.horizons else "none",
+            flags=flagged[flagged["env"] == env_id].sort_values(["label", "seed"]).to_dict("records"),
             budget=f"{data.budgets.get(env_id, 0):,}",
         ))
 
@@ -455,8 +459,11 @@ def _interval(point: float, lo: float, hi: float, kind: str) -> str:
 
 
 def _rules() -> dict[str, Any]:
+    from bench.analysis import collapse
+
     return dict(alpha=an.ALPHA, min_seeds=an.MIN_SEEDS, min_envs=an.MIN_ENVS, min_ci=stats.MIN_CI_RUNS,
-                min_cvar=stats.MIN_CVAR_CI_RUNS, contention=an.CONTENTION_RATIO, cvar=an.CVAR_ALPHA)
+                min_cvar=stats.MIN_CVAR_CI_RUNS, contention=an.CONTENTION_RATIO, cvar=an.CVAR_ALPHA,
+                log_std_drop=collapse.LOG_STD_DROP, stall=collapse.STALL, spike=collapse.SPIKE_FACTOR)
 
 
 def _track_record(recs: list[an.Recommendation]) -> dict[str, Any]:

@@ -129,6 +129,8 @@ CRITERIA: dict[str, Criterion] = {
 SENSITIVITY = "hyperparameter sensitivity"
 #: Diagnostics the report plots, in this order, where a run recorded them.
 DIAGNOSTICS = ("policy/entropy", "policy/approx_kl", "grad/noise_ratio", "policy/log_std")
+#: Diagnostics read for the collapse detector (:mod:`bench.analysis.collapse`) besides those.
+COLLAPSE_DIAGNOSTICS = ("grad/norm", "grad/norm_max")
 _EPISODE_COLUMNS = ["key", "step", "wall_s", "cpu_s", "ret"]
 
 
@@ -218,7 +220,7 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
                 .where(st.episodes.c.key.in_(chunk)).order_by(st.episodes.c.key, st.episodes.c.idx), c))
             diags.append(pd.read_sql(
                 sa.select(st.diagnostics.c.key, st.diagnostics.c.step, st.diagnostics.c.name, st.diagnostics.c.value)
-                .where(st.diagnostics.c.key.in_(chunk), st.diagnostics.c.name.in_(DIAGNOSTICS))
+                .where(st.diagnostics.c.key.in_(chunk), st.diagnostics.c.name.in_(DIAGNOSTICS + COLLAPSE_DIAGNOSTICS))
                 .order_by(st.diagnostics.c.key, st.diagnostics.c.id), c))
     ep = pd.concat(episodes, ignore_index=True) if episodes else empty_ep
     dg = pd.concat(diags, ignore_index=True) if diags else empty_dg

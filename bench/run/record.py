@@ -192,6 +192,10 @@ def _load_average() -> float | None:
         return None
 
 
+#: Diagnostics whose peaks matter (the collapse detector looks for gradient-norm spikes).
+PEAK_KEYS = frozenset({"grad/norm"})
+
+
 def downsample_diagnostics(rows: list[tuple[int, str, float]], points: int) -> list[tuple[int, str, float, int]]:
     """At most ``points`` rows per diagnostics key, each the mean over a stretch of consecutive updates.
 
@@ -204,6 +208,8 @@ def downsample_diagnostics(rows: list[tuple[int, str, float]], points: int) -> l
     Stretches are as equal as the count allows (``numpy.array_split``): a long run's A2C, updating
     every 40 steps, records ~25,000 rows per key per million steps, which is what made the shipped
     reference store grow by 45 MB for 63 runs; 500 points still draw every curve the report shows.
+    A mean hides a one-update spike, so keys in :data:`PEAK_KEYS` also get a ``<key>_max`` row per
+    stretch (its largest value) when they are downsampled.
     """
     by_key: dict[str, list[tuple[int, float]]] = {}
     for step, key, value in rows:
@@ -219,4 +225,7 @@ def downsample_diagnostics(rows: list[tuple[int, str, float]], points: int) -> l
             v = values[idx]
             ok = np.isfinite(v)
             out.append((int(steps[idx[-1]]), key, float(v[ok].mean()) if ok.any() else float("nan"), int(ok.sum())))
+            if key in PEAK_KEYS:
+                out.append((int(steps[idx[-1]]), f"{key}_max", float(v[ok].max()) if ok.any() else float("nan"),
+                            int(ok.sum())))
     return out

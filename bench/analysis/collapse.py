@@ -1,0 +1,119 @@
+"""Collapse diagnosis: runs whose policy stopped exploring, or whose gradients blew up.
+
+Two signatures, both read from what every run records (pure NumPy on per-run arrays):
+
+- **log-std collapse** (continuous actions): the policy's mean log standard deviation
+  (``policy/log_std``, recorded after every update by both implementations) falls more
+  than :data:`LOG_STD_DROP` nats below its first recorded value, i.e. the action noise
+  shrinks by a factor of more than e^1.5 ≈ 4.5, while the run has not solved the env and
+  its normalised return improves by less than :data:`STALL` from that step to the end.
+  A Gaussian policy whose std collapses before it has found a good behaviour stops
+  exploring and stays where it is; the entropy bonus (``ent_coef``, and its schedule)
+  exists to prevent it (Haarnoja et al. 2018 make the same argument for maximum-entropy
+  RL; the seed texts' HalfCheetah example is this failure).
+- **gradient spike**: a recorded gradient norm (``grad/norm``, before clipping) more than
+  :data:`SPIKE_FACTOR` times the median of the run's earlier norms, after at least
+  :data:`SPIKE_WARMUP` updates. Clipping bounds the step, but a spike of that size says
+  the loss surface or the advantages went wrong there.
+
+The step at which each began is reported, so the report can point at it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Nats below its first value that the mean log-std must fall to count as collapsed.
+LOG_STD_DROP = 1.5
+#: Normalised-return improvement below which a run has stopped improving after the collapse.
+STALL = 0.05
+#: A gradient norm this many times the median of the earlier ones is a spike ...
+SPIKE_FACTOR = 10.0
+#: ... once this many updates have set the median.
+SPIKE_WARMUP = 10
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flagged run: ``kind`` is ``log-std collapse`` or ``gradient spike``, ``step`` where it began."""
+
+    kind: str
+    step: int
+    detail: str
+
+
+def log_std_collapse(steps: np.ndarray, log_std: np.ndarray, curve_steps: np.ndarray, curve_norm: np.ndarray) -> Flag | None:
+    """The log-std signature of one run, or ``None``.
+
+    :param steps, log_std: shape ``(u,)``, the recorded mean log-std after each (stored) update.
+    :param curve_steps, curve_norm: shape ``(n,)``, the run's normalised learning curve (running mean of
+        episode returns mapped to 0 = random policy, 1 = threshold) at each episode's end.
+    """
+    log_std = np.asarray(log_std, dtype=float)
+    ok = np.isfinite(log_std)
+    if ok.sum() < 2 or len(curve_norm) == 0:
+        return None
+    steps, log_std = np.asarray(steps)[ok], log_std[ok]
+    below = np.flatnonzero(log_std <= log_std[0] - LOG_STD_DROP)
+    if below.size == 0:
+        return None
+    at = int(steps[below[0]])
+    curve_norm = np.asarray(curve_norm, dtype=float)
+    final = float(curve_norm[-1])
+    then = float(np.interp(at, np.asarray(curve_steps, dtype=float), curve_norm))
+    if final >= 1.0 or final - then >= STALL:
+        return None  # solved, or still improving after the noise shrank: a policy converging, not collapsing
+    return Flag("log-std collapse", at, f"log-std {log_std[0]:.2f} → {log_std[below[0]]:.2f} by step {at:,}; "
+                                        f"normalised return {then:.2f} then, {final:.2f} at the end")
+
+
+def gradient_spike(steps: np.ndarray, grad_norm: np.ndarray) -> Flag | None:
+    """The first gradient-norm spike of one run, or ``None``.
+
+    :param steps, grad_norm: shape ``(u,)``, the recorded gradient norm after each (stored) update.
+    """
+    g = np.asarray(grad_norm, dtype=float)
+    steps = np.asarray(steps)
+    for i in range(SPIKE_WARMUP, g.size):
+        earlier = g[:i][np.isfinite(g[:i])]
+        if earlier.size >= SPIKE_WARMUP and np.isfinite(g[i]) and g[i] > SPIKE_FACTOR * np.median(earlier) > 0:
+            return Flag("gradient spike", int(steps[i]), f"gradient norm {g[i]:.3g} at step {int(steps[i]):,}, "
+                                                         f"{g[i] / np.median(earlier):.0f}× the median before it")
+    return None
+
+
+def flags(runs, episodes, diagnostics, anchors: dict, traits: dict):
+    """Every flagged run of a report: a DataFrame with columns key, env, label, seed, kind, step, detail.
+
+    :param runs: the scored runs (``key, env, label, seed, window``).
+    :param episodes: ``key, step, ret`` in order; :param diagnostics: ``key, step, name, value``.
+    :param anchors: env id → anchor (``random_return``, ``threshold``); :param traits: env id → traits.
+    """
+    import pandas as pd
+
+    from bench.analysis.metrics import running_mean
+
+    cols = ["key", "env", "label", "seed", "kind", "step", "detail"]
+    out = []
+    ep = {k: g for k, g in episodes.groupby("key", sort=False)} if len(episodes) else {}
+    dg = {k: g for k, g in diagnostics.groupby("key", sort=False)} if len(diagnostics) else {}
+    for r in runs.itertuples():
+        d = dg.get(r.key)
+        if d is None:
+            continue
+        found = []
+        a, e = anchors.get(r.env), ep.get(r.key)
+        ls = d[d["name"] == "policy/log_std"]
+        if traits.get(r.env, {}).get("action") == "continuous" and len(ls) and a is not None and e is not None:
+            curve = (running_mean(e["ret"].to_numpy(float), int(r.window)) - a.random_return) / (a.threshold - a.random_return)
+            found.append(log_std_collapse(ls["step"].to_numpy(), ls["value"].to_numpy(float), e["step"].to_numpy(float),
+                                          curve))
+        g = d[d["name"] == "grad/norm_max"]
+        g = g if len(g) else d[d["name"] == "grad/norm"]
+        if len(g):
+            found.append(gradient_spike(g["step"].to_numpy(), g["value"].to_numpy(float)))
+        out += [dict(key=r.key, env=r.env, label=r.label, seed=int(r.seed), kind=f.kind, step=f.step, detail=f.detail)
+                for f in found if f is not None]
+    return pd.DataFrame(out, columns=cols)
