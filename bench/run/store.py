@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import sqlite3
 import time
@@ -442,6 +443,10 @@ def create_schema(conn: Any) -> None:
         # Concurrent CREATE TABLEs collide in PostgreSQL's catalog (a unique
         # violation on pg_type) even with IF NOT EXISTS: one creator at a time.
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
+    else:
+        # One transaction holding the write lock (Python's sqlite3 would run each DDL
+        # statement on its own): other openers see no tables or all of them.
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
     for table in metadata.sorted_tables:
         conn.execute(CreateTable(table, if_not_exists=True))
         for index in table.indexes:
@@ -488,22 +493,37 @@ class Store:
                     cur.close()
         else:
             self.engine = sa.create_engine(self.url, **engine_kwargs(self.url, readonly=readonly))
-        try:
-            with self.engine.connect() as c:
-                tables = _tables(c)
-            if "runs" not in tables:
-                if tables - {"alembic_version"} and not tables & {"studies", "suites"} and path is not None:
-                    raise _foreign(path, tables)  # SQLite: another program's file is never written to
-                if readonly:
-                    raise StoreMissing(f"no results store at {where}")
-                with self.engine.begin() as c:
-                    create_schema(c)
-        except StoreError:
-            self.engine.dispose()
-            raise
-        except sa.exc.SQLAlchemyError as e:
-            self.engine.dispose()
-            raise StoreError(f"cannot open the results store at {where}: {_one_line(e)}") from None
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self._open(path, where)
+                return
+            except StoreError:
+                self.engine.dispose()
+                raise
+            except sa.exc.OperationalError as e:
+                # Switching a fresh SQLite file to WAL, or two first CREATEs, can answer "database is
+                # locked" at once rather than through the busy timeout: the other opener is nearly done.
+                if path is not None and "locked" in str(e) and time.monotonic() < deadline:
+                    time.sleep(0.05 + 0.1 * random.random())
+                    continue
+                self.engine.dispose()
+                raise StoreError(f"cannot open the results store at {where}: {_one_line(e)}") from None
+            except sa.exc.SQLAlchemyError as e:
+                self.engine.dispose()
+                raise StoreError(f"cannot open the results store at {where}: {_one_line(e)}") from None
+
+    def _open(self, path: Path | None, where: str) -> None:
+        with self.engine.connect() as c:
+            tables = _tables(c)
+        if "runs" not in tables:
+            if tables and not tables & (set(metadata.tables) | {"studies", "version_info", "alembic_version"}) \
+                    and path is not None:
+                raise _foreign(path, tables)  # SQLite: another program's file is never written to
+            if self.readonly:
+                raise StoreMissing(f"no results store at {where}")
+            with self.engine.begin() as c:
+                create_schema(c)
 
     def dispose(self) -> None:
         self.engine.dispose()
