@@ -394,6 +394,25 @@ def _foreign(path_or_url: Any, tables: set[str]) -> StoreError:
                       "bench will not write to it (give --store another path)")
 
 
+def _refuse_foreign(path: Path, tables: set[str]) -> None:
+    """StoreError unless the tables are none, or bench's (or its tuner's, Optuna's)."""
+    if tables and not tables & (set(metadata.tables) | {"studies", "version_info", "alembic_version"}):
+        raise _foreign(path, tables)
+
+
+def _sqlite_tables(path: Path) -> set[str]:
+    """The tables of a SQLite file, read without changing it or leaving files beside it."""
+    _, kwargs = readonly_engine_args(f"sqlite:///{path}")
+    try:
+        con = kwargs["creator"]()
+        try:
+            return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        raise StoreError(f"{path} cannot be read as a SQLite database ({_one_line(e)}); bench leaves it as it is") from None
+
+
 def store_exists(url: str) -> bool:
     """Whether a store is there to read, without creating anything.
 
@@ -476,6 +495,8 @@ class Store:
                 ro_url, kw = readonly_engine_args(self.url)
                 self.engine: Engine = sa.create_engine(ro_url, **kw)
             else:
+                if exists:  # looked at read-only first: the WAL switch below would already change another program's file
+                    _refuse_foreign(path, _sqlite_tables(path))
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
                 except OSError as e:
@@ -517,9 +538,8 @@ class Store:
         with self.engine.connect() as c:
             tables = _tables(c)
         if "runs" not in tables:
-            if tables and not tables & (set(metadata.tables) | {"studies", "version_info", "alembic_version"}) \
-                    and path is not None:
-                raise _foreign(path, tables)  # SQLite: another program's file is never written to
+            if path is not None:
+                _refuse_foreign(path, tables)  # SQLite: another program's file is never written to
             if self.readonly:
                 raise StoreMissing(f"no results store at {where}")
             with self.engine.begin() as c:
