@@ -69,10 +69,11 @@ def _error_line(e: BaseException) -> str:
         orig = getattr(e, "orig", None) or e
         where = f" at {_STORE_IN_USE}" if _STORE_IN_USE else ""
         text = f"the results store{where} failed: {type(orig).__name__}: {orig}"
-    elif isinstance(e, OSError) and e.filename is not None:
-        text = f"{e.filename}: {e.strerror or e}"
+    elif isinstance(e, OSError):
+        text = f"{e.filename}: {e.strerror or e}" if e.filename is not None else f"{type(e).__name__}: {e}"
     else:
-        text = f"{type(e).__name__}: {e}"
+        # Not a failure bench foresaw: still one line, but say so (the fuzz test looks for these).
+        text = f"internal error: {type(e).__name__}: {e}"
     text = " ".join(text.split())
     return f"error: {text}" + ("" if DEBUG else " (bench --debug shows the traceback)")
 

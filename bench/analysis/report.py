@@ -59,6 +59,7 @@ def _plt():
     # Labels, env ids and errors are user text: "$\\alpha^$" must be drawn as typed, not parsed as
     # mathtext (an unbalanced one made every report of that store fail).
     plt.rcParams["text.parse_math"] = False
+    warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
     plt.rcParams["text.usetex"] = False
     return plt, sns
 

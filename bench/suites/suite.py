@@ -214,11 +214,19 @@ class SuiteError(Exception):
         for p in problems:
             where = f"{file}:{_line_for(p.path, lines_of or {})}" if p.path else file
             got = f" (got {_show(p.value)})" if p.has_value else ""
-            text = f"{where}: {p.path + ': ' if p.path else ''}{p.message}{got}"
+            text = one_line(f"{where}: {p.path + ': ' if p.path else ''}{p.message}{got}")
             if text not in seen:
                 seen.add(text)
                 self.lines.append(text)
         super().__init__("\n".join(self.lines))
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters and line breaks escaped (``\\r``, ``\\x00``): one line, whatever a key held."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def _show(value: Any) -> str:
