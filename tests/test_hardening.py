@@ -375,10 +375,17 @@ def test_case09_the_largest_allowed_values_register_on_postgres(tmp_path, pg_url
 # --------------------------------------------------------------------------- #
 # 10. Read-only stores: no WAL switch, no tables, no files left; a read-only mount
 # --------------------------------------------------------------------------- #
-def test_case10_read_commands_leave_a_read_only_copy_of_the_reference_untouched(tmp_path):
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+def test_case10_read_commands_leave_a_read_only_copy_of_the_reference_untouched(tmp_path, journal):
+    # As root, permission bits do not stop writes: "untouched" is checked byte for byte, and
+    # the "delete" copy (rollback journal) shows a WAL switch, which changes the file's header.
     ro = tmp_path / "ro"
     ro.mkdir()
     shutil.copy(REFERENCE, ro / "reference.db")
+    if journal != "wal":
+        c = sqlite3.connect(ro / "reference.db")
+        assert c.execute(f"PRAGMA journal_mode={journal}").fetchone()[0] == journal
+        c.close()
     before = digest(ro / "reference.db")
     os.chmod(ro / "reference.db", 0o444)
     os.chmod(ro, 0o555)
