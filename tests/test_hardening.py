@@ -457,7 +457,13 @@ def tmpfs(tmp_path):
 def test_case10_a_store_on_a_real_read_only_mount(tmp_path, tmpfs):
     m = tmpfs("mnt")
     shutil.copy(REFERENCE, m / "reference.db")
+    write_store(f"sqlite:///{m / 'noanchors.db'}", ["CartPole-v1"], [Planted("ppo", "ppo", "bench", 0.9)], seeds=2,
+                anchors=False).dispose()
     subprocess.run(["mount", "-o", "remount,ro", str(m)], check=True)
+    # Its missing anchor cannot be stored there: computed for this report, and the report is whole.
+    p = bench("report", "--store", f"sqlite:///{m / 'noanchors.db'}", "--out", str(tmp_path / "rep2"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "no normalisation anchors" not in (tmp_path / "rep2" / "index.html").read_text()
     url = f"sqlite:///{m / 'reference.db'}"
     p = bench("recommend", "--store", url, cwd=tmp_path)
     assert p.returncode == 0, p.stderr

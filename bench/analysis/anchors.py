@@ -71,7 +71,7 @@ def ensure_anchors(store, thresholds: dict[str, float], log=None) -> dict[str, A
     :param log: optional ``callable(str)`` told about each env being computed.
     """
     have = store.anchors()
-    unstored: dict[str, Anchor] = {}
+    computed: dict[str, Anchor] = {}
     for env_id, thr in thresholds.items():
         if env_id in have or thr is None:
             continue
@@ -79,12 +79,12 @@ def ensure_anchors(store, thresholds: dict[str, float], log=None) -> dict[str, A
         if log:
             log(f"computing the random-policy anchor of {env_id} ({n} episodes, seed {SEED}) once; it is stored")
         rr = random_policy_return(env_id, n, SEED)
-        if not store.put_anchor(env_id, rr, float(thr), n, SEED):
-            # Not stored (a store on a read-only mount): used for this report only.
-            unstored[env_id] = Anchor(env_id, rr, float(thr), n, SEED)
+        store.put_anchor(env_id, rr, float(thr), n, SEED)
+        # Used where the store did not take it (a read-only mount) or a read-only reader cannot see it yet.
+        computed[env_id] = Anchor(env_id, rr, float(thr), n, SEED)
     stored = {
         r.env_id: Anchor(r.env_id, float(r.random_return), float(r.threshold), int(r.episodes), int(r.seed))
         for r in store.anchors().values()
         if r.env_id in thresholds
     }
-    return {**unstored, **stored}
+    return {**computed, **stored}
