@@ -194,11 +194,13 @@ def test_case04_non_finite_threshold_is_refused(tmp_path, value):
                                  "sqlite:///file:x?mode=memory&uri=true"])
 def test_case05_in_memory_sqlite_is_refused_everywhere(tmp_path, url):
     f = tiny(tmp_path)
-    for args in (["run", str(f)], ["status", str(f)], ["report"], ["recommend"], ["export", "--out", "x.csv"]):
+    every = url == "sqlite://"  # every command with one spelling, `run` with the others
+    for args in (["run", str(f)], ["status", str(f)], ["report"], ["recommend"], ["export", "--out", "x.csv"])[:5 if every else 1]:
         p = bench(*args, "--store", url, cwd=tmp_path, timeout=60)
         one_line(p, "in-memory", "allowed: a file")
-    p = bench("tune", "--algo", "ppo", "--env", "CartPole-v1", "--storage", url, cwd=tmp_path, timeout=60)
-    one_line(p, "--storage", "in-memory")
+    if every:
+        p = bench("tune", "--algo", "ppo", "--env", "CartPole-v1", "--storage", url, cwd=tmp_path, timeout=60)
+        one_line(p, "--storage", "in-memory")
     with pytest.raises(StoreError, match="in-memory"):
         Store(url)
     assert os.listdir(tmp_path) == ["s.yaml"]
