@@ -2,7 +2,12 @@
 
 Bad input is one line per problem on stderr and exit status 2; nothing runs and
 no store is created or touched. A run's own failure is a result, reported in the
-closing summary (exit status 1 when any cell failed).
+closing summary (exit status 1 when any cell failed). Any other failure (a store
+that cannot be reached or read, a disk that is full) is one line and exit status
+1; ``bench --debug …`` (or ``--debug`` anywhere on the line) shows its traceback.
+
+User strings (labels, errors, paths) are printed as literal text: rich's markup
+is off on both consoles, and styled words are built as :class:`rich.text.Text`.
 """
 
 from __future__ import annotations
@@ -12,24 +17,94 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperGroup
 
-from bench.run.store import DEFAULT_URL
+from bench.run.store import DEFAULT_URL, StoreError
+
+#: Set by ``--debug``: errors show their traceback instead of one line.
+DEBUG = False
+
+
+class _BenchGroup(TyperGroup):
+    """Every command's errors end as one line on stderr and a non-zero exit (``--debug``: the traceback)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        global DEBUG
+        head, sep, tail = list(args), [], []
+        if "--" in head:  # after "--" nothing is an option
+            i = head.index("--")
+            head, sep, tail = head[:i], ["--"], head[i + 1:]
+        if "--debug" in head:
+            DEBUG = True
+            head = [a for a in head if a != "--debug"]
+        return super().parse_args(ctx, head + sep + tail)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.exceptions.TyperException):  # click's own exits and usage errors
+            raise
+        except Exception as e:  # noqa: BLE001 - the one place that turns any error into one line
+            if DEBUG:
+                import traceback
+
+                traceback.print_exc()
+            print(_error_line(e), file=sys.stderr)
+            raise typer.Exit(1) from None
+
+
+def _error_line(e: BaseException) -> str:
+    """One line for an error that reached the top (the store's own errors are already one line)."""
+    import sqlalchemy as sa
+
+    if isinstance(e, StoreError):
+        text = str(e)
+    elif isinstance(e, sa.exc.SQLAlchemyError):
+        orig = getattr(e, "orig", None) or e
+        where = f" at {_STORE_IN_USE}" if _STORE_IN_USE else ""
+        text = f"the results store{where} failed: {type(orig).__name__}: {orig}"
+    elif isinstance(e, OSError):
+        text = f"{e.filename}: {e.strerror or e}" if e.filename is not None else f"{type(e).__name__}: {e}"
+    else:
+        # Not a failure bench foresaw: still one line, but say so (the fuzz test looks for these).
+        text = f"internal error: {type(e).__name__}: {e}"
+    text = " ".join(text.split())
+    return f"error: {text}" + ("" if DEBUG else " (bench --debug shows the traceback)")
+
+
+#: The store the running command opened, named in error lines.
+_STORE_IN_USE: str | None = None
 
 app = typer.Typer(
+    cls=_BenchGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     help="Which on-policy RL algorithm should I use? Run benchmark suites and find out.",
 )
+
+
+@app.callback()
+def _main(debug: bool = typer.Option(False, "--debug", help="Show the traceback of an error (also accepted after the command).")) -> None:
+    global DEBUG
+    DEBUG = DEBUG or debug
+
+
 # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; give tables room instead.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+# Markup off: labels such as "[/]" and errors such as "[nan]" are text, not rich tags.
+out = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, markup=False, width=None if sys.stderr.isatty() else 160)
+
+
+def _styled(style: str, word: str, rest: str = "") -> Text:
+    """``word`` in ``style``, then ``rest`` as literal text."""
+    return Text.assemble((word, style), rest)
 
 StoreOpt = typer.Option(DEFAULT_URL, "--store", help="SQLAlchemy URL of the results store (SQLite file or postgresql://…).")
 
@@ -50,20 +125,28 @@ def _load(suite_path: Path):
         raise _bad_input(e.lines) from None
 
 
-def _check_url(url: str) -> str:
-    import sqlalchemy as sa
-
-    from bench.run.store import normalise_url
+def _check_url(url: str, flag: str = "--store") -> str:
+    """The normalised store URL; a bad or in-memory URL is bad input (one line, exit 2)."""
+    global _STORE_IN_USE
+    from bench.run.store import check_url, describe_url
 
     try:
-        u = sa.engine.make_url(normalise_url(url))
-        if u.get_backend_name() not in ("sqlite", "postgresql"):
-            raise ValueError
-    except Exception:  # noqa: BLE001 - any parse failure is the same user error
-        raise _bad_input(
-            f"--store: {url!r} is not a usable store URL; allowed: sqlite:///PATH or postgresql://USER@HOST:PORT/DB"
-        ) from None
-    return normalise_url(url)
+        url = check_url(url)
+    except StoreError as e:
+        raise _bad_input(f"{flag}: {e}") from None
+    _STORE_IN_USE = describe_url(url)
+    return url
+
+
+def _open_readonly(url: str):
+    """The store at ``url`` opened read-only, or None when there is none yet; StoreError (one line, exit 1)
+    when it cannot be reached or is not a bench store."""
+    from bench.run.store import Store, StoreMissing
+
+    try:
+        return Store(url, readonly=True)
+    except StoreMissing:
+        return None
 
 
 def _fmt(v, digits: int = 1) -> str:
@@ -91,6 +174,9 @@ def run(
     ),
     only: Optional[str] = typer.Option(None, "--only", help="Run a subset, e.g. env=CartPole-v1,algo=ppo."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells that would run; touch nothing."),
+    replace: bool = typer.Option(
+        False, "--replace", help="Replace the grid of a suite of the same name already in the store (default: refuse)."
+    ),
     executor: Executor = typer.Option(
         Executor.local, "--executor", help="local: a process pool on this machine; ray: one Ray task per cell."
     ),
@@ -129,8 +215,8 @@ def run(
         import sqlalchemy as sa
 
         if (host := sa.engine.make_url(url).host) in ("localhost", "127.0.0.1", "::1"):
-            err.print(f"[yellow]warning[/]: the store's host {host} is this machine's loopback; Ray workers on other "
-                      "hosts will not reach it (give the address other hosts see)")
+            err.print(_styled("yellow", "warning", f": the store's host {host} is this machine's loopback; Ray workers "
+                              "on other hosts will not reach it (give the address other hosts see)"))
 
     if dry_run:
         t = Table(title=f"{loaded.suite.name}: {len(cells)} cells (dry run, nothing written)")
@@ -157,19 +243,26 @@ def run(
         except RayUnavailable as e:
             raise _bad_input(f"--address: {e}") from None
 
+    from bench.run.store import SuiteConflict
+
     db = Store(url)
-    db.register(loaded.suite.name, str(suite), loaded.suite.model_dump(mode="json"), loaded.env_meta, loaded.cells)
+    try:
+        db.register(loaded.suite.name, str(suite), loaded.suite.model_dump(mode="json"), loaded.env_meta, loaded.cells,
+                    replace=replace)
+    except SuiteConflict as e:
+        raise _bad_input(f"{suite}: name: {e}") from None
     rows = db.rows([c.key for c in cells])
     todo = [c for c in cells if is_claimable(rows[c.key])]
     done_before = sum(rows[c.key].status == "done" for c in cells)
     busy = len(cells) - len(todo) - done_before
-    err.print(
-        f"[bold]{loaded.suite.name}[/]: {len(cells)} cells — {done_before} done already, "
+    err.print(_styled(
+        "bold", loaded.suite.name,
+        f": {len(cells)} cells — {done_before} done already, "
         f"{busy} running elsewhere, {len(todo)} to run on "
         + (f"{min(n_workers, max(len(todo), 1))} worker(s) " if executor is Executor.local
            else f"the Ray cluster at {address} " if address else f"a local Ray instance with {n_workers} CPUs ")
         + f"→ {describe_url(url)}"
-    )
+    ))
     if not todo:
         _closing(loaded.suite.name, [], done_before, busy, 0.0)
         return
@@ -180,7 +273,7 @@ def run(
     t0 = time.perf_counter()
     results = []
     with Progress(
-        TextColumn("[progress.description]{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("cells"),
@@ -199,14 +292,15 @@ def run(
             if outcome.status == "done":
                 stt = s.get("steps_to_threshold")
                 solved = f"solved at {stt:,} steps" if stt is not None else "not solved"
-                progress.console.print(
-                    f"[green]done[/]   {cell.env_id} {cell.label} seed {cell.seed}: final return "
+                progress.console.print(_styled(
+                    "green", "done", f"   {cell.env_id} {cell.label} seed {cell.seed}: final return "
                     f"{_fmt(s.get('final_return'))}, {solved}, {outcome.wall_s:.1f}s"
-                )
+                ))
             elif outcome.status == "failed":
-                progress.console.print(f"[red]failed[/] {cell.env_id} {cell.label} seed {cell.seed}: {outcome.error}", markup=True)
+                progress.console.print(_styled("red", "failed", f" {cell.env_id} {cell.label} seed {cell.seed}: {outcome.error}"))
             else:
-                progress.console.print(f"[yellow]skipped[/] {cell.env_id} {cell.label} seed {cell.seed}: taken by another runner")
+                progress.console.print(_styled("yellow", "skipped", f" {cell.env_id} {cell.label} seed {cell.seed}: "
+                                               f"{outcome.error or 'taken by another runner'}"))
 
         try:
             if executor is Executor.ray:
@@ -218,10 +312,10 @@ def run(
         except Interrupted:
             progress.stop()
             n_done = sum(o.status == "done" for _, o in results)
-            err.print(
-                f"[yellow]Interrupted.[/] {n_done} cells finished and are kept; in-flight runs are marked "
+            err.print(_styled(
+                "yellow", "Interrupted.", f" {n_done} cells finished and are kept; in-flight runs are marked "
                 "interrupted and will re-run with the next `bench run`."
-            )
+            ))
             raise typer.Exit(130) from None
     failed = _closing(loaded.suite.name, results, done_before, busy, time.perf_counter() - t0)
     if failed:
@@ -250,11 +344,14 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     reported. ``stale``: running, but its owner is dead (on this host) or silent
     for over STALE_AFTER_S seconds; the next ``bench run`` re-runs it.
     """
-    from bench.run.store import Store, is_claimable, owner_host, store_exists
+    from bench.run.store import describe_url, is_claimable, owner_host
 
     loaded = _load(suite)
     url = _check_url(store)
-    rows = Store(url).rows([c.key for c in loaded.cells]) if store_exists(url) else {}
+    db = _open_readonly(url)  # an unreachable or foreign store is an error, never "all pending"
+    if db is None:
+        print(f"no results store at {describe_url(url)} yet: every cell is pending", file=sys.stderr)
+    rows = db.rows([c.key for c in loaded.cells]) if db is not None else {}
     t = Table(title=f"{loaded.suite.name}: {len(loaded.cells)} cells")
     for col in ("env", "label", "seed", "status", "attempt", "host", "heartbeat", "steps", "final return",
                 "steps to threshold", "error"):
@@ -294,12 +391,14 @@ def export(
     out_path: Path = typer.Option(..., "--out", help="Output file (a folder for --format pack)."),
 ) -> None:
     """Export one row per run (summary, config and provenance) as CSV or Parquet, or pack a suite."""
-    from bench.run.store import Store, describe_url, store_exists
+    from bench.run.store import describe_url
 
     url = _check_url(store)
-    if not store_exists(url):
+    if format is not Format.pack and out_path.is_dir():
+        raise _bad_input(f"--out: {out_path} is a folder; allowed: a file path, e.g. {out_path / ('runs.' + format.value)}")
+    db = _open_readonly(url)
+    if db is None:
         raise _bad_input(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)")
-    db = Store(url)
     if suite is not None and suite not in (names := db.suite_names()):
         raise _bad_input(f"--suite: no suite named {suite!r} in the store; allowed: {', '.join(names) or 'none'}")
     if format is Format.pack:
@@ -308,6 +407,7 @@ def export(
         _pack(db, suite, out_path)
         return
     df = db.runs_frame(suite)
+    db.dispose()
     out_path.parent.mkdir(parents=True, exist_ok=True)
     if format is Format.csv:
         df.to_csv(out_path, index=False)
@@ -442,7 +542,7 @@ def tune(
             targets = [target_from_flags(algo, impl, env, timesteps=timesteps, seeds=seeds or 3,
                                          objective=obj or "auc", study=study)]
             n_trials = trials or 20
-        url = _check_url(storage)
+        url = _check_url(storage, "--storage")
         if executor not in ("local", "ray"):
             raise BadInput(f"--executor: {executor!r}; allowed: local, ray")
         if address is not None and executor != "ray":
@@ -475,8 +575,8 @@ def tune(
     pin_one_thread()
     failed = 0
     for t in targets:
-        err.print(f"[bold]{t.study}[/]: {t.label} on {t.env_id}, {len(t.seeds)} seeds × {t.timesteps:,} steps per trial, "
-                  f"{t.objective} ({t.direction}), {len(t.space)} dimensions → {describe_url(url)}")
+        err.print(_styled("bold", t.study, f": {t.label} on {t.env_id}, {len(t.seeds)} seeds × {t.timesteps:,} steps "
+                          f"per trial, {t.objective} ({t.direction}), {len(t.space)} dimensions → {describe_url(url)}"))
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("trials"),
                       TimeElapsedColumn(), console=err) as progress:
             task = progress.add_task(t.study, total=n_trials)
@@ -502,7 +602,7 @@ def tune(
                 raise _bad_input(str(e)) from None
             except KeyboardInterrupt:
                 progress.stop()
-                err.print("[yellow]Interrupted.[/] Finished trials are kept in the study; run again to continue.")
+                err.print(_styled("yellow", "Interrupted.", " Finished trials are kept in the study; run again to continue."))
                 raise typer.Exit(130) from None
         for ft in outcome.new:
             if ft.state.name == "FAIL" and "error" not in ft.user_attrs:
@@ -559,26 +659,29 @@ def _reference_url() -> str | None:
     return url if store_exists(url) else None
 
 
-def _results_store(store: str) -> tuple[str, str]:
+def _results_store(store: str, *, need_done: bool = True) -> tuple[str, str]:
     """The store to read, and a line saying which it is.
 
     Falls back to the shipped reference results when ``--store`` was left at its
     default and there is no ``results/bench.db`` yet. Bad input (no store, no
-    runs) is one line and exit status 2.
+    runs; with ``need_done``, no finished run) is one line and exit status 2; a
+    store that cannot be reached or read is one line and exit status 1.
     """
-    from bench.run.store import Store, describe_url, store_exists
+    from bench.run.store import describe_url
 
     url = _check_url(store)
-    if not store_exists(url):
+    db = _open_readonly(url)
+    if db is None:
         if store == DEFAULT_URL and (ref := _reference_url()) is not None:
             where = f"{REFERENCE_DIR}/" if REFERENCE_DIR.is_dir() else describe_url(ref)
             return ref, (f"reading the project's shipped reference results ({where}): "
                          f"there is no store of your own at {describe_url(DEFAULT_URL)}")
         raise _bad_input(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)")
-    db = Store(url)
-    n_done = int((db.runs_frame()["status"] == "done").sum()) if db.suite_names() else 0
+    status = db.runs_frame()["status"] if db.suite_names() else []
     db.dispose()
-    if n_done == 0:
+    if len(status) == 0:
+        raise _bad_input(f"--store: the store at {describe_url(url)} has no runs; run a suite first (`bench run SUITE.yaml`)")
+    if need_done and not (status == "done").any():
         raise _bad_input(f"--store: the store at {describe_url(url)} has no finished runs; run a suite first (`bench run SUITE.yaml`)")
     return url, f"reading {describe_url(url)}"
 
@@ -591,10 +694,13 @@ def report(
     screenshot: Optional[Path] = typer.Option(None, "--screenshot", help="Also save a PNG of the page's top 1400×2400 pixels (needs chromium)."),
 ) -> None:
     """Write a self-contained HTML report (index.html, figures embedded) from the store alone."""
-    url, where = _results_store(store)
+    # A store whose runs all failed still gets a report: it lists the failures and their errors.
+    url, where = _results_store(store, need_done=False)
     from bench.run.store import Store
 
-    have = Store(url).suite_names()
+    db = Store(url, readonly=True)
+    have = db.suite_names()
+    db.dispose()
     names: list[str] = []
     for s in suites or []:
         if s.endswith((".yaml", ".yml")) or Path(s).is_file():
@@ -611,6 +717,8 @@ def report(
         if find_chromium() is None:
             raise _bad_input(f"--screenshot: {screenshot} needs chromium on PATH (Debian: apt-get install chromium); none found")
     out_dir = out_dir or Path("reports") / ("+".join(chosen) if chosen else "all")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise _bad_input(f"--out: {out_dir} is a file; allowed: a folder (new or existing) for index.html")
     err.print(where)
 
     from bench.analysis.report import build

@@ -218,7 +218,9 @@ def test_bad_input_is_one_line_and_exit_2(planted, tmp_path):
     empty = f"sqlite:///{tmp_path / 'empty.db'}"
     Store(empty)
     p = bench("report", "--store", empty, cwd=tmp_path)
-    assert p.returncode == 2 and "no finished runs" in p.stderr
+    assert p.returncode == 2 and "has no runs" in p.stderr
+    p = bench("recommend", "--store", empty, cwd=tmp_path)
+    assert p.returncode == 2 and "has no runs" in p.stderr
 
 
 TINY = """\

@@ -90,6 +90,11 @@ def ensure_anchors(store, thresholds: dict[str, float], log=None) -> dict[str, A
                 random_return = random_policy_return(env_id, n, SEED)
             store.put_anchor(env_id, random_return, float(thr), n, SEED)
             have = store.anchors()
+            if key not in have:
+                # The store did not take it (a read-only mount), or a read-only reader cannot see it yet:
+                # use the computed value for this report.
+                out[env_id] = Anchor(env_id, random_return, float(thr), n, SEED)
+                continue
         r = have[key]
         out[env_id] = Anchor(env_id, float(r.random_return), float(r.threshold), int(r.episodes), int(r.seed))
     return out

@@ -56,6 +56,11 @@ def _plt():
     # tick label again; with fixed margins (``_figure``) each figure is drawn once, not twice
     # as ``bbox_inches="tight"`` would. Together they halve the report's build time.
     plt.rcParams["axes.titley"] = 1.01
+    # Labels, env ids and errors are user text: "$\\alpha^$" must be drawn as typed, not parsed as
+    # mathtext (an unbalanced one made every report of that store fail).
+    plt.rcParams["text.parse_math"] = False
+    warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+    plt.rcParams["text.usetex"] = False
     return plt, sns
 
 
@@ -96,7 +101,13 @@ class Style:
         self.impl = impl
 
     def line(self, label: str) -> dict[str, Any]:
-        return dict(color=self.color[label], linestyle="--" if self.impl.get(label) == "sb3" else "-", label=label)
+        return dict(color=self.color[label], linestyle="--" if self.impl.get(label) == "sb3" else "-",
+                    label=legend_text(label))
+
+
+def legend_text(label: str) -> str:
+    """A label as a legend entry: matplotlib hides entries starting with "_", so those get a zero-width space."""
+    return "\u200b" + label if label.startswith("_") else label
 
 
 def _iqm_band(curves: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -179,7 +179,7 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
     from bench.analysis.anchors import ensure_anchors, stored_anchors
     from bench.run import store as st
 
-    db = st.Store(store_url)
+    db = st.Store(store_url, readonly=True)  # reads only (missing anchors go through a short-lived writer)
     names = db.suite_names()
     chosen = list(suites) if suites else names
     missing = [s for s in chosen if s not in names]
@@ -238,7 +238,9 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
         elif traits[e].get("time_scale_us") is None:
             notes.append(f"{e}: no time scale (time_scale_us), so it has no time-efficiency score; "
                          "set time_scale_us for it in the suite")
-    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, _sensitivity(db.url), notes)
+    sens = _sensitivity(db)
+    db.dispose()
+    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes)
 
 
 def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]], notes: list[str]) -> tuple[pd.Series, dict[str, int]]:
@@ -264,20 +266,18 @@ def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]], notes: list[str
     return pooled, budgets
 
 
-def _sensitivity(store_url: str) -> pd.DataFrame | None:
+def _sensitivity(db: Any) -> pd.DataFrame | None:
     """The tuner's per-(algo, env) sensitivity summary, if the store has any studies (:mod:`bench.tune.sensitivity`)."""
     import sqlalchemy as sa
 
-    eng = sa.create_engine(store_url)
+    store_url = db.url
     try:
         # Optuna keeps its studies in the same store; without its tables there is nothing to import optuna for.
-        with eng.connect() as c:
+        with db.engine.connect() as c:
             if not sa.inspect(c).has_table("studies"):
                 return None
     except sa.exc.SQLAlchemyError:
         return None
-    finally:
-        eng.dispose()
     try:
         from bench.tune.sensitivity import sensitivity_table
 

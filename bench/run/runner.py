@@ -5,19 +5,26 @@ was recorded in one transaction. The local process pool (the default) and any
 other executor call exactly this function. The parent process only
 orchestrates: it never writes a run's data, so a parent killed with SIGKILL
 leaves nothing half-written (its workers die with it, see ``_init_worker``).
+
+Each worker process claims runs as itself (its own ``host:pid:start`` owner), so
+when one worker dies only the run it held is failed, and the other workers'
+runs go on. While a run trains, a background thread sends its heartbeat every
+:data:`HEARTBEAT_EVERY_S` seconds, however long one update takes, so a live run
+is never taken over as stale.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import ctypes
 import multiprocessing as mp
+import multiprocessing.connection
 import os
 import platform
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -139,6 +146,8 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None):
 
     Never raises for a training failure: a run that raises or diverges is a
     result (``failed``, with its error and whatever it recorded before).
+    ``heartbeat`` is called between updates (:class:`Heartbeat` sends them from a
+    thread instead, independent of update length; :func:`run_cell` uses that).
     """
     from bench import envs
     from bench.algos.common import pin_one_thread
@@ -209,6 +218,37 @@ def _store(url: str):
     return _STORES[url]
 
 
+class Heartbeat:
+    """Calls ``beat()`` every ``every`` seconds from a daemon thread while the ``with`` block runs.
+
+    Training holds the GIL only in stretches (torch and NumPy release it, and the
+    interpreter switches threads every few milliseconds), so the beat keeps time
+    even through an update of several minutes. A failed beat (a store briefly
+    unreachable) is retried at the next one.
+    """
+
+    def __init__(self, beat: Callable[[], None], every: float):
+        self.beat = beat
+        self.every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="bench-heartbeat", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.beat()
+            except Exception:  # noqa: BLE001 - the next beat tries again; the run itself goes on
+                pass
+
+    def __enter__(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=max(self.every, 5.0))
+
+
 def run_cell(store_url: str, cell: Cell, owner: str) -> Outcome:
     """Claim, train and record one cell. The same function for every executor."""
     store = _store(store_url)
@@ -216,7 +256,8 @@ def run_cell(store_url: str, cell: Cell, owner: str) -> Outcome:
     if attempt is None:
         return Outcome(cell.key, "skipped")
     started = time.time()
-    recorder, error = record_cell(cell, heartbeat=lambda: store.heartbeat(cell.key, attempt))
+    with Heartbeat(lambda: store.heartbeat(cell.key, attempt), HEARTBEAT_EVERY_S):
+        recorder, error = record_cell(cell)
     result = result_of(cell, recorder, started)
     status = "failed" if error else "done"
     if not store.finish(cell.key, attempt, status, result, error):
@@ -253,6 +294,39 @@ class Interrupted(Exception):
     """The user pressed Ctrl-C; in-flight runs were marked interrupted."""
 
 
+#: The error of a run whose worker process died under it.
+WORKER_DIED = "worker process died (killed, out of memory or crashed)"
+
+
+def _worker_main(conn: Any, store_url: str) -> None:
+    """A pool worker: say who it is, then run the cells it is sent, one at a time, until told to stop."""
+    _init_worker()
+    from bench.run.store import this_owner
+
+    owner = this_owner()
+    conn.send(("owner", owner))
+    while True:
+        try:
+            cell = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone
+        if cell is None:
+            return
+        try:
+            out = run_cell(store_url, cell, owner)
+        except Exception as e:  # noqa: BLE001 - not a training error (run_cell records those): e.g. the store failed
+            out = Outcome(cell.key, "failed", " ".join(f"{type(e).__name__}: {e}".split()))
+        conn.send(("done", out))
+
+
+@dataclass
+class _Worker:
+    proc: Any
+    conn: Any
+    owner: str | None = None
+    cell: Cell | None = None
+
+
 def run_local(
     store_url: str,
     cells: list[Cell],
@@ -260,58 +334,106 @@ def run_local(
     workers: int,
     on_done: Callable[[Cell, Outcome], None],
 ) -> list[Outcome]:
-    """Run ``cells`` on a pool of ``workers`` processes; ``on_done`` sees each outcome.
+    """Run ``cells`` on ``workers`` worker processes; ``on_done`` sees each outcome.
 
-    A worker that dies (segfault, OOM kill) fails only the runs it held; the
-    pool is rebuilt and the rest go on. Ctrl-C terminates the workers, marks
-    their runs ``interrupted`` and raises :class:`Interrupted`.
+    Each worker claims runs under its own owner (``host:pid:start``); ``owner``, the
+    parent's, is not used for runs. A worker that dies (SIGKILL, OOM kill, segfault)
+    fails only the run it held, and a new worker takes its place; the others go on.
+    Ctrl-C terminates the workers, marks their runs ``interrupted`` and raises
+    :class:`Interrupted`.
     """
     from bench.run.store import Store
 
     os.environ.update(THREAD_ENV)
     ctx = mp.get_context("spawn")  # fork after torch/BLAS threads exist is unsafe
-    todo = {c.key: c for c in cells}
+    queue = list(cells)
+    queue.reverse()  # pop() from the end takes cells in the given order
+    pool: list[_Worker] = []
     outcomes: list[Outcome] = []
-    while todo:
-        pool = cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=ctx, initializer=_init_worker)
-        futures = {pool.submit(run_cell, store_url, c, owner): c for c in todo.values()}
+
+    def start() -> None:
+        mine, theirs = ctx.Pipe()
+        proc = ctx.Process(target=_worker_main, args=(theirs, store_url), name="bench-worker")  # not daemonic: vector envs may start processes
+        proc.start()
+        theirs.close()
+        w = _Worker(proc, mine)
+        pool.append(w)
+        give(w)
+
+    def give(w: _Worker) -> None:
+        w.cell = queue.pop() if queue else None
         try:
-            for fut in cf.as_completed(futures):
-                cell = futures[fut]
-                try:
-                    out = fut.result()
-                except cf.process.BrokenProcessPool:
-                    break
-                todo.pop(cell.key, None)
-                outcomes.append(out)
-                on_done(cell, out)
-            pool.shutdown(wait=True)
-        except KeyboardInterrupt:
-            _terminate(pool)
-            Store(store_url).release(owner, "interrupted", "interrupted by the user (Ctrl-C)")
-            raise Interrupted from None
-        else:
-            if todo:  # the pool broke: fail what the dead worker held, then go on with the rest
-                _terminate(pool)
-                store = Store(store_url)
-                rows = store.rows(list(todo))
-                store.release(owner, "failed", "worker process died (killed, out of memory or crashed)")
-                for key, row in rows.items():
-                    if row.status == "running" and row.owner == owner:
-                        cell = todo.pop(key)
-                        out = Outcome(key, "failed", "worker process died (killed, out of memory or crashed)")
-                        outcomes.append(out)
-                        on_done(cell, out)
+            w.conn.send(w.cell)
+        except (OSError, ValueError):
+            pass  # it died meanwhile: found out below through its sentinel
+
+    def finished(w: _Worker, out: Outcome) -> None:
+        cell, w.cell = w.cell, None
+        outcomes.append(out)
+        if cell is not None:
+            on_done(cell, out)
+
+    def read(w: _Worker) -> bool:
+        """Take the worker's messages; False once its pipe is closed."""
+        try:
+            while w.conn.poll():
+                kind, value = w.conn.recv()
+                if kind == "owner":
+                    w.owner = value
+                else:
+                    finished(w, value)
+                    if w.proc.is_alive():
+                        give(w)
+            return True
+        except (EOFError, OSError):
+            return False
+
+    def buried(w: _Worker) -> None:
+        # Only the run this worker held: its own owner, not the other workers'.
+        pool.remove(w)
+        w.conn.close()
+        w.proc.join(timeout=5)
+        if w.cell is not None:
+            if w.owner is not None:
+                Store(store_url).release(w.owner, "failed", WORKER_DIED)
+            finished(w, Outcome(w.cell.key, "failed", WORKER_DIED))
+        if queue:
+            start()
+
+    try:
+        for _ in range(max(1, min(workers, len(queue)))):
+            start()
+        while any(w.cell is not None for w in pool):
+            by_handle: dict[Any, _Worker] = {}
+            for w in pool:
+                by_handle[w.conn] = w
+                by_handle[w.proc.sentinel] = w
+            ready = mp.connection.wait(list(by_handle))
+            for w in {id(by_handle[h]): by_handle[h] for h in ready}.values():
+                alive = read(w)
+                if not alive or not w.proc.is_alive():
+                    read(w)  # a last outcome sent just before it exited
+                    buried(w)
+    except KeyboardInterrupt:
+        for w in pool:
+            if w.proc.is_alive():
+                w.proc.terminate()
+        for w in pool:
+            w.proc.join(timeout=5)
+        db = Store(store_url)
+        for w in pool:
+            if w.owner is not None:
+                db.release(w.owner, "interrupted", "interrupted by the user (Ctrl-C)")
+        raise Interrupted from None
+    finally:
+        for w in pool:
+            try:
+                w.conn.send(None)
+            except (OSError, ValueError):
+                pass
+        for w in pool:
+            w.proc.join(timeout=10)
+            if w.proc.is_alive():
+                w.proc.terminate()
+                w.proc.join(timeout=5)
     return outcomes
-
-
-def _terminate(pool: cf.ProcessPoolExecutor) -> None:
-    # ProcessPoolExecutor (before Python 3.14) has no public way to stop running
-    # workers; without this, shutdown() would wait for every running cell.
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    for p in procs:
-        p.join(timeout=5)
-    pool.shutdown(wait=False, cancel_futures=True)

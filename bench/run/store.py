@@ -32,15 +32,34 @@ Several writers
 ---------------
 Any number of ``bench run`` processes and workers may share one store (on a
 cluster: PostgreSQL). Schema creation and suite registration tolerate running
-concurrently (advisory lock, ``INSERT … ON CONFLICT DO NOTHING``), and the
-conditional claim makes each attempt belong to exactly one of them.
+concurrently (``CREATE TABLE IF NOT EXISTS``, on PostgreSQL under an advisory
+lock; ``INSERT … ON CONFLICT DO NOTHING``), and the conditional claim makes each
+attempt belong to exactly one of them.
+
+Opening
+-------
+``Store(url)`` is a writer: it creates the schema (SQLite: in WAL mode) when it
+is missing. ``Store(url, readonly=True)`` is what the read-only commands
+(status, report, recommend, export) use: it changes nothing, creates no table
+and no file. On SQLite it opens the file with ``mode=ro``, or, when no ``-wal``
+file lies beside it (no writer has the database open), as ``immutable=1``, so
+that no ``-wal``/``-shm`` files are created either and a store on a read-only
+mount can be read. On PostgreSQL its sessions are read-only transactions.
+
+Whatever cannot be used is a :class:`StoreError` with one line: an in-memory
+SQLite URL (every worker would get its own empty database), a server that does
+not answer within :data:`CONNECT_TIMEOUT_S` seconds (PostgreSQL; a URL's own
+``?connect_timeout=N`` wins), a file that is not SQLite, is truncated, or is a
+SQLite database of something else. A file bench did not make is never written to.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import socket
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +72,22 @@ DEFAULT_URL = "sqlite:///results/bench.db"
 #: A running row whose heartbeat is older than this is considered interrupted.
 STALE_AFTER_S = 120.0
 STATUSES = ("pending", "running", "done", "failed", "interrupted")
+#: Seconds a PostgreSQL server may take to accept a connection before the store counts as
+#: unreachable (libpq's ``connect_timeout``; a URL's own ``?connect_timeout=N`` wins).
+CONNECT_TIMEOUT_S = 5
+#: What the columns hold on both backends (PostgreSQL enforces them; SQLite would not).
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+NAME_MAX = 64  # suites.name
+LABEL_MAX = 128  # suite_cells.label, runs.env_id
+
+
+class StoreError(Exception):
+    """A store that cannot be used (unreachable, misconfigured, corrupt, foreign). ``str(e)`` is one line."""
+
+
+class SuiteConflict(StoreError):
+    """A suite of this name is in the store with another grid (see :meth:`Store.register`)."""
 
 metadata = sa.MetaData()
 
@@ -188,6 +223,12 @@ def _migrate(conn: Any) -> None:
             conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}"))
 
 
+def _migrations_due(engine: Engine) -> bool:
+    with engine.connect() as c:
+        insp = sa.inspect(c)
+        return any(column not in {x["name"] for x in insp.get_columns(table)} for table, column, _ in MIGRATIONS)
+
+
 def has_column(conn: Any, table: str, column: str) -> bool:
     """Whether ``table`` has ``column`` (a store written before a migration may not)."""
     return column in {c["name"] for c in sa.inspect(conn).get_columns(table)}
@@ -276,9 +317,18 @@ def is_claimable(row: Any, now: float | None = None, owner: str | None = None) -
 # --------------------------------------------------------------------------- #
 def _sqlite_path(url: str) -> Path | None:
     u = sa.engine.make_url(url)
-    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
+    if u.get_backend_name() != "sqlite" or is_in_memory(url):
         return None
     return Path(u.database)
+
+
+def is_in_memory(url: str) -> bool:
+    """Whether a SQLite URL names an in-memory database (``sqlite://``, ``:memory:``, ``mode=memory``)."""
+    u = sa.engine.make_url(url)
+    if u.get_backend_name() != "sqlite":
+        return False
+    db = u.database or ""
+    return not db or ":memory:" in db or "mode=memory" in str(url)
 
 
 def describe_url(url: str) -> str:
@@ -286,17 +336,150 @@ def describe_url(url: str) -> str:
     return sa.engine.make_url(url).render_as_string(hide_password=True)
 
 
-def store_exists(url: str) -> bool:
-    """Whether a store is there to read, without creating anything."""
-    path = _sqlite_path(url)
-    if path is not None:
-        return path.is_file()
+def normalise_url(url: str) -> str:
+    """Accept ``postgresql://`` and use the psycopg 3 driver the project installs."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def check_url(url: str) -> str:
+    """The normalised URL of a usable store, or :class:`StoreError` (one line) saying why not."""
+    url = normalise_url(url)
     try:
-        eng = sa.create_engine(url)
-        with eng.connect() as c:
-            return sa.inspect(c).has_table("runs")
-    except sa.exc.SQLAlchemyError:
+        u = sa.engine.make_url(url)
+        backend = u.get_backend_name()
+    except Exception:  # noqa: BLE001 - any parse failure is the same user error
+        backend = None
+    if backend not in ("sqlite", "postgresql"):
+        raise StoreError(f"{url!r} is not a usable store URL; allowed: sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
+    if is_in_memory(url):
+        raise StoreError(
+            f"{url!r} is an in-memory SQLite database: every worker process would get its own empty one and "
+            "nothing would be kept; allowed: a file, sqlite:///PATH, or postgresql://USER@HOST:PORT/DB"
+        )
+    return url
+
+
+def engine_kwargs(url: str, *, readonly: bool = False) -> dict[str, Any]:
+    """``create_engine`` arguments for a store URL (also Optuna's storage on it): a connect
+    timeout on PostgreSQL, read-only sessions when asked; a busy timeout on SQLite."""
+    u = sa.engine.make_url(url)
+    if u.get_backend_name() == "sqlite":
+        return {"connect_args": {"timeout": 60}}
+    args: dict[str, Any] = {"connect_timeout": int(u.query.get("connect_timeout", CONNECT_TIMEOUT_S))}
+    if readonly:
+        args["options"] = "-c default_transaction_read_only=on"
+    return {"connect_args": args, "pool_pre_ping": True}
+
+
+def readonly_engine_args(url: str) -> tuple[str, dict[str, Any]]:
+    """``(url, create_engine kwargs)`` that read a store without changing anything beside it.
+
+    SQLite: ``mode=ro`` when a ``-wal`` file lies beside the database (a writer has it
+    open: share its WAL index, read-only), else ``immutable=1``: no writer has it open,
+    so it is read as it is on disk and no ``-wal``/``-shm`` files are created (a
+    read-only mount could not hold them). A writer that starts during such a read is
+    not seen by it. PostgreSQL: read-only transactions, with the connect timeout.
+    """
+    path = _sqlite_path(url)
+    if path is None:
+        return url, engine_kwargs(url, readonly=True)
+    wal = path.with_name(path.name + "-wal").exists()
+    uri = path.absolute().as_uri() + ("?mode=ro" if wal else "?immutable=1")
+    return "sqlite://", {
+        "poolclass": sa.pool.NullPool,
+        "creator": lambda: sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False),
+    }
+
+
+def _one_line(e: BaseException) -> str:
+    orig = getattr(e, "orig", None) or e
+    text = " ".join(str(orig).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_sqlite_file(path: Path) -> bool:
+    """Whether ``path`` holds a SQLite database (False: no file, or an empty one); StoreError when it
+    is a directory, unreadable, not SQLite, or shorter than its header says (truncated)."""
+    if not path.exists():
         return False
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory, not a SQLite store file")
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(100)
+    except OSError as e:
+        raise StoreError(f"cannot read the store {path}: {e.strerror or e}") from None
+    if size == 0:
+        return False  # SQLite's own empty database: nothing there yet
+    if not head.startswith(_SQLITE_MAGIC):
+        raise StoreError(f"{path} is not a SQLite database, so not a bench results store; bench leaves it as it is "
+                         "(give --store another path)")
+    if len(head) == 100:
+        page = int.from_bytes(head[16:18], "big")
+        page = 65536 if page == 1 else page
+        pages = int.from_bytes(head[28:32], "big")
+        if pages and size < page * pages:
+            raise StoreError(f"{path} is truncated or corrupt (its header says {page * pages:,} bytes, the file has "
+                             f"{size:,}); bench leaves it as it is")
+    return True
+
+
+def _tables(conn: Any) -> set[str]:
+    return set(sa.inspect(conn).get_table_names())
+
+
+def _foreign(path_or_url: Any, tables: set[str]) -> StoreError:
+    shown = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
+    return StoreError(f"{path_or_url} is a database of something else, not a bench results store (its tables: {shown}); "
+                      "bench will not write to it (give --store another path)")
+
+
+def _refuse_foreign(path: Path, tables: set[str]) -> None:
+    """StoreError unless the tables are none, or bench's (or its tuner's, Optuna's)."""
+    if tables and not tables & (set(metadata.tables) | {"studies", "version_info", "alembic_version"}):
+        raise _foreign(path, tables)
+
+
+def _sqlite_tables(path: Path) -> set[str]:
+    """The tables of a SQLite file, read without changing it or leaving files beside it."""
+    _, kwargs = readonly_engine_args(f"sqlite:///{path}")
+    try:
+        con = kwargs["creator"]()
+        try:
+            return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        raise StoreError(f"{path} cannot be read as a SQLite database ({_one_line(e)}); bench leaves it as it is") from None
+
+
+def store_exists(url: str) -> bool:
+    """Whether a store is there to read, without creating anything.
+
+    False when there is none yet (no file, an empty file, a database without bench's
+    tables); :class:`StoreError` when it cannot be reached, is not SQLite, is corrupt,
+    or is another program's database.
+    """
+    url = check_url(url)
+    path = _sqlite_path(url)
+    if path is not None and not _check_sqlite_file(path):
+        return False
+    try:
+        st = Store(url, readonly=True)
+    except StoreMissing:
+        return False
+    st.dispose()
+    return True
+
+
+class StoreMissing(StoreError):
+    """There is no results store at the URL yet (read-only opening only)."""
 
 
 #: Any fixed 64-bit number: the PostgreSQL advisory lock taken while creating the schema.
@@ -312,59 +495,137 @@ def _insert(conn: Any, table: sa.Table):
     return insert(table)
 
 
-def normalise_url(url: str) -> str:
-    """Accept ``postgresql://`` and use the psycopg 3 driver the project installs."""
-    if url.startswith("postgresql://") or url.startswith("postgres://"):
-        return "postgresql+psycopg://" + url.split("://", 1)[1]
-    return url
+def create_schema(conn: Any) -> None:
+    """Create bench's tables and indexes that are missing; safe when several processes do it at once.
+
+    ``IF NOT EXISTS`` on every statement: ``metadata.create_all`` checks first and
+    creates after, so two processes on a fresh SQLite file could both find a table
+    missing and the second CREATE failed ("table suites already exists").
+    """
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    if conn.dialect.name == "postgresql":
+        # Concurrent CREATE TABLEs collide in PostgreSQL's catalog (a unique
+        # violation on pg_type) even with IF NOT EXISTS: one creator at a time.
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
+    else:
+        # One transaction holding the write lock (Python's sqlite3 would run each DDL
+        # statement on its own): other openers see no tables or all of them.
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    for table in metadata.sorted_tables:
+        conn.execute(CreateTable(table, if_not_exists=True))
+        for index in table.indexes:
+            conn.execute(CreateIndex(index, if_not_exists=True))
 
 
 class Store:
-    """A results store at a SQLAlchemy URL. Creates the schema on first use."""
+    """A results store at a SQLAlchemy URL.
 
-    def __init__(self, url: str = DEFAULT_URL):
-        self.url = normalise_url(url)
+    :param readonly: open for reading only (see the module docstring); raises
+        :class:`StoreMissing` when there is no store at ``url``. Otherwise the schema
+        is created when missing.
+    :raises StoreError: the URL is in-memory SQLite, the server does not answer, the
+        file is not a bench store (one line, see the module docstring).
+    """
+
+    def __init__(self, url: str = DEFAULT_URL, *, readonly: bool = False):
+        self.url = check_url(url)
+        self.readonly = readonly
+        where = describe_url(self.url)
         path = _sqlite_path(self.url)
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.engine: Engine = sa.create_engine(self.url, connect_args={"timeout": 60})
+            exists = _check_sqlite_file(path)
+            if readonly:
+                if not exists:
+                    raise StoreMissing(f"no results store at {where}")
+                ro_url, kw = readonly_engine_args(self.url)
+                self.engine: Engine = sa.create_engine(ro_url, **kw)
+            else:
+                if exists:  # looked at read-only first: the WAL switch below would already change another program's file
+                    _refuse_foreign(path, _sqlite_tables(path))
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as e:
+                    raise StoreError(f"cannot create the store's folder {path.parent}: {e.strerror or e}") from None
+                self.engine = sa.create_engine(self.url, **engine_kwargs(self.url))
 
-            @sa.event.listens_for(self.engine, "connect")
-            def _pragmas(dbapi_conn, _record):  # pragma: no cover - exercised through every SQLite test
-                cur = dbapi_conn.cursor()
-                # WAL lets readers (bench status, reports) work while workers write;
-                # FULL sync keeps committed runs through a power loss.
-                cur.execute("PRAGMA journal_mode=WAL")
-                cur.execute("PRAGMA synchronous=FULL")
-                cur.execute("PRAGMA busy_timeout=60000")
-                cur.close()
+                @sa.event.listens_for(self.engine, "connect")
+                def _pragmas(dbapi_conn, _record):  # pragma: no cover - exercised through every SQLite test
+                    cur = dbapi_conn.cursor()
+                    # WAL lets readers (bench status, reports) work while workers write;
+                    # FULL sync keeps committed runs through a power loss.
+                    cur.execute("PRAGMA busy_timeout=60000")
+                    cur.execute("PRAGMA journal_mode=WAL")
+                    cur.execute("PRAGMA synchronous=FULL")
+                    cur.close()
         else:
-            self.engine = sa.create_engine(self.url, pool_pre_ping=True)
-        with self.engine.begin() as c:
-            if self.engine.dialect.name == "postgresql":
-                # Concurrent CREATE TABLEs collide in PostgreSQL's catalog (a unique
-                # violation on pg_type), as when several `bench run`s start on a fresh
-                # database: one creator at a time, the others then find the tables.
-                c.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
-            metadata.create_all(c)
-            _migrate(c)
+            self.engine = sa.create_engine(self.url, **engine_kwargs(self.url, readonly=readonly))
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self._open(path, where)
+                return
+            except StoreError:
+                self.engine.dispose()
+                raise
+            except sa.exc.OperationalError as e:
+                # Switching a fresh SQLite file to WAL, or two first CREATEs, can answer "database is
+                # locked" at once rather than through the busy timeout: the other opener is nearly done.
+                if path is not None and "locked" in str(e) and time.monotonic() < deadline:
+                    time.sleep(0.05 + 0.1 * random.random())
+                    continue
+                self.engine.dispose()
+                raise StoreError(f"cannot open the results store at {where}: {_one_line(e)}") from None
+            except sa.exc.SQLAlchemyError as e:
+                self.engine.dispose()
+                raise StoreError(f"cannot open the results store at {where}: {_one_line(e)}") from None
+
+    def _open(self, path: Path | None, where: str) -> None:
+        with self.engine.connect() as c:
+            tables = _tables(c)
+        if "runs" not in tables:
+            if path is not None:
+                _refuse_foreign(path, tables)  # SQLite: another program's file is never written to
+            if self.readonly:
+                raise StoreMissing(f"no results store at {where}")
+            with self.engine.begin() as c:
+                create_schema(c)
+        elif not self.readonly and (set(metadata.tables) - tables or _migrations_due(self.engine)):
+            # A store from an earlier version: its missing tables and columns are added (never by a reader).
+            with self.engine.begin() as c:
+                create_schema(c)
+                _migrate(c)
 
     def dispose(self) -> None:
         self.engine.dispose()
 
     # -- suites and cells ----------------------------------------------------
-    def register(self, name: str, path: str, spec: dict, env_meta: dict, cells: Iterable[Any]) -> None:
-        """Record the suite and make sure every cell has a run row (pending if new)."""
+    def register(self, name: str, path: str, spec: dict, env_meta: dict, cells: Iterable[Any], *,
+                 replace: bool = False) -> None:
+        """Record the suite and make sure every cell has a run row (pending if new).
+
+        A suite of the same name already in the store with another grid (another set
+        of cells or labels, e.g. a second file with the same ``name:``) is refused with
+        :class:`SuiteConflict`, unless ``replace``: then this grid replaces the stored
+        one (the runs themselves are kept; they are shared by key).
+        """
         now = time.time()
         cells = list(cells)
-        # Safe to run concurrently (several `bench run`s of one suite on a cluster):
-        # the upsert of the suite row comes first and locks it, so registrations of
-        # one suite queue up behind each other; rows that another registration
-        # inserted in the meantime are left alone (ON CONFLICT DO NOTHING), and keys
-        # go in sorted so that overlapping suites cannot deadlock.
+        links = sorted({x.key: x.label for x in cells}.items())
         with self.engine.begin() as c:
             row = dict(path=path, spec=json.dumps(spec), env_meta=json.dumps(env_meta), updated_at=now)
+            before = c.execute(sa.select(suites.c.path).where(suites.c.name == name)).first()
             c.execute(_insert(c, suites).values(name=name, **row).on_conflict_do_update(index_elements=["name"], set_=row))
+            if before is not None and not replace:
+                # Read after the upsert, which holds the suite's row: a concurrent registration
+                # of the same name has committed its grid by now.
+                had = sorted((r.key, r.label) for r in c.execute(
+                    sa.select(suite_cells.c.key, suite_cells.c.label).where(suite_cells.c.suite == name)))
+                if had and had != links:
+                    raise SuiteConflict(
+                        f"suite {name!r} is already in the store with another grid ({len(had)} cells, from "
+                        f"{before.path}; {path} has {len(links)}, {len(set(had) ^ set(links))} differ); give this "
+                        "suite its own name:, or pass --replace to replace the stored grid")
             new = [
                 dict(
                     key=x.key, env_id=x.env_id, algo=x.algo, impl=x.impl, seed=x.seed, timesteps=x.timesteps,
@@ -376,7 +637,6 @@ class Store:
             if new:
                 c.execute(_insert(c, runs).on_conflict_do_nothing(index_elements=["key"]), new)
             c.execute(sa.delete(suite_cells).where(suite_cells.c.suite == name))
-            links = sorted({x.key: x.label for x in cells}.items())
             if links:
                 c.execute(
                     _insert(c, suite_cells).on_conflict_do_nothing(index_elements=["suite", "key"]),
@@ -504,15 +764,31 @@ class Store:
         """Normalisation anchor rows by ``(env_id, threshold, episodes, seed)`` (see :mod:`bench.analysis.anchors`),
         with the legacy per-env rows (table ``env_anchors``) where no new row has the same key."""
         with self.engine.connect() as c:
-            out = {(r.env_id, r.threshold, r.episodes, r.seed): r for r in c.execute(sa.select(anchors))}
-            legacy = {(r.env_id, r.threshold, r.episodes, r.seed): r for r in c.execute(sa.select(env_anchors))}
+            have = _tables(c)  # a store read-only from before either table existed may lack it
+            out = {(r.env_id, r.threshold, r.episodes, r.seed): r for r in c.execute(sa.select(anchors))} \
+                if "anchors" in have else {}
+            legacy = {(r.env_id, r.threshold, r.episodes, r.seed): r for r in c.execute(sa.select(env_anchors))} \
+                if "env_anchors" in have else {}
         return {**legacy, **out}
 
     def put_anchor(self, env_id: str, random_return: float, threshold: float, episodes: int, seed: int) -> bool:
         """Store an anchor unless one with the same key is there (they are never overwritten).
 
-        Returns True if this call wrote it, False if it was there (a concurrent writer may have won).
+        Returns True if this call wrote it, False if it was there (a concurrent writer may have won)
+        or could not be written: a read-only store writes it through a short-lived writer, and
+        where that fails (a read-only mount) it is not stored.
         """
+        if self.readonly:
+            try:
+                writer = Store(self.url)
+            except StoreError:
+                return False
+            try:
+                return writer.put_anchor(env_id, random_return, threshold, episodes, seed)
+            except sa.exc.OperationalError:
+                return False
+            finally:
+                writer.dispose()
         key = dict(env_id=env_id, threshold=float(threshold), episodes=int(episodes), seed=int(seed))
         try:
             with self.engine.begin() as c:

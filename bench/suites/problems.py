@@ -28,16 +28,25 @@ class Problem:
     has_value: bool = False
 
 
+#: Seeds are 32-bit integers on both store backends.
+MAX_SEED = 2**31 - 1
+#: Most seeds one suite may list (or count, as ``seeds: n``).
+MAX_SEEDS = 10_000
+
+
 def check_seeds(v: list[int] | int) -> list[int] | int:
-    """A ``seeds:`` value: an integer n >= 1 (meaning 0..n-1) or a non-empty list of distinct seeds >= 0."""
+    """A ``seeds:`` value: an integer 1 <= n <= MAX_SEEDS (meaning 0..n-1) or a non-empty list of
+    distinct seeds in 0..MAX_SEED."""
     if isinstance(v, int):
-        if v < 1:
-            raise ValueError("an integer seeds must be >= 1 (it means 0..n-1)")
+        if not 1 <= v <= MAX_SEEDS:
+            raise ValueError(f"an integer seeds must be >= 1 and <= {MAX_SEEDS:,} (it means 0..n-1)")
         return v
     if not v:
         raise ValueError("seeds must not be empty")
-    if any(s < 0 for s in v):
-        raise ValueError("seeds must be non-negative integers")
+    if any(not 0 <= s <= MAX_SEED for s in v):
+        raise ValueError(f"seeds must be integers from 0 to {MAX_SEED:,} (2^31 - 1, what the store holds)")
+    if len(v) > MAX_SEEDS:
+        raise ValueError(f"at most {MAX_SEEDS:,} seeds")
     if len(set(v)) != len(v):
         raise ValueError("seeds must not repeat")
     return v

@@ -16,7 +16,12 @@ A suite is a YAML grid of environments × algorithms × seeds::
           CartPole-v1: {n_steps: 32}
         resources: {num_cpus: 1}  # Ray only (also on envs); not part of the key
 
-Everything is checked before anything runs. Every problem becomes one line
+Everything is checked before anything runs, and what a suite may hold is bounded:
+the file's size (:data:`MAX_FILE_BYTES`), its nesting (:data:`MAX_DEPTH`) and its
+size with YAML aliases expanded (:data:`MAX_NODES`: a "billion laughs" of nested
+aliases is refused in linear time instead of being expanded), every string's
+length and characters, every integer to what both store backends hold, and
+thresholds to finite numbers. Every problem becomes one line
 naming the file, the line, the path inside the file, the bad value and what is
 allowed (:class:`SuiteError`). The CLI prints them and exits with status 2.
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +63,24 @@ KEY_VERSION = 1
 #: Default stored points per diagnostics key per run (see ``defaults.diag_points``).
 DIAG_POINTS = 500
 
+# What a suite file may hold. The integer and length bounds are what both store
+# backends hold (PostgreSQL enforces them; a suite beyond them used to fail at
+# registration, after the SQLite file had been created).
+#: Largest suite file read (suites are a few KB).
+MAX_FILE_BYTES = 1_000_000
+#: Deepest nesting of mappings and lists (a suite needs 5).
+MAX_DEPTH = 20
+#: Most YAML nodes with aliases expanded (the largest shipped suite has about 100).
+MAX_NODES = 20_000
+#: Longest string anywhere in a suite, and longest label and env id (columns of 128 characters).
+MAX_STRING = 10_000
+MAX_LABEL = 128
+#: A budget is 64-bit on both backends, a window 32-bit (seeds: bench.suites.problems.MAX_SEED).
+MAX_TIMESTEPS = 2**63 - 1
+MAX_INT32 = 2**31 - 1
+#: Most cells one suite may expand into.
+MAX_CELLS = 100_000
+
 
 # --------------------------------------------------------------------------- #
 # Schema (pydantic, extra keys forbidden)
@@ -68,8 +92,8 @@ class _Strict(BaseModel):
 class EvalSpec(_Strict):
     """Periodic evaluation of the deterministic policy on a separate environment."""
 
-    every: int = Field(gt=0, description="Evaluate each time this many env steps have passed.")
-    episodes: int = Field(5, gt=0, description="Episodes per evaluation.")
+    every: int = Field(gt=0, le=MAX_TIMESTEPS, description="Evaluate each time this many env steps have passed.")
+    episodes: int = Field(5, gt=0, le=MAX_INT32, description="Episodes per evaluation.")
 
 
 class Resources(_Strict):
@@ -104,15 +128,16 @@ def merge_resources(*parts: Resources | None) -> dict[str, float]:
 class Defaults(_Strict):
     """Values every env inherits unless it sets its own."""
 
-    timesteps: int | None = Field(None, gt=0, description="Training budget in env steps (agent steps for Atari).")
+    timesteps: int | None = Field(None, gt=0, le=MAX_TIMESTEPS, description="Training budget in env steps (agent steps for Atari).")
     cpu_seconds: float | None = Field(
-        None, gt=0, allow_inf_nan=False,
+        None, gt=0, le=1e9, allow_inf_nan=False,
         description="An equal-compute budget: a run also stops, at the end of an update, once its training process "
                     "has used this many CPU seconds (whichever of timesteps and cpu_seconds comes first).",
     )
     window: int = Field(
         20,
         gt=0,
+        le=MAX_INT32,
         description="Episodes in the trailing mean used for threshold crossing and final return.",
     )
     eval: EvalSpec | None = Field(None, description="Periodic deterministic evaluation; off by default.")
@@ -126,13 +151,15 @@ class Defaults(_Strict):
 class EnvEntry(_Strict):
     """One environment of the grid."""
 
-    id: str = Field(description="A Gymnasium id; `bench envs` lists the registry, any registered id works.")
-    threshold: float | None = Field(None, description="Return that counts as solved; required outside the registry.")
-    timesteps: int | None = Field(None, gt=0, description="Budget for this env; overrides defaults.timesteps.")
-    cpu_seconds: float | None = Field(None, gt=0, allow_inf_nan=False, description="Overrides defaults.cpu_seconds.")
-    window: int | None = Field(None, gt=0, description="Overrides defaults.window.")
+    id: str = Field(min_length=1, max_length=MAX_LABEL,
+                    description="A Gymnasium id; `bench envs` lists the registry, any registered id works.")
+    threshold: float | None = Field(None, allow_inf_nan=False,
+                                    description="Return that counts as solved (a finite number); required outside the registry.")
+    timesteps: int | None = Field(None, gt=0, le=MAX_TIMESTEPS, description="Budget for this env; overrides defaults.timesteps.")
+    cpu_seconds: float | None = Field(None, gt=0, le=1e9, allow_inf_nan=False, description="Overrides defaults.cpu_seconds.")
+    window: int | None = Field(None, gt=0, le=MAX_INT32, description="Overrides defaults.window.")
     time_scale_us: float | None = Field(
-        None, gt=0, allow_inf_nan=False,
+        None, gt=0, le=1e9, allow_inf_nan=False,
         description="CPU microseconds per env step that fix this env's time axis in reports (horizon = budget × "
                     "time_scale_us); the registry has measured values for some envs (`bench envs`).",
     )
@@ -145,7 +172,8 @@ class AlgoEntry(_Strict):
 
     algo: Literal["reinforce", "a2c", "trpo", "ppo"]
     impl: Literal["bench", "sb3"] = Field(description="`bench`: the project's own; `sb3`: Stable-Baselines3 / sb3-contrib.")
-    label: str | None = Field(None, min_length=1, description="Display name; defaults to `<algo>-<impl>`.")
+    label: str | None = Field(None, min_length=1, max_length=MAX_LABEL, pattern=r"^[^\x00-\x1f\x7f]*$",
+                              description="Display name (no control characters); defaults to `<algo>-<impl>`.")
     hyperparams: dict[str, Any] = Field(
         default_factory=dict, description="SB3 / rl-baselines3-zoo names (see bench/algos/hyperparams.py)."
     )
@@ -207,7 +235,7 @@ class Suite(SeedsMixin, _Strict):
     """A benchmark suite: environments × algorithms × seeds."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)
-    description: str | None = None
+    description: str | None = Field(None, max_length=MAX_STRING)
     seeds: list[int] | int = Field(description="A list of seeds, or n meaning 0..n-1.")
     defaults: Defaults = Field(default_factory=Defaults)
     envs: list[EnvEntry] = Field(min_length=1)
@@ -240,11 +268,19 @@ class SuiteError(Exception):
         for p in problems:
             where = f"{file}:{_line_for(p.path, lines_of or {})}" if p.path else file
             got = f" (got {_show(p.value)})" if p.has_value else ""
-            text = f"{where}: {p.path + ': ' if p.path else ''}{p.message}{got}"
+            text = one_line(f"{where}: {p.path + ': ' if p.path else ''}{p.message}{got}")
             if text not in seen:
                 seen.add(text)
                 self.lines.append(text)
         super().__init__("\n".join(self.lines))
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters and line breaks escaped (``\\r``, ``\\x00``): one line, whatever a key held."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def _show(value: Any) -> str:
@@ -277,16 +313,126 @@ def _join(path: str, key: Any) -> str:
 # --------------------------------------------------------------------------- #
 # YAML with line numbers and duplicate-key detection
 # --------------------------------------------------------------------------- #
+def _malformed(file: str, e: yaml.YAMLError) -> SuiteError:
+    mark = getattr(e, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else 1
+    what = getattr(e, "problem", None) or str(e).splitlines()[0]
+    return SuiteError(file, [Problem("", f"line {line}: malformed YAML: {what}")])
+
+
+def _check_shape(text: str, file: str) -> None:
+    """Nesting and node count from the event stream: linear, and no recursion (PyYAML's composer recurses)."""
+    depth = nodes = 0
+    try:
+        for ev in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise SuiteError(file, [Problem("", f"line {ev.start_mark.line + 1}: nested {depth} levels deep; "
+                                                        f"allowed: at most {MAX_DEPTH}")])
+            elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            if isinstance(ev, yaml.NodeEvent):
+                nodes += 1
+                if nodes > MAX_NODES:
+                    raise SuiteError(file, [Problem("", f"line {ev.start_mark.line + 1}: more than {MAX_NODES:,} "
+                                                        f"YAML nodes; allowed: at most {MAX_NODES:,}")])
+    except yaml.YAMLError as e:
+        raise _malformed(file, e) from None
+
+
+def _children(n: yaml.Node) -> list[yaml.Node]:
+    if isinstance(n, yaml.MappingNode):
+        return [x for kv in n.value for x in kv]
+    if isinstance(n, yaml.SequenceNode):
+        return list(n.value)
+    return []
+
+
+def _check_aliases(root: yaml.Node, file: str) -> None:
+    """Size and depth of the document with its aliases expanded, computed on the alias graph
+    (each node once, iteratively), so a "billion laughs" costs microseconds, not gigabytes."""
+    size: dict[int, int] = {}
+    height: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        n, leaving = stack.pop()
+        k = id(n)
+        if leaving:
+            kids = _children(n)
+            size[k] = 1 + sum(size[id(c)] for c in kids)
+            height[k] = 1 + max((height[id(c)] for c in kids), default=0)
+            continue
+        if k in size:
+            continue
+        if k in height:  # entered and not left: an alias inside the node it refers to
+            raise SuiteError(file, [Problem("", f"line {n.start_mark.line + 1}: a YAML alias refers to a node that "
+                                                "contains it (recursive YAML); allowed: aliases of finished nodes only")])
+        height[k] = -1  # entered
+        stack.append((n, True))
+        for c in _children(n):
+            if id(c) not in size:
+                if height.get(id(c)) == -1:
+                    raise SuiteError(file, [Problem("", f"line {c.start_mark.line + 1}: a YAML alias refers to a node "
+                                                        "that contains it (recursive YAML); allowed: aliases of finished nodes only")])
+                stack.append((c, False))
+    if size[id(root)] > MAX_NODES:
+        raise SuiteError(file, [Problem("", f"its YAML aliases expand to {size[id(root)]:,} nodes; allowed: at most "
+                                            f"{MAX_NODES:,} (aliases are for sharing a block, not for multiplying it)")])
+    if height[id(root)] > MAX_DEPTH:
+        raise SuiteError(file, [Problem("", f"its YAML aliases expand to {height[id(root)]} levels of nesting; "
+                                            f"allowed: at most {MAX_DEPTH}")])
+
+
+def _check_values(data: Any) -> list[Problem]:
+    """Every string printable by the terminal and storable by both backends, every number finite and 64-bit."""
+    problems: list[Problem] = []
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack and len(problems) < 20:
+        path, v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(k, str) and (why := _bad_string(k)):
+                    problems.append(Problem(path or "", f"a key {why}", _show_key(k), True))
+                    continue
+                stack.append((_join(path, k), x))
+        elif isinstance(v, list):
+            stack.extend((_join(path, i), x) for i, x in enumerate(v))
+        elif isinstance(v, str) and (why := _bad_string(v)):
+            problems.append(Problem(path, why, _show_key(v), True))
+        elif isinstance(v, bool):
+            pass
+        elif isinstance(v, int) and abs(v) > MAX_TIMESTEPS:
+            problems.append(Problem(path, f"integer out of range; allowed: -{MAX_TIMESTEPS:,} to {MAX_TIMESTEPS:,} "
+                                          "(64 bits, what the store holds)", v, True))
+        elif isinstance(v, float) and not math.isfinite(v):
+            problems.append(Problem(path, "not a finite number; allowed: a finite number", v, True))
+    return problems
+
+
+def _bad_string(v: str) -> str | None:
+    if len(v) > MAX_STRING:
+        return f"string of {len(v):,} characters; allowed: at most {MAX_STRING:,}"
+    if "\x00" in v:
+        return "string contains a NUL character; allowed: text without NUL (PostgreSQL cannot store it)"
+    if any("\ud800" <= ch <= "\udfff" for ch in v):
+        return "string contains a lone UTF-16 surrogate (a \\ud800-\\udfff escape); allowed: valid Unicode text"
+    return None
+
+
+def _show_key(v: str) -> str:
+    return v.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")[:60]
+
+
 def _read_yaml(text: str, file: str) -> tuple[Any, dict[str, int]]:
+    _check_shape(text, file)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        what = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise SuiteError(file, [Problem("", f"line {line}: malformed YAML: {what}")]) from None
+        raise _malformed(file, e) from None
     if node is None:
         raise SuiteError(file, [Problem("", "the file is empty; a suite needs name, seeds, envs and algorithms")])
+    _check_aliases(node, file)
     lines: dict[str, int] = {}
     dups: list[Problem] = []
 
@@ -309,7 +455,14 @@ def _read_yaml(text: str, file: str) -> tuple[Any, dict[str, int]]:
     walk(node, "")
     if dups:
         raise SuiteError(file, dups, lines)
-    data = yaml.safe_load(text)
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError, OverflowError) as e:  # e.g. a timestamp out of range
+        if isinstance(e, yaml.YAMLError):
+            raise _malformed(file, e) from None
+        raise SuiteError(file, [Problem("", f"a value cannot be read: {e}")]) from None
+    if problems := _check_values(data):
+        raise SuiteError(file, problems, lines)
     return data, lines
 
 
@@ -437,7 +590,12 @@ def load_suite(path: str | Path) -> LoadedSuite:
     if not p.is_file():
         raise SuiteError(file, [Problem("", "no such suite file")])
     try:
-        text = p.read_text()
+        with p.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise SuiteError(file, [Problem("", f"the file is larger than {MAX_FILE_BYTES:,} bytes; allowed: at most "
+                                                f"{MAX_FILE_BYTES:,} (a suite is a few KB)")])
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SuiteError(file, [Problem("", f"cannot read the file: {e}")]) from None
     data, lines = _read_yaml(text, file)
@@ -449,6 +607,11 @@ def load_suite(path: str | Path) -> LoadedSuite:
         suite = Suite.model_validate(data)
     except ValidationError as e:
         raise SuiteError(file, _problems_from_pydantic(e), lines) from None
+    n_cells = len(suite.envs) * len(suite.algorithms) * len(suite.seed_list)
+    if n_cells > MAX_CELLS:
+        raise SuiteError(file, [Problem("seeds", f"the grid has {len(suite.envs)} envs × {len(suite.algorithms)} "
+                                                 f"algorithms × {len(suite.seed_list)} seeds = {n_cells:,} cells; "
+                                                 f"allowed: at most {MAX_CELLS:,}")], lines)
     problems: list[Problem] = []
     cells, env_meta = _expand(suite, problems)
     if suite.tune is not None:

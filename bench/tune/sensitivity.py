@@ -122,14 +122,20 @@ def sensitivity_table(store_url: str):
     import pandas as pd
     from optuna.trial import TrialState
 
-    from bench.run.store import normalise_url, store_exists
+    from bench.run.store import StoreError, normalise_url, readonly_engine_args, store_exists
 
     url = normalise_url(store_url)
-    if not store_exists(url):
+    try:
+        if not store_exists(url):
+            return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
+    except StoreError:
         return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        storage = optuna.storages.RDBStorage(url, skip_compatibility_check=True, skip_table_creation=True)
+        # Read-only, like every reader of the store: no tables made, no files left beside it.
+        ro_url, kwargs = readonly_engine_args(url)
+        storage = optuna.storages.RDBStorage(ro_url, engine_kwargs=kwargs, skip_compatibility_check=True,
+                                             skip_table_creation=True)
         summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
     except Exception:  # noqa: BLE001 - a results store without Optuna tables has no studies
         return pd.DataFrame(columns=SENSITIVITY_COLUMNS)

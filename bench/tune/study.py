@@ -510,22 +510,33 @@ def make_storage(url: str, *, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRA
     """Optuna's RDBStorage on the results store's URL, with heartbeats and retry of dead workers' trials."""
     import optuna
 
-    from bench.run.store import Store, normalise_url
+    import sqlalchemy as sa
+
+    from bench.run.store import Store, engine_kwargs, normalise_url
 
     url = normalise_url(url)
     # Create bench's own tables too (and, for SQLite, the file in WAL mode): the
     # database is then a complete results store that reports can open.
     Store(url).dispose()
-    kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if is_sqlite(url) else {"pool_pre_ping": True}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return optuna.storages.RDBStorage(
-            url,
-            engine_kwargs=kwargs,
-            heartbeat_interval=int(heartbeat_s),
-            grace_period=int(grace_s),
-            heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
-        )
+    # Optuna creates its tables with a check-then-create (and then inserts its version
+    # row), so two `bench tune`s on a fresh store race: the loser fails with "table
+    # studies already exists" or a unique violation. Its second try finds everything made.
+    for attempt in range(5):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(
+                    url,
+                    engine_kwargs=engine_kwargs(url),
+                    heartbeat_interval=int(heartbeat_s),
+                    grace_period=int(grace_s),
+                    heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+                )
+        except (sa.exc.OperationalError, sa.exc.IntegrityError, sa.exc.ProgrammingError):
+            if attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _pruner(target: Target) -> Any:
@@ -578,14 +589,16 @@ def check_studies(targets: list[Target], url: str) -> None:
     """
     import optuna
 
-    from bench.run.store import normalise_url, store_exists
+    from bench.run.store import normalise_url, readonly_engine_args, store_exists
 
     url = normalise_url(url)
-    if not store_exists(url):
+    if not store_exists(url):  # StoreError (one line) when it cannot be reached or is not a bench store
         return
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        storage = optuna.storages.RDBStorage(url, skip_compatibility_check=True, skip_table_creation=True)
+        ro_url, kwargs = readonly_engine_args(url)
+        storage = optuna.storages.RDBStorage(ro_url, engine_kwargs=kwargs, skip_compatibility_check=True,
+                                             skip_table_creation=True)
         names = set(optuna.study.get_all_study_names(storage))
     except Exception:  # noqa: BLE001 - no Optuna tables yet: no studies
         return

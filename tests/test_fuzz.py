@@ -1,0 +1,236 @@
+"""Property-based fuzzing of the command line (Hypothesis): hostile suites, labels, thresholds,
+hyperparameters and store URLs through validation, ``run --dry-run``, ``status``, ``run``
+(of suites or stores that must be refused), ``report`` and ``recommend``.
+
+Invariants, for every generated input:
+- no traceback, and no "internal error" (a failure bench did not foresee);
+- success, or a non-zero exit with one line (suite validation: one line per problem,
+  each naming the file);
+- never an exit of 0 with nothing stored (a run that "succeeds" on a store that keeps nothing);
+- never a store file created for a suite that failed validation, or by a read-only command.
+
+The CI share is about a minute (the ``ci`` profile); ``nox -s fuzz`` runs the ``fuzz``
+profile with many more examples. ``HYPOTHESIS_PROFILE=fuzz pytest tests/test_fuzz.py`` too.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import tempfile
+from html import escape
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from synthetic import Planted, write_store
+
+from bench.cli import app
+from bench.suites.suite import SuiteError, load_suite
+
+_COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), derandomize=False, print_blob=True)
+settings.register_profile("ci", max_examples=500, **_COMMON)
+settings.register_profile("fuzz", max_examples=5000, **_COMMON)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+#: A suite example takes about 0.07 s (in-process CLI), a report example about 1 s (figures):
+#: reports get this fraction of the profile's examples.
+REPORT_SHARE = 0.03
+
+
+# --------------------------------------------------------------------------- #
+# Strategies
+# --------------------------------------------------------------------------- #
+HOSTILE_TEXT = ["[/]", "[bold]x[/bold]", "[nan]", "$\\alpha^$", "$", "_hidden", "<b>x</b>", "a\nb", "a\x00b",
+                "x" * 129, "é" * 128, "", " ", "\t", "'\"", "{{ x }}", "%s", "../../etc", "\u202e"]
+TEXT = st.one_of(st.sampled_from(HOSTILE_TEXT), st.text(max_size=40))
+NUMBER = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0, 1, -1, 2**31 - 1, 2**31, 2**63 - 1, 2**63, 10**20, 1e308, -0.0]),
+)
+SMALL = st.integers(min_value=-2, max_value=64)
+VALUE = st.one_of(NUMBER, SMALL, TEXT, st.none(), st.booleans(), st.lists(SMALL, max_size=3),
+                  st.dictionaries(st.sampled_from(["pi", "vf", "x"]), st.lists(SMALL, max_size=2), max_size=2))
+ENV_IDS = ["CartPole-v1", "Pendulum-v1", "MountainCar-v0", "NoSuchEnv-v0", "ALE/Pong-v5"]
+HYPER = ["n_envs", "n_steps", "learning_rate", "gamma", "gae_lambda", "ent_coef", "net_arch", "kernel", "device",
+         "batch_size", "n_epochs", "clip_range", "max_kl", "normalize", "nonsense"]
+HOSTILE_FILES = [
+    "name: x\na: &a [1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+    "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n",
+    "name: &x [*x]\n", "a: &x {b: *x}\n", "[" * 500 + "]" * 500, "", "---\n...\n", "!!python/object/apply:os.system ['true']\n",
+    "name: x\nname: y\n", "\ufeffname: x\n", "- 1\n- 2\n", "name: *undefined\n", "name: 'unterminated\n",
+]
+
+
+@st.composite
+def suite_dicts(draw) -> dict:
+    d: dict = {}
+    d["name"] = draw(st.one_of(st.sampled_from(["fz", "a.b-c_1", "n" * 64]), TEXT))
+    d["seeds"] = draw(st.one_of(st.integers(-2, 4), st.lists(st.one_of(st.integers(-1, 5), NUMBER), max_size=3),
+                                st.sampled_from([10**9, 2**31]), TEXT))
+    defaults = {"timesteps": draw(st.one_of(st.integers(-10, 5000), NUMBER, TEXT))}
+    if draw(st.booleans()):
+        defaults["window"] = draw(st.one_of(SMALL, NUMBER))
+    d["defaults"] = defaults
+    envs = []
+    for _ in range(draw(st.integers(1, 2))):
+        e = {"id": draw(st.one_of(st.sampled_from(ENV_IDS), TEXT))}
+        if draw(st.booleans()):
+            e["threshold"] = draw(st.one_of(NUMBER, st.none(), TEXT))
+        envs.append(e)
+    d["envs"] = envs
+    algos = []
+    for _ in range(draw(st.integers(1, 2))):
+        a = {"algo": draw(st.sampled_from(["ppo", "a2c", "trpo", "reinforce", "dqn"])),
+             "impl": draw(st.sampled_from(["bench", "sb3", "other"]))}
+        if draw(st.booleans()):
+            a["label"] = draw(TEXT)
+        a["hyperparams"] = draw(st.dictionaries(st.sampled_from(HYPER), VALUE, max_size=3))
+        algos.append(a)
+    d["algorithms"] = algos
+    for key in draw(st.lists(st.sampled_from(["name", "seeds", "envs", "algorithms", "defaults"]), max_size=1)):
+        d.pop(key, None)  # sometimes a required key is missing
+    if draw(st.integers(0, 9)) == 0:
+        d[draw(TEXT)] = draw(VALUE)  # an unknown key
+    return d
+
+
+SUITE_TEXT = st.one_of(
+    suite_dicts().map(lambda d: yaml.safe_dump(d, allow_unicode=True, sort_keys=False)),
+    suite_dicts().map(lambda d: yaml.safe_dump(d, allow_unicode=False, default_flow_style=True)),
+    st.sampled_from(HOSTILE_FILES),
+    st.text(max_size=200),
+)
+
+URL_KINDS = ["fresh", "existing", "memory", "memory-uri", "other-scheme", "garbage", "folder", "text-file",
+             "wrong-pg-port"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _url(kind: str, d: Path, existing: str) -> str:
+    return {
+        "fresh": f"sqlite:///{d / 'fresh' / 'bench.db'}",
+        "existing": existing,
+        "memory": "sqlite://",
+        "memory-uri": "sqlite:///file::memory:?cache=shared",
+        "other-scheme": "mysql://u@h/db",
+        "garbage": "::not a url::",
+        "folder": f"sqlite:///{d}",
+        "text-file": f"sqlite:///{d / 'notes.txt'}",
+        "wrong-pg-port": f"postgresql://postgres@127.0.0.1:{_free_port()}/bench",
+    }[kind]
+
+
+# --------------------------------------------------------------------------- #
+# Invariants
+# --------------------------------------------------------------------------- #
+def invoke(args: list[str]):
+    res = CliRunner().invoke(app, args)
+    out, err = res.stdout, res.stderr
+    assert res.exception is None or isinstance(res.exception, SystemExit), (args, repr(res.exception), err)
+    assert "Traceback" not in out + err, (args, err)
+    assert "internal error" not in err, (args, err)
+    assert res.exit_code in (0, 1, 2), (args, res.exit_code, err)
+    return res.exit_code, out, err
+
+
+def one_line_or_problems(code: int, err: str, suite: Path) -> None:
+    if code == 0:
+        return
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines, "a failure with no message"
+    assert len(lines) == 1 or all(ln.startswith(f"{suite}:") for ln in lines), lines
+
+
+def files_under(d: Path) -> set[str]:
+    return {str(p.relative_to(d)) for p in d.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def existing_store(tmp_path_factory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'existing.db'}"
+    write_store(url, ["CartPole-v1"], [Planted("ppo", "ppo", "bench", 0.9), Planted("[/]a2c", "a2c", "bench", 0.3)],
+                seeds=2, episodes=30, suite="fz")
+    return url
+
+
+@given(text=SUITE_TEXT, kind=st.sampled_from(URL_KINDS))
+def test_fuzz_suites_and_store_urls(existing_store, text, kind):
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        (d / "notes.txt").write_text("not a database\n" * 20)
+        suite = d / "suite.yaml"
+        suite.write_text(text, encoding="utf-8", errors="surrogatepass")
+        url = _url(kind, d, existing_store)
+        try:
+            loaded = load_suite(suite)
+            valid = True
+        except SuiteError as e:
+            valid = False
+            assert e.lines and all(ln.startswith(str(suite)) and "\n" not in ln for ln in e.lines), e.lines
+        before = files_under(d)
+        usable = kind in ("fresh", "existing")
+
+        code, out, err = invoke(["run", str(suite), "--dry-run", "--store", url])
+        one_line_or_problems(code, err, suite)
+        if not valid:
+            assert code == 2
+        elif kind in ("memory", "memory-uri", "other-scheme", "garbage"):
+            assert code == 2, err
+        elif code == 0:
+            assert f"{len(loaded.cells)} cells" in out
+
+        code, out, err = invoke(["status", str(suite), "--store", url])
+        one_line_or_problems(code, err, suite)
+        if valid and usable:
+            assert code == 0, err
+        if valid and not usable:
+            assert code != 0, out  # an unusable store is never shown as "all pending"
+
+        if not valid or not usable:
+            code, out, err = invoke(["run", str(suite), "--store", url, "--workers", "1"])
+            assert code != 0, out  # never "success" with nothing stored
+            one_line_or_problems(code, err, suite)
+
+        assert files_under(d) == before, "a read-only command or a refused suite created files"
+
+
+LABEL = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=128).filter(
+    lambda s: s.strip() != "")
+
+
+@settings(max_examples=max(3, math.ceil(settings().max_examples * REPORT_SHARE)))
+@given(labels=st.lists(st.one_of(st.sampled_from(HOSTILE_TEXT[:8]), LABEL), min_size=1, max_size=3,
+                       unique_by=lambda s: s), failed=st.booleans())
+def test_fuzz_report_and_recommend_with_hostile_labels(labels, failed):
+    labels = [lb for lb in labels if lb.strip() and "\x00" not in lb and "\n" not in lb] or ["plain"]
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        url = f"sqlite:///{d / 's.db'}"
+        algos = [Planted(lb, "ppo" if i % 2 else "a2c", "bench", 0.2 + 0.3 * i) for i, lb in enumerate(labels)]
+        write_store(url, ["CartPole-v1"], algos, seeds=2, episodes=20, diag_every=4)
+        if failed:  # one failed run beside the done ones
+            import sqlalchemy as sa
+
+            with sa.create_engine(url).begin() as c:
+                c.execute(sa.text("update runs set status = 'failed', error = :e where seed = 0"),
+                          {"e": f"Diverged: [nan] {labels[0]} $x^$"})
+        before = files_under(d)
+        code, out, err = invoke(["report", "--store", url, "--out", str(d / "rep")])
+        assert code == 0, err
+        html = (d / "rep" / "index.html").read_text()
+        for lb in labels:
+            assert escape(lb) in html or escape(lb, quote=False) in html, lb
+        code, out, err = invoke(["recommend", "--store", url])
+        assert code == 0, err
+        assert files_under(d) - before == {"rep", "rep/index.html"}
