@@ -138,9 +138,10 @@ def evaluate(store_url: str, suites: list[str] | None = None, *, n_boot: int = s
 
     from bench.run import store as st
 
-    db = st.Store(store_url)
+    db = st.Store(store_url, readonly=True)
     with db.engine.connect() as c:
         specs = {r.name: json.loads(r.spec) for r in c.execute(sa.select(st.suites.c.name, st.suites.c.spec))}
+    db.dispose()
     out = []
     for name, spec in sorted(specs.items()):
         claim = spec.get("claim")

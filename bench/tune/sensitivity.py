@@ -147,7 +147,7 @@ def sensitivity_table(store_url: str):
             from bench.analysis.anchors import stored_anchors
             from bench.run.store import Store
 
-            db = Store(url)
+            db = Store(url, readonly=True)
             try:
                 a = stored_anchors(db, {env_id: threshold}).get(env_id)
             finally:
