@@ -64,6 +64,11 @@ def test_smoke_suite_twice_then_export(tmp_path):
     for k in ("versions", "python", "torch_threads", "cpu_model", "host", "git_commit", "started_at", "finished_at"):
         assert k in meta
     assert meta["torch_threads"] == 1 and meta["blas_threads"] == 1  # one thread each per run (the NumPy kernel's BLAS too)
+    # Every algorithm × implementation records its models' memory, optimiser state included.
+    for m in df["meta"]:
+        mem = json.loads(m)["model_memory"]
+        assert mem["params_bytes"] > 0 and mem["optimizer_bytes"] > 0
+        assert mem["total_bytes"] == mem["params_bytes"] + mem["other_bytes"] + mem["optimizer_bytes"]
 
     status = bench("status", str(SUITES / "smoke.yaml"), "--store", url, cwd=tmp_path)
     assert status.returncode == 0 and f"done: {len(cells)}" in status.stdout

@@ -57,6 +57,7 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
     device, rng, envs, norm, policy = setup(env_id, p, seed, recorder)
     flat = FlatParams(list(policy.parameters()))
     optimizer = make_optimizer([flat.param], p)
+    recorder.note_models(policy.parameters(), [optimizer])
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
     # the loss is the one the torch branch of the update states, checked against it in the tests.
     kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
