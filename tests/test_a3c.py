@@ -63,12 +63,12 @@ def test_one_worker_takes_a2cs_updates_on_the_same_data(kernel):
     torch.testing.assert_close(rb.flat(), ra.flat(), rtol=1e-5, atol=1e-6)
 
 
-def test_steps_and_episodes_across_workers():
+def test_steps_and_episodes_across_workers_and_a_fast_learning_check():
     rec = Recorder()
-    p = resolve("a3c", "CartPole-v1", {"n_workers": 2, "n_steps": 16})
-    a3c.train("CartPole-v1", p, seed=0, timesteps=3000, recorder=rec)
-    # Workers claim whole rollouts until the budget: exactly ceil(3000 / 16) of them, all recorded.
-    assert rec.updates == math.ceil(3000 / 16) and rec.steps == rec.updates * 16
+    p = resolve("a3c", "CartPole-v1", {"n_workers": 2, "n_steps": 8})
+    a3c.train("CartPole-v1", p, seed=0, timesteps=15_000, recorder=rec)
+    # Workers claim whole rollouts until the budget: exactly ceil(15000 / 8) of them, all recorded.
+    assert rec.updates == math.ceil(15_000 / 8) and rec.steps == rec.updates * 8
     assert len(rec.ep_return) > 20 and np.all(np.diff(rec.ep_step) >= 0) and rec.ep_step[-1] <= rec.steps
     assert sum(rec.ep_length) <= rec.steps
     assert rec.child_cpu_s > 0 and rec.cpu_seconds() >= rec.child_cpu_s
@@ -76,6 +76,9 @@ def test_steps_and_episodes_across_workers():
     mem = rec.model_memory()
     assert mem["other_bytes"] == 2 * mem["params_bytes"] and mem["optimizer_bytes"] == mem["params_bytes"]  # RMSprop
     assert not [c for c in mp.active_children() if c.name.startswith("a3c-worker")]
+    # Learning (not bit-reproducible, so a loose check): the last 20 episodes well above the first 20 (~22).
+    r = np.asarray(rec.ep_return)
+    assert r[-20:].mean() > 1.5 * r[:20].mean(), (r[:20].mean(), r[-20:].mean())
 
 
 class _Boom(Exception):
@@ -101,3 +104,35 @@ def test_a_worker_error_reaches_the_parent():
     with pytest.raises(RuntimeError, match=r"(?s)A3C worker \d failed:.*TypeError"):
         a3c.train("CartPole-v1", p, seed=0, timesteps=10_000, recorder=Recorder())
     assert not [c for c in mp.active_children() if c.name.startswith("a3c-worker") and c.is_alive()]
+
+
+# -- the learning bar ---------------------------------------------------------------
+class _Solved(Exception):
+    pass
+
+
+class _StopWhenSolved(Recorder):
+    """Ends a run once the 20-episode trailing mean reaches 475 (the workers are stopped by ``train``)."""
+
+    def after_update(self, policy=None):
+        super().after_update(policy)
+        if self.ep_return and self.ep_return[-1] >= 475 and first_crossing(np.asarray(self.ep_return), 475, 20) is not None:
+            raise _Solved
+
+
+@pytest.mark.learning
+def test_a3c_cartpole_bar_five_seeds(learning_record):
+    crossed = {}
+    for seed in range(5):
+        rec = _StopWhenSolved()
+        try:
+            a3c.train("CartPole-v1", resolve("a3c", "CartPole-v1", {}), seed=seed, timesteps=500_000, recorder=rec)
+        except _Solved:
+            pass
+        i = first_crossing(np.asarray(rec.ep_return), 475, 20)
+        crossed[seed] = None if i is None else rec.ep_step[i]
+    ok = sum(s is not None for s in crossed.values()) >= 3
+    learning_record(bar="A3C (defaults: 4 workers x 1 env, n_steps 5, RMSprop lr 7e-4) CartPole-v1: 475 within 500k "
+                        "steps on >= 3/5 seeds (steps-to-475 per seed; not bit-reproducible)",
+                    values=list(crossed.values()), passed=ok)
+    assert ok, crossed

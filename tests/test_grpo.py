@@ -141,3 +141,49 @@ def test_learns_cartpole_fast():
     rec = _run("CartPole-v1", 30_000, seed=0)
     r = np.asarray(rec.ep_return)
     assert r[-20:].mean() > 3 * r[:20].mean(), (r[:20].mean(), r[-20:].mean())
+
+
+# -- the learning bars --------------------------------------------------------------------
+class _Solved(Exception):
+    pass
+
+
+def _steps_to(env_id: str, threshold: float, budget: int, seed: int, over: dict) -> int | None:
+    """Steps at which the 20-episode trailing mean first reaches ``threshold`` within ``budget``; the run stops there."""
+
+    class StopWhenSolved(Recorder):
+        def after_update(self, policy=None):
+            super().after_update(policy)
+            if first_crossing(np.asarray(self.ep_return), threshold, 20) is not None:
+                raise _Solved
+
+    rec = StopWhenSolved()
+    try:
+        _run(env_id, budget, seed=seed, rec=rec, **over)
+    except _Solved:
+        pass
+    i = first_crossing(np.asarray(rec.ep_return), threshold, 20)
+    return None if i is None else rec.ep_step[i]
+
+
+@pytest.mark.learning
+def test_grpo_cartpole_bar_five_seeds(learning_record):
+    crossed = [_steps_to("CartPole-v1", 475, 300_000, seed, {}) for seed in range(5)]
+    ok = sum(s is not None for s in crossed) >= 3
+    learning_record(bar="GRPO (defaults: G 8, 4 groups/update, lr 1e-3, beta 0.04, eps 0.2, 10 epochs, outcome "
+                        "advantages) CartPole-v1: 475 within 300k steps on >= 3/5 seeds (steps-to-475 per seed)",
+                    values=crossed, passed=ok)
+    assert ok, crossed
+
+
+#: Pendulum settings, chosen on held-out seeds 5-9 (README, "Own algorithms").
+PENDULUM = {"advantage": "process", "learning_rate": 3e-3, "gamma": 0.9}
+
+
+@pytest.mark.learning
+def test_grpo_pendulum_bar_five_seeds(learning_record):
+    crossed = [_steps_to("Pendulum-v1", -400, 500_000, seed, PENDULUM) for seed in range(5)]
+    ok = sum(s is not None for s in crossed) >= 3
+    learning_record(bar=f"GRPO ({PENDULUM}) Pendulum-v1: 20-episode mean >= -400 within 500k steps on >= 3/5 seeds "
+                        "(steps-to--400 per seed)", values=crossed, passed=ok)
+    assert ok, crossed
