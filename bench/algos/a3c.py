@@ -140,7 +140,7 @@ def _worker(rank: int, env_id: str, p: A3CParams, seed: int, timesteps: int, sha
         rng.integers(2**31)  # a2c.py draws its gradient-noise generator's seed here: keep the streams equal
         batch = p.n_steps * p.n_envs
         steps, updates = counters
-        cpu0 = time.process_time()
+        cpu0 = 0.0  # the first report carries the worker's start-up too (interpreter, imports, envs)
         while not stop.is_set():
             with steps.get_lock():
                 if steps.value >= timesteps:
