@@ -100,7 +100,7 @@ def test_no_worker_outlives_a_failed_run():
 
 def test_a_worker_error_reaches_the_parent():
     # A γ that only the workers' return computation touches (model_copy skips validation): it fails there.
-    p = resolve("a3c", "CartPole-v1", {"n_workers": 2}).model_copy(update={"gamma": None})
+    p = resolve("a3c", "CartPole-v1", {"n_workers": 1}).model_copy(update={"gamma": None})
     with pytest.raises(RuntimeError, match=r"(?s)A3C worker \d failed:.*TypeError"):
         a3c.train("CartPole-v1", p, seed=0, timesteps=10_000, recorder=Recorder())
     assert not [c for c in mp.active_children() if c.name.startswith("a3c-worker") and c.is_alive()]

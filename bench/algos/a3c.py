@@ -238,8 +238,12 @@ def train(env_id: str, params: A3CParams, *, seed: int, timesteps: int, recorder
                 recorder.after_update(policy_fn)
     finally:
         stop.set()
-        for w in workers:
-            w.join(timeout=5)
+        deadline = time.monotonic() + 5
+        while any(w.is_alive() for w in workers) and time.monotonic() < deadline:
+            try:  # drain the queue, so no worker blocks at exit flushing its last reports into a full pipe
+                out.get(timeout=0.05)
+            except queue_mod.Empty:
+                pass
         for w in workers:
             if w.is_alive():
                 w.terminate()

@@ -27,7 +27,7 @@ from bench.run.record import Recorder
 from bench.run.runner import run_metadata
 
 OUT = Path(__file__).resolve().parents[2] / "results" / "a3c-vs-a2c.json"
-SEEDS = range(5)
+SEEDS = range(3)
 BUDGET = 500_000
 ACTORS = 2
 
