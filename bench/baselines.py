@@ -277,6 +277,9 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
                 **kwargs,
             )
             model.set_logger(Logger(folder=None, output_formats=[_writer_class()(recorder)]))
+            # The policy holds actor and critic (SB3's ActorCriticPolicy); its one optimiser's state is
+            # created by the first step and measured when the run ends.
+            recorder.note_models(model.policy.parameters(), [model.policy.optimizer])
 
             def policy_fn(obs: np.ndarray) -> np.ndarray:
                 x = np.asarray(obs)

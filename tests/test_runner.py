@@ -57,13 +57,20 @@ def test_smoke_suite_twice_then_export(tmp_path):
         eps = db.episodes_of(key)
         assert len(eps) == df.loc[df.key == key, "episodes"].item() > 0
         assert eps["step"].is_monotonic_increasing and eps["wall_s"].is_monotonic_increasing
-        assert {"loss/value"} <= set(db.diagnostics_of(key)["name"])
+        names = set(db.diagnostics_of(key)["name"])
+        assert "loss/policy" in names
+        assert ("loss/value" in names) == (df.loc[df.key == key, "algo"].item() != "grpo")  # GRPO has no critic
     import json
 
     meta = json.loads(df["meta"].iloc[0])
     for k in ("versions", "python", "torch_threads", "cpu_model", "host", "git_commit", "started_at", "finished_at"):
         assert k in meta
     assert meta["torch_threads"] == 1 and meta["blas_threads"] == 1  # one thread each per run (the NumPy kernel's BLAS too)
+    # Every algorithm × implementation records its models' memory, optimiser state included.
+    for m in df["meta"]:
+        mem = json.loads(m)["model_memory"]
+        assert mem["params_bytes"] > 0 and mem["optimizer_bytes"] > 0
+        assert mem["total_bytes"] == mem["params_bytes"] + mem["other_bytes"] + mem["optimizer_bytes"]
 
     status = bench("status", str(SUITES / "smoke.yaml"), "--store", url, cwd=tmp_path)
     assert status.returncode == 0 and f"done: {len(cells)}" in status.stdout

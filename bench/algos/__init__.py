@@ -21,4 +21,4 @@ def _lazy(name: str) -> Callable[..., None]:
 
 
 #: algorithm name → its ``train`` function (modules are imported on first use).
-TRAIN: dict[str, Callable[..., None]] = {name: _lazy(name) for name in ("reinforce", "a2c", "trpo", "ppo")}
+TRAIN: dict[str, Callable[..., None]] = {name: _lazy(name) for name in ("reinforce", "a2c", "a3c", "trpo", "ppo", "grpo")}

@@ -18,14 +18,15 @@ paper), and VecNormalize-style observation/reward normalisation (``normalize``).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup
+from bench.algos.common import Collector, FlatParams, Rollout, explained_variance, gae, grad_noise_ratio, linear, setup
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
-from bench.algos.policy import PGStats
+from bench.algos.policy import ActorCritic, PGStats
 from bench.algos.hyperparams import A2CParams
 from bench.run.record import RecorderProtocol
 
@@ -51,12 +52,53 @@ def make_optimizer(params: list[nn.Parameter], p: A2CParams) -> torch.optim.Opti
     return torch.optim.Adam(params, lr=p.learning_rate, eps=1e-5, foreach=True)
 
 
+class A2CGradient(NamedTuple):
+    """What :func:`a2c_gradient` leaves besides the gradient itself (in ``flat.grad``)."""
+
+    stats: PGStats
+    obs: torch.Tensor  # (B, *obs_shape)
+    actions: torch.Tensor  # (B,) or (B, d)
+    advantages: torch.Tensor  # (B,) as used in the loss
+    values: np.ndarray  # (B,) V(s) at collection time
+    returns: np.ndarray  # (B,) the critic's targets
+
+
+def a2c_gradient(ro: Rollout, policy: ActorCritic, flat: FlatParams, kern: ActorCriticKernel | None,
+                 p: A2CParams, device: torch.device) -> A2CGradient:
+    """Advantages of one rollout and the gradient of A2C's loss on it, written into ``flat.grad``
+    (unclipped). A3C's workers call this too, so both algorithms take the very same gradient."""
+    batch = ro.rewards.size
+    values_np = ro.values.cpu().numpy()
+    adv_np, ret_np = gae(ro.rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
+    adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
+    if p.normalize_advantage:  # over the whole rollout (validated: batch > 1); ddof 1 as torch's std
+        adv_np = standardize(adv_np)
+    obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
+    actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
+    advantages = torch.from_numpy(adv_np).to(device)
+    returns = torch.from_numpy(ret_np).to(device)
+
+    if kern is None:
+        pd = policy.dist(obs)
+        logp = pd.log_prob(actions)
+        pg_loss, v_loss = a2c_losses(logp, advantages, policy.value(obs), returns)
+        entropy = pd.entropy().mean()
+        loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
+        flat.zero_grad()
+        loss.backward()
+        st = PGStats(float(pg_loss.detach()), float(v_loss.detach()), float(entropy.detach()), 0.0, 0.0)
+    else:  # the same loss and gradient through the NumPy kernel
+        st = kern.pg_step(obs.numpy(), actions.numpy(), adv_np, ret_np, vf_coef=p.vf_coef, ent_coef=p.ent_coef)
+    return A2CGradient(st, obs, actions, advantages, values_np.reshape(batch), ret_np)
+
+
 def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
     """Train A2C on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
     p = params
     device, rng, envs, norm, policy = setup(env_id, p, seed, recorder)
     flat = FlatParams(list(policy.parameters()))
     optimizer = make_optimizer([flat.param], p)
+    recorder.note_models(policy.parameters(), [optimizer])
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
     # the loss is the one the torch branch of the update states, checked against it in the tests.
     kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
@@ -72,30 +114,9 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
         for g in optimizer.param_groups:
             g["lr"] = lr
 
-        # -- rollout and advantages -------------------------------------------
+        # -- rollout, advantages and the gradient of the loss -------------------
         ro = collector.collect(p.n_steps)
-        values_np = ro.values.cpu().numpy()
-        adv_np, ret_np = gae(ro.rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
-        adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
-        if p.normalize_advantage:  # over the whole rollout (validated: batch > 1); ddof 1 as torch's std
-            adv_np = standardize(adv_np)
-        obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
-        actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
-        advantages = torch.from_numpy(adv_np).to(device)
-        returns = torch.from_numpy(ret_np).to(device)
-
-        # -- update: one gradient step on the whole rollout ----------------------
-        if kern is None:
-            pd = policy.dist(obs)
-            logp = pd.log_prob(actions)
-            pg_loss, v_loss = a2c_losses(logp, advantages, policy.value(obs), returns)
-            entropy = pd.entropy().mean()
-            loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
-            flat.zero_grad()
-            loss.backward()
-            st = PGStats(float(pg_loss.detach()), float(v_loss.detach()), float(entropy.detach()), 0.0, 0.0)
-        else:  # the same loss and gradient through the NumPy kernel
-            st = kern.pg_step(obs.numpy(), actions.numpy(), adv_np, ret_np, vf_coef=p.vf_coef, ent_coef=p.ent_coef)
+        st, obs, actions, advantages, values_np, ret_np = a2c_gradient(ro, policy, flat, kern, p, device)
         gnorm = flat.clip_grad_norm(p.max_grad_norm)
         optimizer.step()
 

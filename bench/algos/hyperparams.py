@@ -46,6 +46,8 @@ __all__ = [
     "A2CParams",
     "TRPOParams",
     "REINFORCEParams",
+    "GRPOParams",
+    "A3CParams",
     "PARAMS",
     "ZOO",
     "ZOO_TIMESTEPS",
@@ -258,6 +260,30 @@ class A2CParams(_OnPolicyParams):
         return self
 
 
+class A3CParams(A2CParams):
+    """A3C (asynchronous advantage actor-critic, Mnih et al. 2016); SB3 has no A3C.
+
+    ``n_workers`` processes each run ``n_envs`` env(s) and apply A2C's n-step gradient to shared
+    parameters without locks, through a shared RMSprop (or Adam). Every other field means what it
+    means for A2C, with A2C's (SB3's) defaults; a rollout is ``n_steps × n_envs`` steps of one worker.
+    """
+
+    n_workers: int = Field(
+        4, ge=1, le=64,
+        description="Worker processes (the paper's actor-learner threads), each with its own env(s) and gradients.",
+    )
+    grad_noise_chunks: int | None = Field(None, description="Not supported by A3C (must be null).")
+
+    @model_validator(mode="after")
+    def _a3c(self) -> A3CParams:
+        if self.device != "cpu":
+            raise _error("device", "A3C's workers share parameters in CPU memory; allowed: cpu", self.device)
+        if self.grad_noise_chunks is not None:
+            raise _error("grad_noise_chunks", "A3C does not measure gradient noise; set it to null",
+                         self.grad_noise_chunks)
+        return self
+
+
 class TRPOParams(_OnPolicyParams):
     """TRPO (natural gradient with a KL trust region). Defaults: sb3-contrib 2.9 TRPO defaults."""
 
@@ -344,8 +370,68 @@ class REINFORCEParams(_OnPolicyParams):
         None, gt=0, description="Global gradient-norm clip; null disables it (plain REINFORCE clips nothing)."
     )
 
+class GRPOParams(_OnPolicyParams):
+    """GRPO (Shao et al. 2024, DeepSeekMath §4.1), group-relative policy optimisation; SB3 has no GRPO.
+
+    Per update, ``groups_per_update`` groups of ``group_size`` whole episodes, every episode of a
+    group started from the same initial state (the same reset seed). No critic: each episode's
+    advantage is its return standardised within its group. The policy takes ``n_epochs``
+    full-batch steps on PPO's clipped surrogate minus ``kl_coef`` × the k3 estimate of the KL
+    to a frozen reference policy. Defaults: β = 0.04 and ε = 0.2 as the paper; the rest are this
+    project's choice for classic control (the paper's are for a 7B language model).
+    Shared fields GRPO does not use (``n_envs``, ``n_steps``, ``gae_lambda``, ``vf_coef``,
+    ``normalize_advantage``) are kept so one suite block can name them for every algorithm.
+    """
+
+    learning_rate: float = Field(1e-3, gt=0, description="Adam step size of the policy.")
+    gamma: float = Field(
+        1.0, gt=0, le=1, description="Discount of the returns R = Σ γ^t r_t (1: the undiscounted outcome, as the paper)."
+    )
+    group_size: int = Field(8, ge=2, description="Episodes per group, G; all start from the same reset seed.")
+    groups_per_update: int = Field(4, ge=1, description="Groups per policy update (the batch is their episodes).")
+    advantage: Literal["outcome", "process"] = Field(
+        "outcome",
+        description=(
+            "outcome: every step of episode i gets (R_i − mean R)/std R over its group (the paper's outcome "
+            "supervision, §4.1.2); process: step rewards standardised over all steps of the group, and each "
+            "step's advantage is the (γ-discounted) sum of those from it on (§4.1.3). Constant rewards "
+            "(CartPole) make process advantages zero."
+        ),
+    )
+    kl_coef: float = Field(0.04, ge=0, description="β, weight of the KL penalty to the reference policy (paper: 0.04).")
+    clip_range: float = Field(0.2, gt=0, description="Clipping ε of the probability ratio π/π_old.")
+    n_epochs: int = Field(10, gt=0, description="Full-batch gradient steps per update (the paper's μ).")
+    max_grad_norm: float = Field(0.5, gt=0, description="Global gradient-norm clip.")
+    ref_checkpoint: str | None = Field(
+        None,
+        description=(
+            "Reference policy: null is the initial policy; else a path to a torch state_dict of a bench "
+            "policy of the same architecture (its actor entries are used)."
+        ),
+    )
+    n_envs: int = Field(1, ge=1, le=1, description="Unused: a group's episodes run on group_size envs of their own.")
+    n_steps: int = Field(1, gt=0, description="Unused by GRPO (batches are whole groups of episodes).")
+    gae_lambda: float = Field(1.0, ge=0, le=1, description="Unused by GRPO (no critic).")
+    vf_coef: float = Field(0.0, ge=0, description="Unused by GRPO (no critic).")
+    normalize_advantage: bool = Field(False, description="Unused: advantages are standardised within each group.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GRPOParams:
+        if self.normalize_reward:
+            raise _error(
+                "normalize",
+                "GRPO standardises returns within each group, so reward normalisation does not apply; "
+                "set normalize: {obs: true, reward: false} or false",
+                self.normalize,
+            )
+        if self.kernel == "numpy":
+            raise _error("kernel", "GRPO has no NumPy kernel; allowed: auto, torch", self.kernel)
+        return self
+
+
 PARAMS: dict[str, type[BaseModel]] = {
-    "reinforce": REINFORCEParams, "ppo": PPOParams, "a2c": A2CParams, "trpo": TRPOParams,
+    "reinforce": REINFORCEParams, "ppo": PPOParams, "a2c": A2CParams, "trpo": TRPOParams, "grpo": GRPOParams,
+    "a3c": A3CParams,
 }
 
 
@@ -515,11 +601,14 @@ _ZOO_TRPO: dict[str, dict[str, Any]] = {
 
 #: algo → bench env id → rl-baselines3-zoo tuned hyperparameters, as fields of PARAMS[algo].
 # The zoo has no REINFORCE: its table is empty, so only model defaults and overrides apply.
-ZOO: dict[str, dict[str, dict[str, Any]]] = {"reinforce": {}, "ppo": _ZOO_PPO, "a2c": _ZOO_A2C, "trpo": _ZOO_TRPO}
+ZOO: dict[str, dict[str, dict[str, Any]]] = {"reinforce": {}, "ppo": _ZOO_PPO, "a2c": _ZOO_A2C, "trpo": _ZOO_TRPO,
+                                             "grpo": {}, "a3c": {}}
 
 #: algo → bench env id → the zoo's ``n_timesteps`` for that entry (the budget it was tuned for).
 ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
     "reinforce": {},  # no zoo entry
+    "grpo": {},  # no zoo entry
+    "a3c": {},  # no zoo entry
     "ppo": {
         "ALE/Breakout-v5": 10_000_000,  # atari
         "ALE/Pong-v5": 10_000_000,  # atari
@@ -583,6 +672,8 @@ def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
         # Implementation Details of PPO", MuJoCo details 4-7) count it as part of PPO there.
         # Only a default: a layer that names ``normalize`` (even the zoo's) wins.
         merged["normalize"] = CONTINUOUS_NORMALIZE.get(env_id, True)
+        if algo in NO_REWARD_NORMALIZE:  # observations only: these algorithms standardise returns themselves
+            merged["normalize"] = {"obs": True, "reward": False}
     return PARAMS[algo].model_validate(merged)
 
 
@@ -592,6 +683,9 @@ def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
 #: learning bar (final returns −611 and −374 at 200k steps, seeds 2 and 4, 2026-11-23)
 #: that observation-only normalisation solves (−191 and −197, same seeds and budget).
 CONTINUOUS_NORMALIZE: dict[str, Any] = {"Pendulum-v1": {"obs": True, "reward": False}}
+#: Algorithms whose continuous-control default is observation normalisation only (GRPO standardises
+#: returns within each group, so scaling rewards first has no use).
+NO_REWARD_NORMALIZE = ("grpo",)
 
 
 def _continuous(env_id: str) -> bool:

@@ -65,6 +65,7 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
     # step are a few ops per minibatch instead of ~10 per parameter tensor.
     flat = FlatParams(list(policy.parameters()))
     optimizer = torch.optim.Adam([flat.param], lr=p.learning_rate, eps=1e-5, fused=True)
+    recorder.note_models(policy.parameters(), [optimizer])
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
     # the loss is the one ``torch_grads`` below states, checked against it in the tests.
     kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None

@@ -209,6 +209,8 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
     trained = policy.parameters() if use_value else policy.actor_parameters()
     params_list = list(trained)
     optimizer = torch.optim.Adam(params_list, lr=p.learning_rate)
+    # Every parameter the policy holds counts, the critic too when no baseline trains it.
+    recorder.note_models(policy.parameters(), [optimizer])
     collector = EpisodeCollector(envs, policy, norm, seed=seed, device=device)
 
     # Derived sizes, in one place.

@@ -179,6 +179,7 @@ def train(env_id: str, params: TRPOParams, *, seed: int, timesteps: int, recorde
     # on the critic's parameters re-homed in one flat buffer (one fused step).
     critic = FlatParams(policy.critic_parameters())
     optimizer = torch.optim.Adam([critic.param], lr=p.learning_rate, eps=1e-5, fused=True)
+    recorder.note_models(policy.parameters(), [optimizer])
     # Small MLPs on the CPU act and fit the critic through NumPy (npkernel.py says why). The
     # policy step stays in torch: the Fisher-vector products need double backward.
     kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None

@@ -17,7 +17,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import numpy as np
 
@@ -42,6 +42,9 @@ class RecorderProtocol(Protocol):
     def diagnostics(self, values: Mapping[str, float], step: int | None = None) -> None: ...
 
     def after_update(self, policy: PolicyFn | None = None) -> None: ...
+
+    def note_models(self, params: Iterable[Any], optimizers: Iterable[Any] = (), *,
+                    other: Iterable[Any] = ()) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,9 @@ class Recorder:
     #: (step, wall_s, mean, std, n) rows.
     evals: list[tuple[int, float, float, float, int]] = field(default_factory=list)
     updates: int = 0
+    #: CPU seconds of helper processes that trained for this run (A3C's workers), as they report them;
+    #: added to :meth:`cpu_seconds`. The run's own process is measured directly.
+    child_cpu_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.eval is not None and self.evaluate is None:
@@ -103,6 +109,7 @@ class Recorder:
         self.load_start = _load_average()
         self._last_beat = self._t0
         self._next_eval = self.eval.every if self.eval else None
+        self._models: tuple[list[Any], list[Any], list[Any]] | None = None
 
     # -- clocks -------------------------------------------------------------
     def clock(self) -> float:
@@ -116,7 +123,7 @@ class Recorder:
         measure the work a run did, and they do not grow when other processes
         share the machine, as wall-clock seconds do (see :meth:`contention`).
         """
-        return time.process_time() - self._cpu0 - self._paused_cpu
+        return time.process_time() - self._cpu0 - self._paused_cpu + self.child_cpu_s
 
     def contention(self) -> dict[str, float | None]:
         """What the machine was like during the run: the load averages at its start and now,
@@ -149,6 +156,25 @@ class Recorder:
             if not math.isfinite(v) and key.startswith("loss/"):
                 raise Diverged(f"non-finite {key} = {v} at step {at}")
             self.diag.append((at, key, v))
+
+    def note_models(self, params: Iterable[Any], optimizers: Iterable[Any] = (), *,
+                    other: Iterable[Any] = ()) -> None:
+        """Name the tensors a run's models hold, for :meth:`model_memory` (measured when asked,
+        so optimiser state created lazily by the first step is counted).
+
+        :param params: the parameters the algorithm trains (torch tensors).
+        :param optimizers: torch optimisers (their per-parameter state is counted) or plain
+            tensors of optimiser state kept elsewhere (A3C's shared RMSprop statistics).
+        :param other: further parameter copies the run keeps (GRPO's frozen reference policy,
+            A3C's per-worker local copies).
+        """
+        self._models = (list(params), list(optimizers), list(other))
+
+    def model_memory(self) -> dict[str, int] | None:
+        """Bytes held by the noted models (see :func:`model_memory`); ``None`` if none were noted."""
+        if self._models is None:
+            return None
+        return model_memory(*self._models)
 
     def after_update(self, policy: PolicyFn | None = None) -> None:
         """Call once after each update: heartbeat, and evaluation when it is due."""
@@ -183,6 +209,40 @@ class Recorder:
             "cpu": np.asarray(self.ep_cpu, dtype=float),
             "returns": np.asarray(self.ep_return, dtype=float),
         }
+
+
+def _nbytes(tensors: Iterable[Any]) -> int:
+    """Σ numel × element size over distinct tensors (by identity), duck-typed on torch's API."""
+    seen: dict[int, Any] = {}
+    for t in tensors:
+        seen.setdefault(id(t), t)
+    return int(sum(t.numel() * t.element_size() for t in seen.values()))
+
+
+def _optimizer_tensors(opt: Any) -> list[Any]:
+    """The tensors of a torch optimiser's per-parameter state, or ``[opt]`` for a plain tensor."""
+    state = getattr(opt, "state", None)
+    if state is None:  # a tensor of optimiser state held outside a torch optimiser
+        return [opt]
+    return [v for per_param in state.values() for v in per_param.values() if hasattr(v, "element_size")]
+
+
+def model_memory(params: Iterable[Any], optimizers: Iterable[Any] = (), other: Iterable[Any] = ()) -> dict[str, int]:
+    """The memory a run's models hold, in bytes, as stored in each run's ``meta["model_memory"]``.
+
+    - ``params_bytes``: Σ numel × element size over the distinct trained parameter tensors;
+    - ``other_bytes``: the same over further parameter copies (a frozen reference policy, per-worker copies);
+    - ``optimizer_bytes``: the same over every tensor of optimiser state (Adam: ``step``, ``exp_avg``,
+      ``exp_avg_sq`` per parameter tensor; RMSprop: ``step``, ``square_avg``), as allocated when measured;
+    - ``total_bytes``: their sum.
+
+    Not counted: gradient buffers, activations, rollout buffers and anything outside torch tensors.
+    Tensors are told apart by identity, so a parameter listed twice counts once.
+    """
+    p = _nbytes(params)
+    o = _nbytes(t for opt in optimizers for t in _optimizer_tensors(opt))
+    x = _nbytes(other)
+    return {"params_bytes": p, "other_bytes": x, "optimizer_bytes": o, "total_bytes": p + x + o}
 
 
 def _load_average() -> float | None:

@@ -196,7 +196,7 @@ def result_of(cell: Cell, recorder: Any, started: float) -> Any:
     }
     meta = run_metadata()
     meta.update(started_at=_iso(started), finished_at=_iso(time.time()), updates=recorder.updates,
-                stopped_by=recorder.stopped_by, **recorder.contention())
+                stopped_by=recorder.stopped_by, model_memory=recorder.model_memory(), **recorder.contention())
     return RunResult(
         summary=summary,
         episodes={"step": recorder.ep_step, "wall_s": recorder.ep_wall, "cpu_s": recorder.ep_cpu, "ret": recorder.ep_return,

@@ -173,6 +173,25 @@ DEFAULT_SPACES: dict[str, dict[str, Dim]] = {
         "net_arch": Dim("categorical", choices=(_NET_SMALL, _NET_MEDIUM)),
         "activation": Dim("categorical", choices=("tanh", "relu")),
     },
+    # No zoo sampler: sample_a2c_params' space (A3C is A2C's asynchronous form) with the worker count.
+    "a3c": {
+        "learning_rate": Dim("float", 1e-5, 2e-3, log=True),
+        "n_steps": Dim("pow2", 4, 256),
+        "gamma": Dim("one_minus_log", 0.97, 0.9999),
+        "ent_coef": Dim("float", 1e-8, 0.1, log=True),
+        "max_grad_norm": Dim("float", 0.3, 2.0),
+        "net_arch": Dim("categorical", choices=(_NET_SMALL, _NET_MEDIUM)),
+    },
+    # No zoo sampler: this project's choice around the paper's β 0.04 and ε 0.2.
+    "grpo": {
+        "learning_rate": Dim("float", 1e-5, 3e-3, log=True),
+        "group_size": Dim("categorical", choices=(4, 8, 16, 32)),
+        "groups_per_update": Dim("categorical", choices=(1, 2, 4, 8)),
+        "kl_coef": Dim("float", 1e-4, 0.1, log=True),
+        "clip_range": Dim("categorical", choices=(0.1, 0.2, 0.3)),
+        "n_epochs": Dim("categorical", choices=(1, 5, 10, 20)),
+        "net_arch": Dim("categorical", choices=(_NET_TINY, _NET_SMALL)),
+    },
     # No zoo sampler: this project's choice, around PyTorch's reinforce.py (lr 1e-2, γ 0.99).
     "reinforce": {
         "learning_rate": Dim("float", 1e-4, 3e-2, log=True),

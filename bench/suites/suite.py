@@ -9,7 +9,7 @@ A suite is a YAML grid of environments × algorithms × seeds::
       - id: CartPole-v1
         threshold: 475            # optional where the registry has one
     algorithms:
-      - algo: ppo                 # reinforce | a2c | trpo | ppo
+      - algo: ppo                 # reinforce | a2c | a3c | trpo | ppo | grpo
         impl: sb3                 # bench | sb3
         hyperparams: {n_envs: 8}
         env_hyperparams:
@@ -47,15 +47,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from bench.suites.problems import Problem, SeedsMixin
 from bench.suites.spaces import TuneSpec, check_tune
 
-ALGOS = ("reinforce", "a2c", "trpo", "ppo")
+ALGOS = ("reinforce", "a2c", "a3c", "trpo", "ppo", "grpo")
 IMPLS = ("bench", "sb3")
-#: Which implementations exist for each algorithm. SB3 has no REINFORCE.
+#: Which implementations exist for each algorithm. SB3 (and sb3-contrib) has no REINFORCE, A3C or GRPO.
 AVAILABLE: dict[str, tuple[str, ...]] = {
     "reinforce": ("bench",),
+    "a3c": ("bench",),
+    "grpo": ("bench",),
     "a2c": ("bench", "sb3"),
     "trpo": ("bench", "sb3"),
     "ppo": ("bench", "sb3"),
 }
+#: The algorithms SB3 / sb3-contrib lack, by their printed names (one validation line each).
+SB3_LACKS = {"reinforce": "REINFORCE", "a3c": "A3C", "grpo": "GRPO"}
 #: Hyperparameters only the project's own implementations understand.
 BENCH_ONLY = ("grad_noise_chunks", "kernel")
 #: Bumped whenever what a key covers changes, so old runs are never mistaken for new ones.
@@ -170,7 +174,7 @@ class EnvEntry(_Strict):
 class AlgoEntry(_Strict):
     """One algorithm implementation of the grid."""
 
-    algo: Literal["reinforce", "a2c", "trpo", "ppo"]
+    algo: Literal["reinforce", "a2c", "a3c", "trpo", "ppo", "grpo"]
     impl: Literal["bench", "sb3"] = Field(description="`bench`: the project's own; `sb3`: Stable-Baselines3 / sb3-contrib.")
     label: str | None = Field(None, min_length=1, max_length=MAX_LABEL, pattern=r"^[^\x00-\x1f\x7f]*$",
                               description="Display name (no control characters); defaults to `<algo>-<impl>`.")
@@ -684,8 +688,8 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             )
         labels[a.display] = j
         if a.impl not in AVAILABLE[a.algo]:
-            if a.algo == "reinforce" and a.impl == "sb3":
-                msg = "Stable-Baselines3 has no REINFORCE; allowed for reinforce: impl bench"
+            if a.impl == "sb3" and a.algo in SB3_LACKS:
+                msg = f"Stable-Baselines3 has no {SB3_LACKS[a.algo]}; allowed for {a.algo}: impl bench"
             else:
                 msg = f"allowed for {a.algo}: {', '.join(AVAILABLE[a.algo])}"
             problems.append(Problem(f"{path}.impl", msg, a.impl, True))

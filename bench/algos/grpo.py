@@ -1,0 +1,267 @@
+"""Group Relative Policy Optimization (Shao et al. 2024, "DeepSeekMath: Pushing the Limits of
+Mathematical Reasoning in Open Language Models", §4.1, eq. 3), for episodic Gymnasium tasks.
+
+Per update: ``groups_per_update`` groups; each group is ``group_size`` (G) whole episodes that
+all start from the same initial state (every episode of the group is reset with the same seed,
+as the paper samples G outputs for one question). There is no critic. Advantages (``advantage``):
+
+- outcome (§4.1.2): every step of episode i gets  Â_i = (R_i − mean(R)) / std(R)  over its group;
+- process (§4.1.3): step rewards are standardised over all steps of the group, r̃ = (r − mean) / std,
+  and Â_{i,t} = Σ_{j ≥ t} γ^{j−t} r̃_{i,j}.
+
+Then ``n_epochs`` full-batch Adam steps maximise eq. 3,
+
+    J = 1/G Σ_i 1/|o_i| Σ_t [ min(ρ Â, clip(ρ, 1 − ε, 1 + ε) Â) − β D_KL ],   ρ = π(a|s) / π_old(a|s),
+    D_KL = π_ref/π − log(π_ref/π) − 1   (eq. 4: the k3 estimator, Schulman 2020, unbiased for KL(π ‖ π_ref)),
+
+averaged over the groups of the batch, with global gradient-norm clipping. π_ref is frozen: the
+initial policy, or the actor of a saved bench policy (``ref_checkpoint``).
+
+Episodes are whole: the budget is met at the end of the update that reaches it. Truncated
+episodes (time limits) keep the return of the steps seen (no critic to bootstrap from). With
+``normalize`` the observations are standardised by running statistics shared by policy and
+reference, so the reference sees today's scaling of the inputs it was trained on.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Callable, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+
+from bench.algos.common import Normalizer, linear, pick_device, seed_everything
+from bench.algos.hyperparams import GRPOParams
+from bench.algos.policy import ActorCritic, make_policy
+from bench.envs import make_vec_env
+from bench.run.record import RecorderProtocol
+
+#: Added to a group's std (a group whose returns are all equal gets zero advantages, not NaN).
+STD_EPS = 1e-8
+
+
+# --------------------------------------------------------------------------- #
+# Advantages and loss, as pure functions
+# --------------------------------------------------------------------------- #
+def group_advantages(returns: np.ndarray) -> np.ndarray:
+    """Outcome supervision: ``(K, G)`` returns of K groups → ``(R − mean) / (std + eps)`` per group (row).
+
+    The std has ddof 1 (torch's ``std``, as TRL's GRPO trainer), so G = 2 gives ±1/√2 · sign.
+    """
+    r = np.asarray(returns, dtype=np.float64)
+    return (r - r.mean(axis=1, keepdims=True)) / (r.std(axis=1, ddof=1, keepdims=True) + STD_EPS)
+
+
+def process_advantages(rewards: list[np.ndarray], gamma: float) -> list[np.ndarray]:
+    """Process supervision for one group: the G episodes' step rewards (each ``(T_i,)``) → Â per step.
+
+    r̃ = (r − mean) / (std + eps) over all steps of the group (ddof 1), then Â_t = Σ_{j≥t} γ^{j−t} r̃_j.
+    """
+    pooled = np.concatenate(rewards).astype(np.float64)
+    mu, sd = pooled.mean(), pooled.std(ddof=1) + STD_EPS
+    out = []
+    for r in rewards:
+        z = (np.asarray(r, dtype=np.float64) - mu) / sd
+        a = np.empty_like(z)
+        acc = 0.0
+        for t in range(len(z) - 1, -1, -1):
+            acc = z[t] + gamma * acc
+            a[t] = acc
+        out.append(a)
+    return out
+
+
+def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Per-sample k3 estimate of KL(π ‖ π_ref) from samples of π: π_ref/π − log(π_ref/π) − 1 (≥ 0)."""
+    d = ref_logp - logp
+    return torch.exp(d) - d - 1
+
+
+def step_weights(lengths: np.ndarray) -> np.ndarray:
+    """Eq. 3's averaging as a weight per step: episode i's ``lengths[i]`` steps get 1 / (|o_i| · episodes) each."""
+    lengths = np.asarray(lengths)
+    return np.repeat(1.0 / (lengths * len(lengths)), lengths)
+
+
+class GRPOLoss(NamedTuple):
+    loss: torch.Tensor  # −J, what is minimised
+    surrogate: torch.Tensor  # the weighted clipped surrogate alone (J's first term)
+    kl_ref: torch.Tensor  # the weighted k3 KL to the reference
+    clip_fraction: torch.Tensor
+
+
+def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, adv: torch.Tensor,
+              weights: torch.Tensor, clip_range: float, kl_coef: float) -> GRPOLoss:
+    """Minus eq. 3 on a batch of steps, all ``(B,)``; ``weights`` sum to 1 (1 / (|o_i| · episodes))."""
+    ratio = torch.exp(logp - old_logp)
+    surr = torch.min(ratio * adv, torch.clamp(ratio, 1 - clip_range, 1 + clip_range) * adv)
+    kl = k3_kl(logp, ref_logp)
+    surrogate = (weights * surr).sum()
+    kl_ref = (weights * kl).sum()
+    clip_frac = ((ratio - 1).abs() > clip_range).float().mean()
+    return GRPOLoss(-(surrogate - kl_coef * kl_ref), surrogate, kl_ref, clip_frac)
+
+
+# --------------------------------------------------------------------------- #
+# Groups of episodes from one initial state
+# --------------------------------------------------------------------------- #
+class Group(NamedTuple):
+    """G whole episodes from one reset seed; step arrays are concatenated episode after episode."""
+
+    obs: np.ndarray  # (B, *obs_shape), as the policy saw them
+    actions: np.ndarray  # (B,) or (B, d), unclipped samples
+    rewards: list[np.ndarray]  # G arrays (T_i,), raw env rewards
+    lengths: np.ndarray  # (G,)
+
+
+class GroupCollector:
+    """Plays a group: every sub-env of a G-env vector env is reset with one seed, then the active
+    ones step together (the policy sees them as one batch) until every episode has ended."""
+
+    def __init__(self, envs: gym.vector.SyncVectorEnv, policy: ActorCritic, normalizer: Normalizer,
+                 device: torch.device):
+        self.envs, self.policy, self.norm, self.device = envs, policy, normalizer, device
+        space = envs.single_action_space
+        self.continuous = isinstance(space, gym.spaces.Box)
+        self.low = space.low if self.continuous else None
+        self.high = space.high if self.continuous else None
+
+    def play(self, seed: int) -> Group:
+        subs = self.envs.envs
+        n = len(subs)
+        raw = np.stack([e.reset(seed=seed)[0] for e in subs])  # the same initial state G times
+        obs = self.norm.obs(raw, update=True)
+        steps: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(n)]
+        active = np.ones(n, dtype=bool)
+        with torch.inference_mode():
+            while active.any():
+                idx = np.flatnonzero(active)
+                o = obs[idx].astype(np.float32, copy=False)
+                a = self.policy.dist(torch.as_tensor(o, device=self.device)).sample().cpu().numpy()
+                env_a = np.clip(a, self.low, self.high) if self.continuous else a
+                for j, i in enumerate(idx):
+                    r_obs, r, te, tr, _ = subs[i].step(env_a[j])
+                    steps[i].append((o[j], a[j], float(r)))
+                    raw[i] = r_obs
+                    if te or tr:
+                        active[i] = False
+                if active.any():
+                    live = np.flatnonzero(active)
+                    obs[live] = self.norm.obs(raw[live], update=True)
+        return Group(
+            obs=np.stack([s[0] for ep in steps for s in ep]),
+            actions=np.stack([s[1] for ep in steps for s in ep]),
+            rewards=[np.array([s[2] for s in ep]) for ep in steps],
+            lengths=np.array([len(ep) for ep in steps]),
+        )
+
+    def policy_fn(self) -> Callable[[np.ndarray], np.ndarray]:
+        """The deterministic policy on raw observations, for evaluation (stats frozen)."""
+
+        def act(raw: np.ndarray) -> np.ndarray:
+            with torch.inference_mode():
+                o = torch.as_tensor(self.norm.obs(raw, update=False).astype(np.float32, copy=False), device=self.device)
+                a = self.policy.dist(o).mode().cpu().numpy()
+            return np.clip(a, self.low, self.high) if self.continuous else a
+
+        return act
+
+
+def reference_policy(policy: ActorCritic, checkpoint: str | None) -> ActorCritic:
+    """A frozen copy of ``policy``'s actor: the policy as it is now, or loaded from ``checkpoint``."""
+    ref = copy.deepcopy(policy)
+    if checkpoint is not None:
+        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        wanted = {k for k in ref.state_dict()}
+        missing = sorted(wanted - set(state))
+        if missing:
+            raise ValueError(f"ref_checkpoint {checkpoint!r} lacks the actor entries {missing}; it must be the "
+                             f"state_dict of a bench policy with this env's spaces and net_arch")
+        ref.load_state_dict({k: state[k] for k in wanted})
+    for q in ref.parameters():
+        q.requires_grad_(False)
+    return ref
+
+
+# --------------------------------------------------------------------------- #
+# Training
+# --------------------------------------------------------------------------- #
+def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
+    """Train GRPO on ``env_id`` until at least ``timesteps`` env steps (whole groups of episodes)."""
+    p = params
+    # The start of every run (common.setup's order), with G training envs recording like every algorithm's.
+    device = pick_device(p.device)
+    rng = seed_everything(seed)
+    envs = make_vec_env(env_id, p.group_size, recorder=recorder)
+    norm = Normalizer(envs.single_observation_space.shape, p.group_size, p.gamma, obs=p.normalize_obs, reward=False)
+    policy = make_policy(envs, p).to(device)
+    # GRPO has no critic: drop the one ActorCritic builds, so no memory is held for it.
+    policy.vf = None
+    ref = reference_policy(policy, p.ref_checkpoint)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=p.learning_rate)
+    recorder.note_models(policy.parameters(), [optimizer], other=ref.parameters())
+    collector = GroupCollector(envs, policy, norm, device)
+
+    while recorder.steps < timesteps:
+        lr = linear(p.learning_rate, p.lr_schedule, max(0.0, 1.0 - recorder.steps / timesteps))
+        for g in optimizer.param_groups:
+            g["lr"] = lr
+
+        # -- groups and their advantages -----------------------------------------
+        groups = [collector.play(int(rng.integers(2**31))) for _ in range(p.groups_per_update)]
+        if p.advantage == "outcome":
+            disc = [np.array([(r * p.gamma ** np.arange(len(r))).sum() for r in g.rewards]) for g in groups]
+            a_ep = group_advantages(np.stack(disc))  # (K, G)
+            adv_np = np.concatenate([np.repeat(a_ep[k], g.lengths) for k, g in enumerate(groups)])
+        else:
+            adv_np = np.concatenate([a for g in groups for a in process_advantages(g.rewards, p.gamma)])
+        lengths = np.concatenate([g.lengths for g in groups])
+        w_np = step_weights(lengths)  # each episode weighs 1 / episodes, spread evenly over its steps
+        obs = torch.as_tensor(np.concatenate([g.obs for g in groups]), device=device)
+        actions = torch.as_tensor(np.concatenate([g.actions for g in groups]), device=device)
+        adv = torch.as_tensor(adv_np, dtype=torch.float32, device=device)
+        weights = torch.as_tensor(w_np, dtype=torch.float32, device=device)
+        with torch.no_grad():
+            old_logp = policy.dist(obs).log_prob(actions)
+            ref_logp = ref.dist(obs).log_prob(actions)
+
+        # -- update: n_epochs full-batch steps -------------------------------------
+        stats, gnorms = [], []
+        for _epoch in range(p.n_epochs):
+            pd = policy.dist(obs)
+            out = grpo_loss(pd.log_prob(actions), old_logp, ref_logp, adv, weights, p.clip_range, p.kl_coef)
+            optimizer.zero_grad(set_to_none=True)
+            out.loss.backward()
+            gnorms.append(float(nn.utils.clip_grad_norm_(policy.parameters(), p.max_grad_norm)))
+            optimizer.step()
+            stats.append((float(out.loss.detach()), float(out.kl_ref.detach()), float(out.clip_fraction),
+                          float(pd.entropy().mean().detach())))
+
+        # -- diagnostics -----------------------------------------------------------
+        with torch.no_grad():
+            # k3 = E[(r − 1) − log r], r = π_new/π_old: how far this update moved (as ppo.py).
+            log_ratio = policy.dist(obs).log_prob(actions) - old_logp
+            approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
+        m = np.mean(np.asarray(stats), axis=0)
+        returns = [np.array([r.sum() for r in g.rewards]) for g in groups]
+        diag = {
+            "loss/policy": float(m[0]),
+            "policy/kl_ref": float(m[1]),
+            "policy/clip_fraction": float(m[2]),
+            "policy/entropy": float(m[3]),
+            "policy/approx_kl": approx_kl,
+            "grad/norm": float(np.mean(gnorms)),
+            "train/learning_rate": lr,
+            "train/episodes": float(len(lengths)),
+            "train/batch_steps": float(len(adv_np)),
+            # Mean within-group std of the returns: 0 means no group tells its episodes apart (no signal).
+            "grpo/group_return_std": float(np.mean([r.std() for r in returns])),
+        }
+        if not policy.discrete:
+            diag["policy/log_std"] = float(policy.log_std.detach().mean())
+        recorder.diagnostics(diag)
+        recorder.after_update(collector.policy_fn())
+    envs.close()
