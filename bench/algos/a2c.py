@@ -23,7 +23,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup
+from bench.algos.common import (Collector, FlatParams, ent_coef_at, explained_variance, gae, grad_noise_ratio, linear,
+                                setup)
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
 from bench.algos.policy import PGStats
 from bench.algos.hyperparams import A2CParams
@@ -69,6 +70,7 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
 
     for it in range(n_iters):
         lr = linear(p.learning_rate, p.lr_schedule, 1.0 - it / n_iters)
+        ent_coef = ent_coef_at(p, 1.0 - it / n_iters)
         for g in optimizer.param_groups:
             g["lr"] = lr
 
@@ -90,12 +92,12 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
             logp = pd.log_prob(actions)
             pg_loss, v_loss = a2c_losses(logp, advantages, policy.value(obs), returns)
             entropy = pd.entropy().mean()
-            loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
+            loss = pg_loss + p.vf_coef * v_loss - ent_coef * entropy
             flat.zero_grad()
             loss.backward()
             st = PGStats(float(pg_loss.detach()), float(v_loss.detach()), float(entropy.detach()), 0.0, 0.0)
         else:  # the same loss and gradient through the NumPy kernel
-            st = kern.pg_step(obs.numpy(), actions.numpy(), adv_np, ret_np, vf_coef=p.vf_coef, ent_coef=p.ent_coef)
+            st = kern.pg_step(obs.numpy(), actions.numpy(), adv_np, ret_np, vf_coef=p.vf_coef, ent_coef=ent_coef)
         gnorm = flat.clip_grad_norm(p.max_grad_norm)
         optimizer.step()
 
@@ -117,6 +119,8 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
             "value/explained_variance": explained_variance(values_np, ret_np),
             "train/learning_rate": lr,
         }
+        if p.ent_schedule != "constant":
+            diag["train/ent_coef"] = ent_coef
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
         if p.grad_noise_chunks:

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import Normalizer, explained_variance, grad_noise_ratio, linear, setup
+from bench.algos.common import Normalizer, ent_coef_at, explained_variance, grad_noise_ratio, linear, setup
 from bench.algos.policy import ActorCritic
 from bench.algos.hyperparams import REINFORCEParams
 from bench.run.record import RecorderProtocol
@@ -218,6 +218,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
     done = 0
     while done < timesteps:
         lr = linear(p.learning_rate, p.lr_schedule, 1.0 - done / timesteps)
+        ent_coef = ent_coef_at(p, 1.0 - done / timesteps)
         for g in optimizer.param_groups:
             g["lr"] = lr
 
@@ -242,7 +243,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
         logp = pd.log_prob(actions)
         pg_loss = policy_gradient_loss(logp, adv)
         entropy = pd.entropy().mean()
-        loss = pg_loss - p.ent_coef * entropy
+        loss = pg_loss - ent_coef * entropy
         if use_value:
             v_loss = (policy.value(obs) - returns).pow(2).mean()
             loss = loss + p.vf_coef * v_loss
@@ -274,6 +275,8 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
             "train/episodes": float(batch.n_episodes),
             "train/batch_steps": float(len(adv)),
         })
+        if p.ent_schedule != "constant":
+            diag["train/ent_coef"] = ent_coef
         if use_value:
             diag["loss/value"] = float(v_loss.detach())
             diag["value/explained_variance"] = explained_variance(values.cpu().numpy(), ret_np)

@@ -421,7 +421,7 @@ def run_trial(trial: Any, target: Target) -> float:
     from pydantic import ValidationError
 
     from bench.algos.common import pin_one_thread
-    from bench.algos.hyperparams import resolve
+    from bench.algos.hyperparams import key_view, resolve
     from bench.run.runner import result_of, train_cell
     from bench.run.store import this_owner
 
@@ -429,12 +429,12 @@ def run_trial(trial: Any, target: Target) -> float:
         raise ValueError(f"target {target.study!r}: auc needs the random-policy return; resolve it with with_anchor()")
     pin_one_thread()
     trial.set_user_attr("worker", this_owner())
-    base = resolve(target.algo, target.env_id, target.fixed).model_dump(mode="json")
+    base = key_view(resolve(target.algo, target.env_id, target.fixed))
     values = sample(trial, target.space, rollout_of=lambda v: {**base, **v}["n_steps"] * {**base, **v}["n_envs"])
     hyperparams = {**target.fixed, **values}
     trial.set_user_attr("hyperparams", hyperparams)
     try:
-        resolved = resolve(target.algo, target.env_id, hyperparams).model_dump(mode="json")
+        resolved = key_view(resolve(target.algo, target.env_id, hyperparams))
     except ValidationError as e:
         err = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_url=False))
         trial.set_user_attr("error", f"invalid hyperparameters: {err}")
