@@ -155,6 +155,16 @@ class Normalizer:
         self.ret[ended] = 0.0
         return np.clip(r / np.sqrt(self.ret_rms.var + 1e-8), -10, 10)
 
+    def reward_of(self, r: np.ndarray, ended: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """:meth:`reward` for the sub-envs ``idx`` only (``r`` and ``ended`` are theirs): whole-episode
+        collectors step only the envs still needed, and idle ones must not decay their running return."""
+        if not self.do_reward:
+            return r
+        self.ret[idx] = self.ret[idx] * self.gamma + r
+        self.ret_rms.update(self.ret[idx])
+        self.ret[idx[ended]] = 0.0
+        return np.clip(r / np.sqrt(self.ret_rms.var + 1e-8), -10, 10)
+
 
 # --------------------------------------------------------------------------- #
 # Rollouts

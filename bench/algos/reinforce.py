@@ -120,16 +120,6 @@ class EpisodeCollector:
     def _t(self, x: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(x, device=self.device)
 
-    def _reward(self, r: np.ndarray, done: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        # Normalizer.reward for the active sub-envs only (idle ones must not decay their running return).
-        n = self.norm
-        if not n.do_reward:
-            return r
-        n.ret[idx] = n.ret[idx] * n.gamma + r
-        n.ret_rms.update(n.ret[idx])
-        n.ret[idx[done]] = 0.0
-        return np.clip(r / np.sqrt(n.ret_rms.var + 1e-8), -10, 10)
-
     def collect(self, min_steps: int) -> EpisodeBatch:
         n = self.envs.num_envs
         subs = self.envs.envs
@@ -152,7 +142,7 @@ class EpisodeCollector:
                         raw, _ = subs[i].reset()
                     raws.append(raw)
                 steps += len(idx)
-                rews = self._reward(rews, dones, idx)
+                rews = self.norm.reward_of(rews, dones, idx)
                 for j, i in enumerate(idx):
                     running[i].append((self.obs[i].copy(), a[j], float(rews[j])))
                     if dones[j]:
