@@ -505,8 +505,9 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                 for key in (BENCH_ONLY if a.impl == "sb3" else NUMPY_UNUSED):
                     if key in block:
                         problems.append(
-                            Problem(f"{path}.{where}.{key}", f"only the project's own torch implementations (impl: bench) "
-                                                             f"use this, not impl {a.impl}", block[key], True)
+                            Problem(f"{path}.{where}.{key}", "only the project's own implementations (impl: bench) use this"
+                                    + ("" if a.impl == "sb3" else "; the NumPy REINFORCE is a linear policy without "
+                                                                  "torch"), block[key], True)
                         )
         for env_key in a.env_hyperparams:
             if env_key not in seen_ids:
