@@ -347,7 +347,8 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
         }
         if p.ent_schedule != "constant":
             diag["train/ent_coef"] = ent_coef
-        if use_value:
+        if use_value:  # the baseline's error on this batch, before it is refitted to it
+            diag["loss/value"] = float(((returns - values) ** 2).mean())
             diag["value/explained_variance"] = explained_variance(values, returns)
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.mean())
