@@ -24,7 +24,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import Collector, FlatParams, Rollout, explained_variance, gae, grad_noise_ratio, linear, setup
+from bench.algos.common import (Collector, FlatParams, Rollout, ent_coef_at, explained_variance, gae, grad_noise_ratio,
+                                linear, setup)
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
 from bench.algos.policy import ActorCritic, PGStats
 from bench.algos.hyperparams import A2CParams
@@ -64,9 +65,11 @@ class A2CGradient(NamedTuple):
 
 
 def a2c_gradient(ro: Rollout, policy: ActorCritic, flat: FlatParams, kern: ActorCriticKernel | None,
-                 p: A2CParams, device: torch.device) -> A2CGradient:
+                 p: A2CParams, device: torch.device, ent_coef: float | None = None) -> A2CGradient:
     """Advantages of one rollout and the gradient of A2C's loss on it, written into ``flat.grad``
-    (unclipped). A3C's workers call this too, so both algorithms take the very same gradient."""
+    (unclipped). A3C's workers call this too, so both algorithms take the very same gradient.
+    ``ent_coef`` is the entropy coefficient now (its schedule's value); ``p.ent_coef`` by default."""
+    ent_coef = p.ent_coef if ent_coef is None else ent_coef
     batch = ro.rewards.size
     values_np = ro.values.cpu().numpy()
     adv_np, ret_np = gae(ro.rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
@@ -83,12 +86,12 @@ def a2c_gradient(ro: Rollout, policy: ActorCritic, flat: FlatParams, kern: Actor
         logp = pd.log_prob(actions)
         pg_loss, v_loss = a2c_losses(logp, advantages, policy.value(obs), returns)
         entropy = pd.entropy().mean()
-        loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
+        loss = pg_loss + p.vf_coef * v_loss - ent_coef * entropy
         flat.zero_grad()
         loss.backward()
         st = PGStats(float(pg_loss.detach()), float(v_loss.detach()), float(entropy.detach()), 0.0, 0.0)
     else:  # the same loss and gradient through the NumPy kernel
-        st = kern.pg_step(obs.numpy(), actions.numpy(), adv_np, ret_np, vf_coef=p.vf_coef, ent_coef=p.ent_coef)
+        st = kern.pg_step(obs.numpy(), actions.numpy(), adv_np, ret_np, vf_coef=p.vf_coef, ent_coef=ent_coef)
     return A2CGradient(st, obs, actions, advantages, values_np.reshape(batch), ret_np)
 
 
@@ -111,12 +114,13 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
 
     for it in range(n_iters):
         lr = linear(p.learning_rate, p.lr_schedule, 1.0 - it / n_iters)
+        ent_coef = ent_coef_at(p, 1.0 - it / n_iters)
         for g in optimizer.param_groups:
             g["lr"] = lr
 
         # -- rollout, advantages and the gradient of the loss -------------------
         ro = collector.collect(p.n_steps)
-        st, obs, actions, advantages, values_np, ret_np = a2c_gradient(ro, policy, flat, kern, p, device)
+        st, obs, actions, advantages, values_np, ret_np = a2c_gradient(ro, policy, flat, kern, p, device, ent_coef)
         gnorm = flat.clip_grad_norm(p.max_grad_norm)
         optimizer.step()
 
@@ -138,6 +142,8 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
             "value/explained_variance": explained_variance(values_np, ret_np),
             "train/learning_rate": lr,
         }
+        if p.ent_schedule != "constant":
+            diag["train/ent_coef"] = ent_coef
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
         if p.grad_noise_chunks:

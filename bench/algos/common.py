@@ -15,6 +15,7 @@ Shapes: ``T`` rollout steps, ``N`` envs, ``B = T * N`` samples.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, NamedTuple
 
 import gymnasium as gym
@@ -152,6 +153,16 @@ class Normalizer:
         self.ret = self.ret * self.gamma + r
         self.ret_rms.update(self.ret)
         self.ret[ended] = 0.0
+        return np.clip(r / np.sqrt(self.ret_rms.var + 1e-8), -10, 10)
+
+    def reward_of(self, r: np.ndarray, ended: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """:meth:`reward` for the sub-envs ``idx`` only (``r`` and ``ended`` are theirs): whole-episode
+        collectors step only the envs still needed, and idle ones must not decay their running return."""
+        if not self.do_reward:
+            return r
+        self.ret[idx] = self.ret[idx] * self.gamma + r
+        self.ret_rms.update(self.ret[idx])
+        self.ret[idx[ended]] = 0.0
         return np.clip(r / np.sqrt(self.ret_rms.var + 1e-8), -10, 10)
 
 
@@ -343,3 +354,21 @@ def grad_noise_ratio(loss_of: Callable[[torch.Tensor], torch.Tensor], params: li
 def linear(value: float, kind: str, progress_remaining: float) -> float:
     """A schedule's value: ``constant``, or ``linear`` decay to 0 (SB3 / zoo ``lin_X``)."""
     return value * progress_remaining if kind == "linear" else value
+
+
+def ent_coef_at(p: Any, progress_remaining: float) -> float:
+    """The entropy-bonus weight at ``progress_remaining`` (1 at the start of training, → 0 at its end),
+    from ``p.ent_coef`` and ``p.ent_schedule``:
+
+    - constant: c₀;
+    - linear: c₀ · progress_remaining (to 0 at the end, as the zoo's ``lin_X``);
+    - exponential: c₀ · exp(−k · (1 − progress_remaining)), k = ``p.ent_schedule_rate``
+      (ends at c₀·e⁻ᵏ; halves every ln 2 / k of the budget).
+
+    Decaying the bonus keeps early exploration without holding a collapsed
+    policy's log-std up late in training (issue 15's HalfCheetah story).
+    """
+    c0 = p.ent_coef
+    if p.ent_schedule == "exponential":
+        return c0 * math.exp(-p.ent_schedule_rate * (1.0 - progress_remaining))
+    return linear(c0, p.ent_schedule, progress_remaining)

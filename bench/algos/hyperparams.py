@@ -45,14 +45,18 @@ __all__ = [
     "PPOParams",
     "A2CParams",
     "TRPOParams",
+    "NPGParams",
     "REINFORCEParams",
     "GRPOParams",
     "A3CParams",
+    "ACTDParams",
+    "ACMCParams",
     "PARAMS",
     "ZOO",
     "ZOO_TIMESTEPS",
     "resolve",
     "zoo_defaults",
+    "key_view",
 ]
 
 
@@ -109,6 +113,25 @@ def _normalize_before(v: Any) -> Any:
 
 
 Schedule = Literal["constant", "linear"]
+EntSchedule = Literal["constant", "linear", "exponential"]
+
+
+def _ent_schedule_field() -> Any:
+    return Field(
+        "constant",
+        description=(
+            "Schedule of ent_coef over training (impl bench only; SB3 has none): constant; linear, decay from "
+            "ent_coef to 0 (as lr_schedule); exponential, ent_coef · exp(−ent_schedule_rate · progress), progress "
+            "the fraction of the budget done (0 → 1)."
+        ),
+    )
+
+
+def _ent_rate_field() -> Any:
+    return Field(
+        5.0, gt=0,
+        description="exponential ent_schedule only: decay rate k; the bonus ends at ent_coef · e^(−k) (5: 0.67%).",
+    )
 
 
 def _error(field: str, message: str, value: Any) -> ValidationError:
@@ -219,6 +242,8 @@ class PPOParams(_OnPolicyParams):
         None, gt=0, description="Clipping of the value prediction around the old one; null disables it (SB3 default)."
     )
     ent_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    ent_schedule: EntSchedule = _ent_schedule_field()
+    ent_schedule_rate: float = _ent_rate_field()
     vf_coef: float = Field(0.5, ge=0, description="Weight of the value loss in the total loss.")
     max_grad_norm: float = Field(0.5, gt=0, description="Global gradient-norm clip.")
     normalize_advantage: bool = Field(True, description="Standardise advantages per minibatch.")
@@ -248,6 +273,8 @@ class A2CParams(_OnPolicyParams):
     gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
     gae_lambda: float = Field(1.0, ge=0, le=1, description="GAE λ; SB3's A2C default 1.0 is plain n-step returns.")
     ent_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    ent_schedule: EntSchedule = _ent_schedule_field()
+    ent_schedule_rate: float = _ent_rate_field()
     vf_coef: float = Field(0.5, ge=0, description="Weight of the value loss in the total loss.")
     max_grad_norm: float = Field(0.5, gt=0, description="Global gradient-norm clip.")
     normalize_advantage: bool = Field(False, description="Standardise advantages per rollout (SB3 A2C default: off).")
@@ -365,6 +392,8 @@ class REINFORCEParams(_OnPolicyParams):
         False, description="Standardise the advantages G_t − b(s) per batch (after the baseline)."
     )
     ent_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    ent_schedule: EntSchedule = _ent_schedule_field()
+    ent_schedule_rate: float = _ent_rate_field()
     vf_coef: float = Field(0.5, ge=0, description="Weight of the value loss in the joint loss (baseline value only).")
     max_grad_norm: float | None = Field(
         None, gt=0, description="Global gradient-norm clip; null disables it (plain REINFORCE clips nothing)."
@@ -429,10 +458,89 @@ class GRPOParams(_OnPolicyParams):
         return self
 
 
+class NPGParams(_OnPolicyParams):
+    """Natural policy gradient (Kakade 2001; Rajeswaran et al. 2017): TRPO's step without its line
+    search; SB3 and sb3-contrib have none.
+
+    Defaults: sb3-contrib 2.9 TRPO's for every shared field (so one block configures
+    both, and NPG against TRPO isolates the line search); the normalised step size
+    ``target_kl`` δ 0.01 is also mjrl's NPG default (``normalized_step_size``, the
+    code of Rajeswaran et al. 2017).
+    """
+
+    learning_rate: float = Field(1e-3, gt=0, description="Adam step size of the value function (the policy step is set by target_kl).")
+    n_steps: int = Field(2048, gt=0, description="Steps per env per rollout (update).")
+    batch_size: int = Field(128, gt=0, description="Minibatch size of the value-function updates.")
+    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE λ: 1 is Monte-Carlo returns, 0 is one-step TD.")
+    vf_coef: float = Field(
+        0.5, ge=0, description="Unused (the critic has its own optimizer, as TRPO's); kept so blocks are shared."
+    )
+    normalize_advantage: bool = Field(True, description="Standardise advantages over the rollout.")
+    cg_max_steps: int = Field(15, gt=0, description="Conjugate-gradient iterations for the natural-gradient direction.")
+    cg_damping: float = Field(0.1, ge=0, description="Damping added to the Fisher-vector product.")
+    n_critic_updates: int = Field(10, gt=0, description="Value-function gradient passes over each rollout.")
+    target_kl: float = Field(
+        0.01, gt=0,
+        description="Normalised step size δ: every step is sqrt(2δ / xᵀFx)·x, whose quadratic-model KL is δ "
+                    "(Rajeswaran et al. 2017, eq. 5); not checked, as there is no line search.",
+    )
+    sub_sampling_factor: int = Field(
+        1, ge=1, description="Use every k-th transition for the policy step (faster; 1 uses them all)."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NPGParams:
+        self._check_rollout()
+        self._check_batch(self.batch_size)
+        return self
+
+
+class ACTDParams(A2CParams):
+    """Actor-critic with n-step TD targets (AC-TD): exactly A2C (``bench.algos.a2c``) with one env.
+
+    One env steps ``n_steps`` times; each step's target bootstraps from V at the end of
+    that stretch (n-step returns, ``gae_lambda`` 1); then one gradient step on those
+    ``n_steps`` samples: Mnih et al. 2016, Algorithm S3, for a single actor, the seed
+    texts' step between Monte-Carlo actor-critic (``ac_mc``) and A2C. Defaults: SB3's
+    A2C's (n_steps 5, RMSprop lr 7e-4, γ 0.99, vf_coef 0.5, max_grad_norm 0.5);
+    ``n_envs`` is fixed at 1 (with more envs it is ``a2c``). SB3 runs it as ``A2C``
+    with ``n_envs=1``, but that is what ``algo: a2c`` with ``n_envs: 1`` measures.
+    """
+
+    n_envs: int = Field(1, ge=1, le=1, description="Fixed at 1: AC-TD is one actor (use algo a2c for more envs).")
+
+
+class ACMCParams(REINFORCEParams):
+    """Actor-critic with Monte-Carlo targets (AC-MC): exactly REINFORCE with a learned
+    state-value baseline (``bench.algos.reinforce`` with ``baseline: value``), "REINFORCE
+    with baseline", Sutton & Barto 2018 §13.4: the critic V(s) is fitted to the
+    Monte-Carlo return G_t and used only as a baseline (no bootstrapping, except at
+    time limits). Defaults: REINFORCE's; ``baseline`` is fixed at value.
+    """
+
+    baseline: Literal["value"] = Field("value", description="Fixed: the learned V(s) (use algo reinforce for none/mean).")
+
+
 PARAMS: dict[str, type[BaseModel]] = {
-    "reinforce": REINFORCEParams, "ppo": PPOParams, "a2c": A2CParams, "trpo": TRPOParams, "grpo": GRPOParams,
-    "a3c": A3CParams,
+    "reinforce": REINFORCEParams, "ppo": PPOParams, "a2c": A2CParams, "trpo": TRPOParams,
+    "npg": NPGParams, "ac_td": ACTDParams, "ac_mc": ACMCParams, "grpo": GRPOParams, "a3c": A3CParams,
 }
+
+#: Hyperparameters added after stores of runs existed, with their defaults: :func:`key_view`
+#: leaves them out of a cell's stored values (and hence its key) while at their default,
+#: so every key computed before they existed still names the same run.
+LATE_DEFAULTS: dict[str, Any] = {"ent_schedule": "constant", "ent_schedule_rate": 5.0}
+
+
+def key_view(params: BaseModel) -> dict[str, Any]:
+    """``params`` as stored with a cell (JSON), without the :data:`LATE_DEFAULTS` that are at their default
+    (``PARAMS[algo].model_validate`` of the result gives ``params`` back)."""
+    out = params.model_dump(mode="json")
+    for k, v in LATE_DEFAULTS.items():
+        if k in out and out[k] == v:
+            del out[k]
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -601,12 +709,18 @@ _ZOO_TRPO: dict[str, dict[str, Any]] = {
 
 #: algo → bench env id → rl-baselines3-zoo tuned hyperparameters, as fields of PARAMS[algo].
 # The zoo has no REINFORCE: its table is empty, so only model defaults and overrides apply.
-ZOO: dict[str, dict[str, dict[str, Any]]] = {"reinforce": {}, "ppo": _ZOO_PPO, "a2c": _ZOO_A2C, "trpo": _ZOO_TRPO,
-                                             "grpo": {}, "a3c": {}}
+# Neither has NPG, AC-TD or AC-MC (AC-TD is one-env A2C: the zoo's A2C values are for 8+ envs), A3C or GRPO.
+ZOO: dict[str, dict[str, dict[str, Any]]] = {
+    "reinforce": {}, "ppo": _ZOO_PPO, "a2c": _ZOO_A2C, "trpo": _ZOO_TRPO, "npg": {}, "ac_td": {}, "ac_mc": {},
+    "grpo": {}, "a3c": {},
+}
 
 #: algo → bench env id → the zoo's ``n_timesteps`` for that entry (the budget it was tuned for).
 ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
     "reinforce": {},  # no zoo entry
+    "npg": {},
+    "ac_td": {},
+    "ac_mc": {},
     "grpo": {},  # no zoo entry
     "a3c": {},  # no zoo entry
     "ppo": {

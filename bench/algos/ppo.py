@@ -24,7 +24,8 @@ import math
 import numpy as np
 import torch
 
-from bench.algos.common import Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup
+from bench.algos.common import (Collector, FlatParams, ent_coef_at, explained_variance, gae, grad_noise_ratio, linear,
+                                setup)
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
 from bench.algos.policy import PGStats
 from bench.algos.hyperparams import PPOParams
@@ -82,6 +83,7 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
         for g in optimizer.param_groups:
             g["lr"] = lr
         clip = linear(p.clip_range, p.clip_range_schedule, progress_remaining)
+        ent_coef = ent_coef_at(p, progress_remaining)
 
         # -- rollout and advantages -------------------------------------------
         ro = collector.collect(p.n_steps)
@@ -106,7 +108,7 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
                 clip, p.clip_range_vf,
             )
             entropy = pd.entropy().mean()
-            loss = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy
+            loss = pg_loss + p.vf_coef * v_loss - ent_coef * entropy
             flat.zero_grad()
             loss.backward()
             with torch.no_grad():
@@ -123,7 +125,7 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
             adv = adv_np[i]
             if p.normalize_advantage and len(i) > 1:
                 adv = standardize(adv)
-            return kern.pg_step(obs_np[i], act_np[i], adv, ret_np[i], vf_coef=p.vf_coef, ent_coef=p.ent_coef,
+            return kern.pg_step(obs_np[i], act_np[i], adv, ret_np[i], vf_coef=p.vf_coef, ent_coef=ent_coef,
                                 old_logp=old_logp_np[i], clip_range=clip, old_values=old_values_np[i],
                                 clip_range_vf=p.clip_range_vf)
 
@@ -157,6 +159,8 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
             diag = {k: float(v) for k, v in diag.items()}
         diag["value/explained_variance"] = explained_variance(values_np, ret_np)
         diag["train/learning_rate"] = lr
+        if p.ent_schedule != "constant":
+            diag["train/ent_coef"] = ent_coef
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
         if p.grad_noise_chunks:

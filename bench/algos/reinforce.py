@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from bench.algos.common import Normalizer, explained_variance, grad_noise_ratio, linear, setup
+from bench.algos.common import Normalizer, ent_coef_at, explained_variance, grad_noise_ratio, linear, setup
 from bench.algos.policy import ActorCritic
 from bench.algos.hyperparams import REINFORCEParams
 from bench.run.record import RecorderProtocol
@@ -120,16 +120,6 @@ class EpisodeCollector:
     def _t(self, x: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(x, device=self.device)
 
-    def _reward(self, r: np.ndarray, done: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        # Normalizer.reward for the active sub-envs only (idle ones must not decay their running return).
-        n = self.norm
-        if not n.do_reward:
-            return r
-        n.ret[idx] = n.ret[idx] * n.gamma + r
-        n.ret_rms.update(n.ret[idx])
-        n.ret[idx[done]] = 0.0
-        return np.clip(r / np.sqrt(n.ret_rms.var + 1e-8), -10, 10)
-
     def collect(self, min_steps: int) -> EpisodeBatch:
         n = self.envs.num_envs
         subs = self.envs.envs
@@ -152,7 +142,7 @@ class EpisodeCollector:
                         raw, _ = subs[i].reset()
                     raws.append(raw)
                 steps += len(idx)
-                rews = self._reward(rews, dones, idx)
+                rews = self.norm.reward_of(rews, dones, idx)
                 for j, i in enumerate(idx):
                     running[i].append((self.obs[i].copy(), a[j], float(rews[j])))
                     if dones[j]:
@@ -220,6 +210,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
     done = 0
     while done < timesteps:
         lr = linear(p.learning_rate, p.lr_schedule, 1.0 - done / timesteps)
+        ent_coef = ent_coef_at(p, 1.0 - done / timesteps)
         for g in optimizer.param_groups:
             g["lr"] = lr
 
@@ -244,7 +235,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
         logp = pd.log_prob(actions)
         pg_loss = policy_gradient_loss(logp, adv)
         entropy = pd.entropy().mean()
-        loss = pg_loss - p.ent_coef * entropy
+        loss = pg_loss - ent_coef * entropy
         if use_value:
             v_loss = (policy.value(obs) - returns).pow(2).mean()
             loss = loss + p.vf_coef * v_loss
@@ -276,6 +267,8 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
             "train/episodes": float(batch.n_episodes),
             "train/batch_steps": float(len(adv)),
         })
+        if p.ent_schedule != "constant":
+            diag["train/ent_coef"] = ent_coef
         if use_value:
             diag["loss/value"] = float(v_loss.detach())
             diag["value/explained_variance"] = explained_variance(values.cpu().numpy(), ret_np)

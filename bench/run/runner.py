@@ -137,6 +137,10 @@ def train_cell(cell: Cell, recorder: Any) -> None:
         from bench.algos import TRAIN
 
         TRAIN[cell.algo](cell.env_id, params, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
+    elif cell.impl == "numpy":
+        from bench.algos import TRAIN_NUMPY
+
+        TRAIN_NUMPY[cell.algo](cell.env_id, params, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
     else:
         raise NotImplementedError(f"impl {cell.impl!r} for {cell.algo!r} is not available")
 

@@ -203,6 +203,12 @@ DEFAULT_SPACES: dict[str, dict[str, Dim]] = {
         "net_arch": Dim("categorical", choices=(_NET_TINY, _NET_SMALL)),
     },
 }
+# The ladder's other names search their module's space, less what the name fixes:
+# ac_td is one-env A2C (n_envs is not in A2C's space), ac_mc is REINFORCE with the value baseline,
+# and NPG shares TRPO's space (target_kl is its normalised step size).
+DEFAULT_SPACES["ac_td"] = dict(DEFAULT_SPACES["a2c"])
+DEFAULT_SPACES["ac_mc"] = {k: v for k, v in DEFAULT_SPACES["reinforce"].items() if k != "baseline"}
+DEFAULT_SPACES["npg"] = dict(DEFAULT_SPACES["trpo"])
 
 
 # --------------------------------------------------------------------------- #

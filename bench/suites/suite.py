@@ -9,8 +9,8 @@ A suite is a YAML grid of environments × algorithms × seeds::
       - id: CartPole-v1
         threshold: 475            # optional where the registry has one
     algorithms:
-      - algo: ppo                 # reinforce | a2c | a3c | trpo | ppo | grpo
-        impl: sb3                 # bench | sb3
+      - algo: ppo                 # reinforce | ac_mc | ac_td | a2c | a3c | npg | trpo | ppo | grpo
+        impl: sb3                 # bench | sb3 | numpy (reinforce only)
         hyperparams: {n_envs: 8}
         env_hyperparams:
           CartPole-v1: {n_steps: 32}
@@ -47,21 +47,35 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from bench.suites.problems import Problem, SeedsMixin
 from bench.suites.spaces import TuneSpec, check_tune
 
-ALGOS = ("reinforce", "a2c", "a3c", "trpo", "ppo", "grpo")
-IMPLS = ("bench", "sb3")
-#: Which implementations exist for each algorithm. SB3 (and sb3-contrib) has no REINFORCE, A3C or GRPO.
+ALGOS = ("reinforce", "ac_mc", "ac_td", "a2c", "a3c", "npg", "trpo", "ppo", "grpo")
+IMPLS = ("bench", "sb3", "numpy")
+#: Which implementations exist for each algorithm. SB3 and sb3-contrib have no REINFORCE, NPG, A3C
+#: or GRPO; AC-MC and AC-TD are names for the project's own modules (see bench.algos.MODULES);
+#: ``numpy`` is the pure-NumPy REINFORCE (bench.algos.reinforce_numpy).
 AVAILABLE: dict[str, tuple[str, ...]] = {
-    "reinforce": ("bench",),
+    "reinforce": ("bench", "numpy"),
+    "ac_mc": ("bench",),
+    "ac_td": ("bench",),
     "a3c": ("bench",),
     "grpo": ("bench",),
     "a2c": ("bench", "sb3"),
+    "npg": ("bench",),
     "trpo": ("bench", "sb3"),
     "ppo": ("bench", "sb3"),
 }
-#: The algorithms SB3 / sb3-contrib lack, by their printed names (one validation line each).
-SB3_LACKS = {"reinforce": "REINFORCE", "a3c": "A3C", "grpo": "GRPO"}
+#: Why an implementation is missing, where there is more to say than the allowed list.
+_MISSING: dict[tuple[str, str], str] = {
+    ("reinforce", "sb3"): "Stable-Baselines3 has no REINFORCE",
+    ("npg", "sb3"): "Stable-Baselines3 and sb3-contrib have no NPG",
+    ("a3c", "sb3"): "Stable-Baselines3 has no A3C",
+    ("grpo", "sb3"): "Stable-Baselines3 has no GRPO",
+    ("ac_mc", "sb3"): "Stable-Baselines3 has no REINFORCE with a value baseline (ac_mc)",
+    ("ac_td", "sb3"): "ac_td is the project's name for one-env A2C; for SB3 use algo a2c with n_envs 1",
+}
 #: Hyperparameters only the project's own implementations understand.
 BENCH_ONLY = ("grad_noise_chunks", "kernel")
+#: What the pure-NumPy REINFORCE does not use (it has no network: see bench.algos.reinforce_numpy).
+NUMPY_UNUSED = ("grad_noise_chunks", "kernel", "device", "net_arch", "activation", "ortho_init")
 #: Bumped whenever what a key covers changes, so old runs are never mistaken for new ones.
 KEY_VERSION = 1
 #: Default stored points per diagnostics key per run (see ``defaults.diag_points``).
@@ -174,8 +188,11 @@ class EnvEntry(_Strict):
 class AlgoEntry(_Strict):
     """One algorithm implementation of the grid."""
 
-    algo: Literal["reinforce", "a2c", "a3c", "trpo", "ppo", "grpo"]
-    impl: Literal["bench", "sb3"] = Field(description="`bench`: the project's own; `sb3`: Stable-Baselines3 / sb3-contrib.")
+    algo: Literal["reinforce", "ac_mc", "ac_td", "a2c", "a3c", "npg", "trpo", "ppo", "grpo"]
+    impl: Literal["bench", "sb3", "numpy"] = Field(
+        description="`bench`: the project's own; `sb3`: Stable-Baselines3 / sb3-contrib; `numpy`: the pure-NumPy "
+                    "REINFORCE (reinforce only)."
+    )
     label: str | None = Field(None, min_length=1, max_length=MAX_LABEL, pattern=r"^[^\x00-\x1f\x7f]*$",
                               description="Display name (no control characters); defaults to `<algo>-<impl>`.")
     hyperparams: dict[str, Any] = Field(
@@ -635,7 +652,7 @@ def load_suite(path: str | Path) -> LoadedSuite:
 def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
     # Imported here: the env registry pulls in gymnasium, which the schema alone does not need.
     from bench import envs
-    from bench.algos.hyperparams import resolve
+    from bench.algos.hyperparams import key_view, resolve
 
     env_meta: dict[str, dict[str, Any]] = {}
     seen_ids: dict[str, int] = {}
@@ -688,19 +705,28 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             )
         labels[a.display] = j
         if a.impl not in AVAILABLE[a.algo]:
-            if a.impl == "sb3" and a.algo in SB3_LACKS:
-                msg = f"Stable-Baselines3 has no {SB3_LACKS[a.algo]}; allowed for {a.algo}: impl bench"
-            else:
-                msg = f"allowed for {a.algo}: {', '.join(AVAILABLE[a.algo])}"
-            problems.append(Problem(f"{path}.impl", msg, a.impl, True))
+            why = _MISSING.get((a.algo, a.impl)) or (
+                "impl numpy is the pure-NumPy REINFORCE only" if a.impl == "numpy" else None)
+            allowed = f"allowed for {a.algo}: impl {', '.join(AVAILABLE[a.algo])}"
+            problems.append(Problem(f"{path}.impl", f"{why}; {allowed}" if why else allowed, a.impl, True))
         if a.impl == "sb3":
             for where, block in [("hyperparams", a.hyperparams)] + [
                 (f"env_hyperparams.{k}", v) for k, v in a.env_hyperparams.items()
             ]:
-                for key in BENCH_ONLY:
+                if block.get("ent_schedule", "constant") != "constant":
+                    problems.append(Problem(f"{path}.{where}.ent_schedule",
+                                            "Stable-Baselines3 has no entropy-coefficient schedule; allowed for "
+                                            "impl sb3: constant", block["ent_schedule"], True))
+        if a.impl in ("sb3", "numpy"):
+            for where, block in [("hyperparams", a.hyperparams)] + [
+                (f"env_hyperparams.{k}", v) for k, v in a.env_hyperparams.items()
+            ]:
+                for key in (BENCH_ONLY if a.impl == "sb3" else NUMPY_UNUSED):
                     if key in block:
                         problems.append(
-                            Problem(f"{path}.{where}.{key}", "only the project's own implementations (impl: bench) use this", block[key], True)
+                            Problem(f"{path}.{where}.{key}", "only the project's own implementations (impl: bench) use this"
+                                    + ("" if a.impl == "sb3" else "; the NumPy REINFORCE is a linear policy without "
+                                                                  "torch"), block[key], True)
                         )
         for env_key in a.env_hyperparams:
             if env_key not in seen_ids:
@@ -736,7 +762,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                         msg = f"unknown hyperparameter for {a.algo}; allowed: {', '.join(PARAMS[a.algo].model_fields)}"
                     problems.append(Problem(where, f"{msg} [for {e.id}]" if not key else msg, p.value, p.has_value))
                 continue
-            resolved = params.model_dump(mode="json")
+            resolved = key_view(params)
             timesteps = e.timesteps or suite.defaults.timesteps
             assert timesteps is not None
             rollout = int(resolved.get("n_envs", 1)) * int(resolved.get("n_steps", 1))

@@ -210,6 +210,13 @@ def _n_envs(algo: str, env_id: str, fixed: dict[str, Any]) -> int:
     return int(resolve(algo, env_id, fixed).n_envs)  # type: ignore[attr-defined]
 
 
+def _for_impl(space: dict[str, Dim], impl: str) -> dict[str, Dim]:
+    """``space`` without the dimensions ``impl`` does not use (the NumPy REINFORCE has no network)."""
+    from bench.suites.suite import NUMPY_UNUSED
+
+    return {k: v for k, v in space.items() if not (impl == "numpy" and k in NUMPY_UNUSED)}
+
+
 def target_from_flags(
     algo: str,
     impl: str,
@@ -243,7 +250,8 @@ def target_from_flags(
     n_envs = _n_envs(algo, env_id, {})
     if n_envs > timesteps:
         raise BadInput(f"--timesteps: {timesteps} is smaller than one rollout of {algo} on {env_id} (n_envs {n_envs})")
-    space = build_space(algo, {}, fixed={}, use_defaults=True, n_envs=n_envs, timesteps=timesteps, checkpoints=spec.checkpoints)
+    space = _for_impl(build_space(algo, {}, fixed={}, use_defaults=True, n_envs=n_envs, timesteps=timesteps,
+                                  checkpoints=spec.checkpoints), impl)
     return Target(
         study=study or f"{algo}-{impl}-{env_id}", algo=algo, impl=impl, label=f"{algo}-{impl}", env_id=env_id,
         threshold=float(threshold), window=20, timesteps=timesteps, seeds=tuple(spec.seed_list), objective=objective,
@@ -282,10 +290,10 @@ def targets_from_suite(
         n_envs = _n_envs(a.algo, e.id, fixed)
         if budget < n_envs:
             raise BadInput(f"--timesteps: {budget} is smaller than one rollout of {a.display} on {e.id} (n_envs {n_envs})")
-        space = build_space(
+        space = _for_impl(build_space(
             a.algo, user[a.algo], fixed=fixed, use_defaults=spec.default_space, n_envs=n_envs,
             timesteps=budget, checkpoints=spec.checkpoints,
-        )
+        ), a.impl)
         if not space:
             raise BadInput(f"{loaded.path}: tune.space: nothing to search for {a.display}; set default_space: true or name a dimension")
         out.append(
@@ -421,7 +429,7 @@ def run_trial(trial: Any, target: Target) -> float:
     from pydantic import ValidationError
 
     from bench.algos.common import pin_one_thread
-    from bench.algos.hyperparams import resolve
+    from bench.algos.hyperparams import key_view, resolve
     from bench.run.runner import result_of, train_cell
     from bench.run.store import this_owner
 
@@ -429,12 +437,12 @@ def run_trial(trial: Any, target: Target) -> float:
         raise ValueError(f"target {target.study!r}: auc needs the random-policy return; resolve it with with_anchor()")
     pin_one_thread()
     trial.set_user_attr("worker", this_owner())
-    base = resolve(target.algo, target.env_id, target.fixed).model_dump(mode="json")
+    base = key_view(resolve(target.algo, target.env_id, target.fixed))
     values = sample(trial, target.space, rollout_of=lambda v: {**base, **v}["n_steps"] * {**base, **v}["n_envs"])
     hyperparams = {**target.fixed, **values}
     trial.set_user_attr("hyperparams", hyperparams)
     try:
-        resolved = resolve(target.algo, target.env_id, hyperparams).model_dump(mode="json")
+        resolved = key_view(resolve(target.algo, target.env_id, hyperparams))
     except ValidationError as e:
         err = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_url=False))
         trial.set_user_attr("error", f"invalid hyperparameters: {err}")
