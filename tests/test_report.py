@@ -290,3 +290,14 @@ def test_report_of_a_real_suite_renders_in_headless_chromium(tmp_path):
     decision_imgs, decision_tables = map(int, res["decision"].split("/"))
     assert decision_imgs >= 1 and decision_tables >= 1
     assert res["recommendations"] == 1 + 16  # header + every profile
+
+
+def test_model_memory_is_shown_per_label(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    mem = {"params_bytes": 18_440, "other_bytes": 0, "optimizer_bytes": 36_904, "total_bytes": 55_344}
+    write_store(url, ENVS[:1], [WINNER], seeds=2, suite="m", meta_extra={"model_memory": mem})
+    s = analysis.score(analysis.load(url, anchors=False))
+    row = analysis.final_table(s, "CartPole-v1").iloc[0]
+    assert row["memory"] == mem
+    html = build(url, tmp_path / "rep", anchors=False).read_text()
+    assert "54 KiB (36 KiB optimiser)" in html

@@ -382,7 +382,8 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
             table=[dict(label=t.label, impl=t.impl, runs=t.runs, iqm=_interval(t.iqm, t.lo, t.hi, t.kind),
                         median=_f(t.median), success=f"{t.solved}/{t.runs} = {t.success:.2f} [{t.success_lo:.2f}, {t.success_hi:.2f}]",
                         median_steps=_f(t.median_steps, 0), median_cpu=_f(t.median_cpu, 1), contended=t.contended,
-                        run_time=f"{_f(t.run_wall, 1)} / {_f(t.run_cpu, 1)}")
+                        run_time=f"{_f(t.run_wall, 1)} / {_f(t.run_cpu, 1)}",
+                        memory=_bytes(t.memory))
                    for t in table.itertuples()],
             horizon=f"{scored.horizons[env_id]:,.1f} CPU s" if env_id in scored.horizons else "none",
             flags=flagged[flagged["env"] == env_id].sort_values(["label", "seed"]).to_dict("records"),
@@ -457,6 +458,14 @@ def _describe(url: str) -> str:
     from bench.run.store import describe_url
 
     return describe_url(url)
+
+
+def _bytes(m: dict[str, int] | None) -> str:
+    """``model_memory`` as a short text: total, and how much of it is optimiser state."""
+    if not m or not m.get("total_bytes"):
+        return "—"
+    kb = lambda b: f"{b / 1024:,.0f} KiB" if b < 1024 ** 2 else f"{b / 1024 ** 2:,.1f} MiB"  # noqa: E731
+    return f"{kb(m['total_bytes'])} ({kb(m.get('optimizer_bytes', 0))} optimiser)"
 
 
 def _interval(point: float, lo: float, hi: float, kind: str) -> str:

@@ -438,7 +438,8 @@ def final_table(scored: Scored, env_id: str, *, n_boot: int = N_BOOT) -> pd.Data
     """Per label on one env: runs, IQM final return with its interval (a CI from 5 runs, else the
     observed range), success rate with Wilson CI, Kaplan-Meier median steps and CPU seconds to threshold
     (censored runs kept; ``NaN`` when fewer than half the runs are known to have solved), median wall and CPU
-    seconds of a whole run, and how many runs were contended."""
+    seconds of a whole run, how many runs were contended, and the memory the label's models held
+    (``meta["model_memory"]``: parameters, other copies and optimiser state; ``None`` where not recorded)."""
     rows = []
     g = scored.runs[scored.runs["env"] == env_id]
     for label, r in g.groupby("label", sort=True):
@@ -452,8 +453,17 @@ def final_table(scored: Scored, env_id: str, *, n_boot: int = N_BOOT) -> pd.Data
                          median_steps=stats.kaplan_meier_median(r["t_steps"].to_numpy(float), solved),
                          median_cpu=stats.kaplan_meier_median(r["t_cpu"].to_numpy(float), solved),
                          run_wall=float(r["wall_s"].median()), run_cpu=float(r["cpu_s"].median()),
+                         memory=_memory(r["meta"]),
                          contended=int(r["contended"].sum())))
     return pd.DataFrame(rows)
+
+
+def _memory(metas: pd.Series) -> dict[str, int] | None:
+    """The median bytes of each part of ``model_memory`` over runs that recorded it (the same for every seed)."""
+    got = [m["model_memory"] for m in metas if isinstance(m, dict) and m.get("model_memory")]
+    if not got:
+        return None
+    return {k: int(np.median([g.get(k, 0) for g in got])) for k in got[0]}
 
 
 def normalised_envs(scored: Scored) -> list[str]:
