@@ -59,6 +59,12 @@ BAD = [
      .replace("n_envs: 2", "n_envs: 2, kernel: numpy"),
      "algorithms[0].hyperparams.kernel", "ALE/Pong-v5 has pixel observations; allowed here: auto, torch"),
     ("bad name", GOOD.replace("name: t", "name: 'my suite!'"), "name", "pattern"),
+    ("numpy reinforce on pixels", GOOD.replace("algo: ppo", "algo: reinforce").replace("impl: sb3", "impl: numpy")
+     .replace("CartPole-v1", "ALE/Pong-v5").replace("n_envs: 2, n_steps: 64, batch_size: 64", "n_envs: 2"),
+     "algorithms[0].impl", "ALE/Pong-v5 has pixel observations; allowed here: impl bench"),
+    ("entropy schedule on a3c", GOOD.replace("algo: ppo", "algo: a3c").replace("impl: sb3", "impl: bench")
+     .replace("n_envs: 2, n_steps: 64, batch_size: 64", "n_workers: 2, n_steps: 8, ent_schedule: linear"),
+     "algorithms[0].hyperparams.ent_schedule", "constant entropy bonus"),
     ("zero cpu budget", GOOD.replace("timesteps: 4096", "timesteps: 4096, cpu_seconds: 0"), "defaults.cpu_seconds",
      "greater than 0"),
     ("negative cpu budget", GOOD.replace("  - id: CartPole-v1", "  - id: CartPole-v1\n    cpu_seconds: -3"),

@@ -308,6 +308,11 @@ class A3CParams(A2CParams):
         if self.grad_noise_chunks is not None:
             raise _error("grad_noise_chunks", "A3C does not measure gradient noise; set it to null",
                          self.grad_noise_chunks)
+        if self.ent_schedule != "constant":
+            # The workers take A2C's gradient with the constant ent_coef; a schedule would need the global
+            # step in every worker, which they do not share.
+            raise _error("ent_schedule", "A3C's workers apply a constant entropy bonus; allowed: constant",
+                         self.ent_schedule)
         return self
 
 

@@ -787,6 +787,11 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                 problems.append(Problem(where, f"the NumPy kernel needs an MLP policy on the CPU, and {why}; "
                                                f"allowed here: auto, torch", "numpy", True))
                 continue
+            if a.impl == "numpy" and env_meta[e.id]["obs"] == "pixels":
+                problems.append(Problem(f"algorithms[{j}].impl", f"the pure-NumPy REINFORCE is a linear policy on vector "
+                                        f"observations, and {e.id} has pixel observations; allowed here: impl bench",
+                                        "numpy", True))
+                continue
             ev = e.eval or suite.defaults.eval
             for seed in suite.seed_list:
                 cell = Cell(
