@@ -299,6 +299,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
     else:
         policy = LinearPolicy(n_feat, action_dim=int(np.prod(space.shape)), log_std_init=p.log_std_init)
     optimizer = Adam(policy.params(), lr=p.learning_rate)
+    recorder.note_models(policy.params(), optimizer.m + optimizer.v)  # NumPy arrays: Adam's two moments
     w_value = np.zeros(n_feat)  # the linear baseline, refitted after each batch
     raw, _ = envs.reset(seed=seed)  # sub-env i gets seed + i, as the torch REINFORCE
     obs = np.asarray(norm.obs(raw, update=True), dtype=np.float64)

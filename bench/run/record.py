@@ -212,11 +212,11 @@ class Recorder:
 
 
 def _nbytes(tensors: Iterable[Any]) -> int:
-    """Σ numel × element size over distinct tensors (by identity), duck-typed on torch's API."""
+    """Σ numel × element size over distinct tensors (by identity): torch tensors, or NumPy arrays (``nbytes``)."""
     seen: dict[int, Any] = {}
     for t in tensors:
         seen.setdefault(id(t), t)
-    return int(sum(t.numel() * t.element_size() for t in seen.values()))
+    return int(sum(t.nbytes if isinstance(t, np.ndarray) else t.numel() * t.element_size() for t in seen.values()))
 
 
 def _optimizer_tensors(opt: Any) -> list[Any]:
