@@ -5,7 +5,10 @@
 - ``nox -s benchmark``: speed benchmarks with pytest-benchmark (ratios measured side by side).
 - ``nox -s fuzz``: the property-based fuzz test with its larger ``fuzz`` profile (5,000 suite and
   store-URL examples, 150 report examples; about 4 minutes on 2 cores). CI runs the ``ci`` profile (about a minute).
+- ``nox -s docs``: the documentation site (MkDocs, ``mkdocs.yml``) into ``site/``, with ``--strict`` as CI builds it.
 """
+
+import tomllib
 
 import nox
 
@@ -26,7 +29,8 @@ def tests(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def learning(session: nox.Session) -> None:
     _install(session)
-    session.run("pytest", "-m", "learning", "-p", "no:cacheprovider", "--timeout=0", *session.posargs)
+    # -n 0: one bar at a time, so the wall times recorded beside each bar are not shared-core times.
+    session.run("pytest", "-m", "learning", "-n", "0", "-p", "no:cacheprovider", "--timeout=0", *session.posargs)
 
 
 @nox.session(python="3.11")
@@ -40,3 +44,11 @@ def fuzz(session: nox.Session) -> None:
     _install(session)
     session.run("pytest", "tests/test_fuzz.py", "-p", "no:cacheprovider", "--timeout=0", *session.posargs,
                 env={"HYPOTHESIS_PROFILE": "fuzz"})
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    # Only the docs extra: mkdocstrings reads bench's docstrings from the source tree, it does not import bench.
+    with open("pyproject.toml", "rb") as f:
+        session.install(*tomllib.load(f)["project"]["optional-dependencies"]["docs"])
+    session.run("mkdocs", "build", "--strict", *session.posargs, env={"NO_MKDOCS_2_WARNING": "1"})

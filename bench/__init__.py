@@ -76,3 +76,19 @@ class _MovedFinder(importlib.abc.MetaPathFinder):
 
 if not any(isinstance(f, _MovedFinder) for f in sys.meta_path):
     sys.meta_path.append(_MovedFinder())
+
+
+#: The public API a plugin needs (``from bench import HyperParams, RecorderProtocol``), imported on
+#: first use so that ``import bench`` stays cheap: name → ``module:attribute``.
+PUBLIC = {
+    "HyperParams": "bench.algos.hyperparams:HyperParams",
+    "RecorderProtocol": "bench.run.record:RecorderProtocol",
+    "PluginError": "bench.algos.plugins:PluginError",
+}
+
+
+def __getattr__(name: str):
+    if name in PUBLIC:
+        module, attr = PUBLIC[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'bench' has no attribute {name!r}")

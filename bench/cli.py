@@ -309,14 +309,14 @@ def run(
                 run_ray(url, todo, on_done, num_cpus=n_workers, max_in_flight=workers if address else None)
             else:
                 run_local(url, todo, owner, n_workers, on_done)
-        except Interrupted:
+        except Interrupted as e:
             progress.stop()
             n_done = sum(o.status == "done" for _, o in results)
             err.print(_styled(
                 "yellow", "Interrupted.", f" {n_done} cells finished and are kept; in-flight runs are marked "
                 "interrupted and will re-run with the next `bench run`."
             ))
-            raise typer.Exit(130) from None
+            raise typer.Exit(128 + e.signum) from None
     failed = _closing(loaded.suite.name, results, done_before, busy, time.perf_counter() - t0)
     if failed:
         raise typer.Exit(1)
@@ -376,44 +376,90 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     out.print(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
 
 
-class Format(str, Enum):
-    csv = "csv"
-    parquet = "parquet"
-    pack = "pack"
+#: ``bench export --format``: what each writes, and which ``--what`` it takes.
+EXPORT_FORMATS = ("csv", "parquet", "json", "pack", "rliable-npz", "rliable-json")
+EXPORT_WHAT = ("runs", "episodes", "diagnostics")
 
 
 @app.command()
 def export(
     store: str = StoreOpt,
     suite: Optional[str] = typer.Option(None, "--suite", help="Only this suite (by name)."),
-    format: Format = typer.Option(Format.csv, "--format", help="csv, parquet, or pack (the suite's store tables as "
-                                  "compact files in the folder --out, the shipped reference's format; needs --suite)."),
+    what: str = typer.Option("runs", "--what", help="runs (one row per run), episodes (one row per training "
+                             "episode: the learning curves) or diagnostics (one row per stored diagnostic point)."),
+    format: str = typer.Option("csv", "--format", help="csv, parquet or json (records) of --what; pack (the suite's "
+                               "store tables as compact files in the folder --out, the shipped reference's format; needs "
+                               "--suite); rliable-npz or rliable-json (normalised per-run scores, label → (runs × envs), "
+                               "as the report computes them)."),
+    score: str = typer.Option("final", "--score", help="With rliable-*: final (normalised final return, the report's "
+                              "across-env IQM), samples (normalised AUC vs env steps) or time (vs CPU seconds)."),
     out_path: Path = typer.Option(..., "--out", help="Output file (a folder for --format pack)."),
 ) -> None:
-    """Export one row per run (summary, config and provenance) as CSV or Parquet, or pack a suite."""
+    """Export runs, episodes or diagnostics as CSV, Parquet or JSON; normalised scores for rliable; or pack a suite."""
+    from bench.analysis.scoring import SCORE_COLUMNS
     from bench.run.store import describe_url
 
+    what = _choice("--what", what, EXPORT_WHAT)
+    format = _choice("--format", format, EXPORT_FORMATS)
+    score = _choice("--score", score, tuple(SCORE_COLUMNS))
+    if format in ("pack", "rliable-npz", "rliable-json") and what != "runs":
+        raise _bad_input(f"--what: --format {format} exports whole runs; allowed with it: runs (got {what!r})")
     url = _check_url(store)
-    if format is not Format.pack and out_path.is_dir():
-        raise _bad_input(f"--out: {out_path} is a folder; allowed: a file path, e.g. {out_path / ('runs.' + format.value)}")
+    if format != "pack" and out_path.is_dir():
+        suffix = {"rliable-npz": "npz", "rliable-json": "json"}.get(format, format)
+        raise _bad_input(f"--out: {out_path} is a folder; allowed: a file path, e.g. {out_path / (what + '.' + suffix)}")
     db = _open_readonly(url)
     if db is None:
         raise _bad_input(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)")
     if suite is not None and suite not in (names := db.suite_names()):
         raise _bad_input(f"--suite: no suite named {suite!r} in the store; allowed: {', '.join(names) or 'none'}")
-    if format is Format.pack:
+    if format == "pack":
         if suite is None:
             raise _bad_input("--format pack: name the suite to pack with --suite")
         _pack(db, suite, out_path)
         return
-    df = db.runs_frame(suite)
+    if format.startswith("rliable-"):
+        db.dispose()
+        _export_scores(url, suite, SCORE_COLUMNS[score], format, out_path)
+        return
+    df = {"runs": db.runs_frame, "episodes": db.episodes_frame, "diagnostics": db.diagnostics_frame}[what](suite)
     db.dispose()
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    if format is Format.csv:
+    if format == "csv":
         df.to_csv(out_path, index=False)
-    else:
+    elif format == "parquet":
         df.to_parquet(out_path, index=False)
-    err.print(f"wrote {len(df)} runs to {out_path}")
+    else:  # records; json, not pandas' to_json, which keeps 10 digits and so does not round-trip a float
+        rows = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in df.to_dict("records")]
+        out_path.write_text(json.dumps(rows, default=str))
+    err.print(f"wrote {len(df)} {'runs' if what == 'runs' else what[:-1] + ' rows'} to {out_path}")
+
+
+def _export_scores(url: str, suite: Optional[str], column: str, format: str, out_path: Path) -> None:
+    """Normalised per-run scores, label → (runs × envs), as ``.npz`` (one array per label, plus ``__envs__`` and
+    ``__score__``) or JSON (``envs``, ``score``, ``scores``: label → rows, ``null`` where a column is padded)."""
+    import numpy as np
+
+    from bench.analysis import scoring
+
+    scored = scoring.score(scoring.load(url, [suite] if suite else None, log=lambda s: err.print(s, markup=False)))
+    envs, mats = scoring.score_matrices(scored, column)
+    if not mats:
+        raise _bad_input(f"--format {format}: no done runs with normalised scores in the store"
+                         + (f" for suite {suite!r}" if suite else ""))
+    reserved = [lb for lb in mats if lb.startswith("__")]
+    if format == "rliable-npz" and reserved:
+        raise _bad_input(f"--format rliable-npz: label {reserved[0]!r} starts with '__', which the file keeps for "
+                         "its own keys; allowed: rliable-json")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    if format == "rliable-npz":
+        with open(out_path, "wb") as f:  # a file object: numpy would otherwise append .npz to the name
+            np.savez(f, __envs__=np.array(envs), __score__=np.array(column), **mats)
+    else:
+        doc = {"score": column, "envs": envs,
+               "scores": {lb: [[None if v != v else float(v) for v in row] for row in m] for lb, m in mats.items()}}
+        out_path.write_text(json.dumps(doc, indent=1))
+    err.print(f"wrote {column} of {len(mats)} labels × {len(envs)} envs to {out_path}")
 
 
 def _pack(db, suite: str, out: Path) -> None:
@@ -429,8 +475,10 @@ def _pack(db, suite: str, out: Path) -> None:
     with db.engine.connect() as c:
         meta = json.loads(c.execute(sa.select(st.suites.c.env_meta).where(st.suites.c.name == suite)).scalar_one())
     ensure_anchors(db, {e: m.get("threshold") for e, m in meta.items()}, log=lambda s: err.print(s, markup=False))
-    m = packed.pack(db.url, suite, out)
-    err.print(f"packed {sum(m['runs'].values())} runs of {suite} into {out} ({m['bytes'] / 1e6:.1f} MB)", markup=False)
+    # Runs already in a sibling pack (a claim suite sharing the reference's cells) are not stored twice.
+    m = packed.pack(db.url, suite, out, beside=packed.packs_under(out.resolve().parent))
+    shared = "".join(f"; {n} runs shared with {p}" for p, n in m.get("shared_runs", {}).items())
+    err.print(f"packed {sum(m['runs'].values())} runs of {suite} into {out} ({m['bytes'] / 1e6:.1f} MB{shared})", markup=False)
 
 
 @app.command()
@@ -627,15 +675,14 @@ def tune(
         raise typer.Exit(1)
 
 
-#: The project's shipped reference results, read when the user has no store of their own.
-REFERENCE_URL = "sqlite:///results/reference.db"
-#: The shipped reference results, packed: one folder per category (`bench export --format pack`).
+#: The project's shipped reference results, read when the user has no store of their own: one packed
+#: folder per category (`bench export --format pack`).
 REFERENCE_DIR = Path("results/reference")
 
 
 def _reference_url() -> str | None:
     """The shipped reference as a store to read: its packs, unpacked once into a cache outside the
-    working tree (``$XDG_CACHE_HOME/bench``, else a temporary folder), or the legacy single file."""
+    working tree (``$XDG_CACHE_HOME/bench``, else a temporary folder); ``None`` when there are none."""
     import os
     import tempfile
 
@@ -653,10 +700,7 @@ def _reference_url() -> str | None:
             base = Path(tempfile.gettempdir()) / "bench-cache"
             base.mkdir(parents=True, exist_ok=True)
         return packed.unpack(packs, base / "reference.db")
-    from bench.run.store import store_exists
-
-    url = _check_url(REFERENCE_URL)
-    return url if store_exists(url) else None
+    return None
 
 
 def _results_store(store: str, *, need_done: bool = True) -> tuple[str, str]:
@@ -740,7 +784,7 @@ def _choice(flag: str, value: Optional[str], allowed: tuple[str, ...]) -> Option
 @app.command()
 def recommend(
     action: Optional[str] = typer.Option(None, "--action", help="discrete | continuous (default: both)."),
-    obs: Optional[str] = typer.Option(None, "--obs", help="vector | pixels (default: both)."),
+    obs: Optional[str] = typer.Option(None, "--obs", help="vector | pixels | sequence (tokens; default: all)."),
     reward: Optional[str] = typer.Option(None, "--reward", help="dense | sparse (default: both)."),
     priority: Optional[str] = typer.Option(None, "--priority", help="samples | time (default: both; wall-clock = time)."),
     fmt: str = typer.Option("table", "--format", help="table | markdown | json | csv."),
@@ -793,10 +837,10 @@ def recommend(
 
         t = Table(title="bench recommend", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         for c in cols:
-            t.add_column(c, overflow="fold")
+            t.add_column(c, overflow="fold", no_wrap=c in ("problem", "priority", "answer", "p"))
         for line in cells:
             t.add_row(*(Text(x) for x in line))  # user strings stay literal text, never markup
-        out.print(t)
+        out.print(t, width=min(100, out.width))  # the table fits 100 columns (long cells fold)
     if len(shown) < len(rows):
         empty = sorted({f"{r['action']} {r['obs']} {r['reward']}" for r in rows if not r["envs"]})
         print(textwrap.fill(f"insufficient evidence (no measured env): {'; '.join(empty)}", width=100))
@@ -807,6 +851,76 @@ def recommend(
         f"≥ {scoring.MIN_ENVS} envs; otherwise 'leaning' or a tie (≈). Scores: normalised area under the learning "
         "curve (0 = random policy, 1 = threshold) vs env steps (samples) or training CPU seconds (time)."
         + ("" if verbose else " Details: --verbose."), width=100))
+
+
+@app.command()
+def parity(
+    label_a: str = typer.Argument(..., help="A label in the store, e.g. ppo-bench."),
+    label_b: str = typer.Argument(..., help="The label to compare it with, e.g. ppo-sb3."),
+    env: Optional[list[str]] = typer.Option(None, "--env", help="Only this env (repeat for several; default: every "
+                                            "env both labels ran)."),
+    margin: float = typer.Option(0.05, "--margin", help="Equivalence margin on the normalised scale (0 = random "
+                                 "policy, 1 = threshold)."),
+    fmt: str = typer.Option("table", "--format", help="table | json."),
+    store: str = StoreOpt,
+) -> None:
+    """Are two labels the same algorithm? Per env: equivalent, different or inconclusive, with the evidence."""
+    import math
+
+    fmt = _choice("--format", fmt, ("table", "json"))
+    if not (math.isfinite(margin) and 0 < margin <= 1):
+        raise _bad_input(f"--margin: {margin!r} is not a margin; allowed: a number in (0, 1] on the normalised scale")
+    url, where = _results_store(store)
+    err.print(where, markup=False)
+
+    from bench.analysis import collapse, parity as par, scoring
+    from bench.analysis.report import parity_table_rows
+
+    data = scoring.load(url, log=lambda s: err.print(s, markup=False))
+    scored = scoring.score(data)
+    runs = scored.runs
+    have = sorted(runs.loc[runs["final_norm"].notna(), "label"].unique()) if len(runs) else []
+    for name in (label_a, label_b):
+        if name not in have:
+            raise _bad_input(f"{name!r}: no label of that name has scored runs in the store; allowed: "
+                             f"{', '.join(have) or 'none'}")
+    if label_a == label_b:
+        raise _bad_input(f"{label_b!r}: the same label twice; allowed: two different labels")
+    known = set(runs["env"])
+    for e in env or []:
+        if e not in known:
+            raise _bad_input(f"--env: {e!r} has no scored runs in the store; allowed: {', '.join(sorted(known))}")
+    flagged = collapse.flags(runs, data.episodes, data.diagnostics, data.anchors, data.traits)
+    result = par.parity(runs, label_a, label_b, envs=env or None, margin=margin,
+                        flagged=set(zip(flagged["key"], flagged["kind"])), checkable=collapse.checkable(data.diagnostics))
+    if not result:
+        raise _bad_input(f"{label_a} and {label_b} have no env in common with scored runs of both"
+                         + (f" among --env {', '.join(env)}" if env else ""))
+    if fmt == "json":
+        import dataclasses
+
+        print(json.dumps([dict(env=ep.env, verdict=ep.verdict, success=ep.success, median_steps=ep.median_steps,
+                               collapsed=ep.collapsed, collapse_checks=ep.collapse_checks, comparisons=[dataclasses.asdict(c) for c in ep.comparisons])
+                          for ep in result], indent=2, default=str))
+        return
+    from rich import box
+
+    t = Table(title=f"bench parity {label_a} {label_b}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    cols = ["env", "metric", "A − B [95% CI]", "verdict", "runs", "success", "median steps", "collapsed"]
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    for r in parity_table_rows(result):
+        verdict = r["verdict"] + (f" ({r['note']})" if r["verdict"] == "inconclusive" and r["note"] else "")
+        t.add_row(*(Text(x) for x in (r["env"], r["metric"], r["diff"], verdict, r["runs"], r["success"],
+                                      r["median_steps"], r["collapsed"])))
+    out.print(t)
+    for ep in result:
+        print(f"{ep.env}: {ep.verdict}")
+    print(f"equivalent: the 90% Welch interval of A − B within ±{margin:g} (two one-sided tests at "
+          f"{par.ALPHA:g}); different: Welch's test rejects equal means at {par.ALPHA:g}; otherwise inconclusive, "
+          "with the runs per label for 80% power. Scores normalised: 0 = random policy, 1 = threshold. "
+          "A / B: success rate, median env steps to the threshold, fraction of runs flagged as collapsed ('—': "
+          "nothing the detector could check, e.g. SB3 records no gradient norm).")
 
 
 def _recommend_columns(verbose: bool) -> list[str]:

@@ -62,7 +62,7 @@ def store_url(request, tmp_path):
     return request.getfixturevalue("pg_url")
 
 
-#: Where the `learning` session keeps its measured bars (committed; the README quotes the latest).
+#: Where the `learning` session keeps its measured bars (committed; docs/measurements.md quotes the latest).
 LEARNING_LOG = ROOT / "results" / "learning.jsonl"
 
 
@@ -72,7 +72,7 @@ def learning_record(request):
 
     Appends one JSON line with the measured values, whether the bar held, the wall
     time and the run metadata (versions, CPU, threads, git commit) to
-    ``results/learning.jsonl``, so the figures quoted in the README are traceable.
+    ``results/learning.jsonl``, so the figures quoted in docs/measurements.md are traceable.
     """
     import json
     import time

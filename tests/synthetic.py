@@ -21,7 +21,7 @@ from bench.suites.suite import Cell, cell_key
 
 #: Random-policy returns used as planted anchors (so tests never simulate an env for them).
 RANDOM = {"CartPole-v1": 20.0, "MountainCar-v0": -200.0, "Pendulum-v1": -1200.0, "LunarLander-v3": -180.0,
-          "LunarLanderContinuous-v3": -180.0, "HalfCheetah-v5": -280.0, "Hopper-v5": 18.0, "Humanoid-v5": 120.0,
+          "LunarLanderContinuous-v3": -180.0, "HalfCheetah-v5": -280.0, "Hopper-v5": 18.0, "Walker2d-v5": 0.0, "Humanoid-v5": 120.0,
           "ALE/Breakout-v5": 1.7, "ALE/Pong-v5": -20.7, "Acrobot-v1": -500.0}
 
 
@@ -43,8 +43,13 @@ class Planted:
 
 def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, timesteps: int = 20_000,
                 episodes: int = 120, suite: str = "synthetic", diag_every: int = 8, anchors: bool = True,
-                meta_extra: dict | None = None, time_scale_us: float = 1000.0, spec_extra: dict | None = None) -> Store:
-    """Write ``len(envs) × len(algos) × seeds`` done runs; returns the store."""
+                meta_extra: dict | None = None, time_scale_us: float = 1000.0, spec_extra: dict | None = None,
+                eval_offset: float | None = None) -> Store:
+    """Write ``len(envs) × len(algos) × seeds`` done runs; returns the store.
+
+    :param eval_offset: when given, each run also has one periodic evaluation at its last step, whose mean
+        return is its final training return plus this offset (so tests can tell the two apart).
+    """
     db = Store(url)
     env_meta = {}
     cells = []
@@ -85,7 +90,8 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
                          steps_to_threshold=sm.steps_to_threshold, seconds_to_threshold=sm.seconds_to_threshold,
                          final_return=sm.final_return, auc=sm.auc),
             episodes={"step": steps, "wall_s": wall, "cpu_s": cpu, "ret": ret, "length": np.full(episodes, 10)},
-            diagnostics=diag, evaluations=[], meta=meta))
+            diagnostics=diag, meta=meta,
+            evaluations=[] if eval_offset is None else [(timesteps, float(wall[-1]), sm.final_return + eval_offset, 0.0, 5)]))
     if anchors:
         for e in envs:
             db.put_anchor(e, RANDOM.get(e, 0.0), env_meta[e]["threshold"], 20, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bench.analysis import claims
@@ -94,3 +95,71 @@ def test_the_shipped_claims_suites_load():
         s = load_suite(f).suite
         assert s.claim is not None and s.claim.expect, f
         assert all(e.line.count(" on ") == 1 for e in s.claim.expect)
+
+
+def test_per_env_effects_show_what_an_aggregate_of_opposite_signs_hides(tmp_path):
+    # "a" far ahead on CartPole and as far behind on LunarLander: the aggregate is about zero and not
+    # settled, while each env's own test finds its difference, with its sign.
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    a = Planted("a", "ppo", "bench", skill=0.5, noise=0.02, env_skill=(("CartPole-v1", 0.9), ("LunarLander-v3", 0.1)))
+    b = Planted("b", "trpo", "bench", skill=0.5, noise=0.02)
+    write_store(url, ENVS, [a, b], seeds=8, suite="mixed", spec_extra=claim("a > b on final performance"))
+    (res,) = claims.evaluate(url, anchors=False, n_boot=200)
+    (c,) = res.checks
+    assert res.verdict == claims.OPEN
+    per = {e: (d, p) for e, d, p in c.per_env}
+    assert set(per) == set(ENVS)
+    assert per["CartPole-v1"][0] > 0.2 and per["LunarLander-v3"][0] < -0.2
+    assert per["CartPole-v1"][1] < 0.05 and per["LunarLander-v3"][1] < 0.05
+    # The aggregate effect is the mean of the per-env IQM differences.
+    assert c.effect == pytest.approx(np.mean([d for d, _ in per.values()]))
+    (row,) = claims.rows([res])
+    assert row["per_env"].startswith("CartPole-v1 +") and "LunarLander-v3 -" in row["per_env"]
+
+
+def test_claim_suites_are_not_pooled_into_the_answers_but_are_reported(tmp_path):
+    # A claim suite's deliberately varied runs (here a weak "ppo" variant) must not move the answer
+    # for ppo; the claims section still checks them.
+    from bench.analysis import report, scoring
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, ENVS, [GOOD, POOR], seeds=5, suite="ref")
+    weak = Planted("weak-ppo", "ppo", "bench", skill=0.1)
+    write_store(url, ENVS, [weak, POOR], seeds=5, suite="exp", spec_extra=claim("weak-ppo > poor on final performance"))
+    data = scoring.load(url, anchors=False)
+    assert data.suites == ["ref"] and "weak-ppo" not in set(data.runs["label"])
+    assert "weak-ppo" in set(scoring.load(url, ["exp"], anchors=False).runs["label"])  # named, it is read
+    html = report.build(url, tmp_path / "rep").read_text()
+    assert "weak-ppo &gt; poor on final performance" in html or "weak-ppo > poor on final performance" in html
+
+
+def test_an_equivalence_expectation_uses_two_one_sided_tests(tmp_path):
+    # A ≈ B on a 0-1 measure: holds when every env is equivalent within ±0.05, fails when one is different.
+    from bench.analysis.claims import check
+
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for env, shift in (("E1", 0.0), ("E2", 0.0)):
+        for lab, delta in (("a", 0.0), ("b", shift), ("c", 0.3)):
+            rows += [dict(env=env, label=lab, algo=lab, v=float(np.clip(0.7 + delta + 0.02 * rng.standard_normal(), 0, 1)))
+                     for _ in range(12)]
+    runs = pd.DataFrame(rows)
+    from bench.analysis import claims
+
+    claims.MEASURES["test measure"] = "v"
+    try:
+        same = check(runs, {"a": "a", "op": "≈", "b": "b", "measure": "test measure"}, ["E1", "E2"])
+        apart = check(runs, {"a": "a", "op": "≈", "b": "c", "measure": "test measure"}, ["E1", "E2"])
+    finally:
+        del claims.MEASURES["test measure"]
+    assert same.verdict == "holds" and "equivalent within" in same.why and same.line == "a ≈ b on test measure"
+    assert apart.verdict == "does not hold" and "different on E1, E2" in apart.why
+
+
+def test_claim_lines_accept_an_ascii_tilde_for_equivalence():
+    from bench.suites.suite import Expectation
+
+    e = Expectation.model_validate("rloo-bench ~ ppo on exact match")
+    assert (e.a, e.op, e.b, e.measure, e.line) == ("rloo-bench", "≈", "ppo", "exact match", "rloo-bench ≈ ppo on exact match")

@@ -3,6 +3,7 @@ read back to the very same report numbers."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -56,6 +57,10 @@ def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
     m1 = packed.pack(url, "one", tmp_path / "ref" / "one")
     packed.pack(url, "two", tmp_path / "ref" / "two")
     assert m1["runs"] == {"done": 20} and m1["rows"]["anchors"] == 2
+    # The category's cost, from its runs: the planted CPU seconds summed by hand.
+    fr = analysis.load(url, ["one"], anchors=False).runs
+    assert m1["cpu_hours"] == round(fr["cpu_s"].sum() / 3600, 3) > 0
+    assert m1["wall_hours"] == round(fr["wall_s"].sum() / 3600, 3) > m1["cpu_hours"]  # label b shared its core
     cache = tmp_path / "cache" / "reference.db"
     got = packed.unpack(packed.packs_under(tmp_path / "ref"), cache)
     full = analysis.score(analysis.load(url, anchors=False))
@@ -70,7 +75,10 @@ def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
     # Built once: a second read reuses the cache; a changed pack rebuilds it.
     stamp = cache.stat().st_mtime_ns
     assert packed.unpack(packed.packs_under(tmp_path / "ref"), cache) == got and cache.stat().st_mtime_ns == stamp
-    packed.pack(url, "two", tmp_path / "ref" / "two")  # same rows, new manifest time
+    # A regenerated pack: same rows, but a file's bytes differ (a repack within the same second
+    # writes the same manifest, so change one byte-for-byte rather than rely on the clock).
+    manifest = tmp_path / "ref" / "two" / packed.MANIFEST
+    manifest.write_text(manifest.read_text().replace('"packed_at": "', '"packed_at": "0'))
     packed.unpack(packed.packs_under(tmp_path / "ref"), cache)
     assert cache.stat().st_mtime_ns != stamp
 
@@ -115,3 +123,41 @@ def test_export_pack_and_the_shipped_reference_fallback(tmp_path):
 
     dense = [r for r in json.loads(p.stdout) if r["envs"]]
     assert dense and dense[0]["algorithm"] == "ppo"
+
+
+def test_the_shipped_reference_stays_under_40_mb_and_every_pack_reads():
+    # Issue 13: the whole shipped reference (every category's pack) stays under 40 MB in the tree.
+    from bench.run import packed
+
+    root = Path(__file__).resolve().parent.parent / "results" / "reference"
+    packs = packed.packs_under(root)
+    assert packs, "no shipped reference packs under results/reference"
+    total = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+    assert total < 40 * 2**20, f"shipped reference is {total / 2**20:.1f} MB"
+    for p in packs:
+        meta = json.loads((p / "pack.json").read_text())
+        # A claim pack may hold no runs itself: its cells are a sibling pack's runs (shared_runs).
+        held = meta["runs"].get("done", 0) + sum(meta.get("shared_runs", {}).values())
+        assert meta["suite"] and held > 0, p
+        for sibling in meta.get("shared_runs", {}):
+            assert (root / sibling / "pack.json").is_file(), f"{p} shares runs with a missing pack {sibling}"
+
+
+def test_a_suite_sharing_runs_with_a_sibling_pack_stores_them_once(tmp_path):
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    labs = [Planted("a", "ppo", "bench", 0.9), Planted("b", "a2c", "sb3", 0.5)]
+    write_store(url, ["CartPole-v1"], labs, seeds=5, suite="ref")
+    write_store(url, ["CartPole-v1"], labs[:1], seeds=5, suite="claim")  # the same 5 cells of label a, by key
+    root = tmp_path / "packs"
+    packed.pack(url, "ref", root / "ref")
+    m = packed.pack(url, "claim", root / "claim", beside=packed.packs_under(root))
+    assert m["shared_runs"] == {"ref": 5} and m["rows"]["runs"] == 0 and m["rows"]["suite_cells"] == 5
+    got = packed.unpack(packed.packs_under(root), tmp_path / "cache.db")
+    full, back = analysis.load(url, ["claim"], anchors=False), analysis.load(got, ["claim"], anchors=False)
+    assert sorted(full.runs["key"]) == sorted(back.runs["key"]) and len(back.runs) == 5
+    assert (back.runs["status"] == "done").all()
+    # Packed before its sibling existed, the claim holds its runs itself; read together, the first wins.
+    m2 = packed.pack(url, "claim", tmp_path / "alone" / "claim")
+    assert "shared_runs" not in m2 and m2["rows"]["runs"] == 5
+    both = packed.unpack([root / "ref", tmp_path / "alone" / "claim"], tmp_path / "cache2.db")
+    assert len(analysis.load(both, anchors=False).runs) == 10

@@ -19,6 +19,7 @@ EXPECTED_IDS = [
     "LunarLanderContinuous-v3",
     "HalfCheetah-v5",
     "Hopper-v5",
+    "Walker2d-v5",
     "Humanoid-v5",
     "ALE/Breakout-v5",
     "ALE/Pong-v5",

@@ -176,7 +176,7 @@ def test_grpo_cartpole_bar_five_seeds(learning_record):
     assert ok, crossed
 
 
-#: Pendulum settings, chosen on held-out seeds 5-6 (README, "Learning bars"); the bar is run with the KL
+#: Pendulum settings, chosen on held-out seeds 5-6 (docs/measurements.md, "Learning bars"); the bar is run with the KL
 #: penalty off (the first setting that passed there) and with a small one (β 0.01), both recorded.
 PENDULUM = {"advantage": "process", "learning_rate": 3e-3, "gamma": 0.9}
 

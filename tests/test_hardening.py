@@ -8,6 +8,7 @@ exit; no traceback anywhere (``--debug`` shows one).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import multiprocessing as mp
 import os
@@ -18,6 +19,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
@@ -32,7 +34,21 @@ from bench.run.store import Store, StoreError, describe_url
 from bench.suites.suite import SuiteError, load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = ROOT / "results" / "reference.db"
+
+
+@functools.cache
+@functools.cache
+def reference_db() -> Path:
+    """The shipped classic reference (results/reference/classic), unpacked once per session into a SQLite
+    file that tests copy (never write)."""
+    from bench.run import packed
+
+    out = Path(tempfile.mkdtemp(prefix="bench-ref-")) / "reference.db"
+    packed.unpack([ROOT / "results" / "reference" / "classic"], out)
+    return out
+
+
+REFERENCE_SUITE = ROOT / "suites" / "reference" / "classic.yaml"
 
 TINY = """\
 name: {name}
@@ -388,7 +404,7 @@ def test_case10_read_commands_leave_a_read_only_copy_of_the_reference_untouched(
     # the "delete" copy (rollback journal) shows a WAL switch, which changes the file's header.
     ro = tmp_path / "ro"
     ro.mkdir()
-    shutil.copy(REFERENCE, ro / "reference.db")
+    shutil.copy(reference_db(), ro / "reference.db")
     if journal != "wal":
         c = sqlite3.connect(ro / "reference.db")
         assert c.execute(f"PRAGMA journal_mode={journal}").fetchone()[0] == journal
@@ -403,8 +419,8 @@ def test_case10_read_commands_leave_a_read_only_copy_of_the_reference_untouched(
         assert (tmp_path / "rep" / "index.html").stat().st_size > 10_000
         p = bench("recommend", "--store", url, cwd=tmp_path)
         assert p.returncode == 0 and "recommend" in p.stdout, p.stderr
-        p = bench("status", str(ROOT / "suites" / "reference.yaml"), "--store", url, cwd=tmp_path)
-        assert p.returncode == 0 and "done: 63" in p.stdout, p.stderr + p.stdout
+        p = bench("status", str(REFERENCE_SUITE), "--store", url, cwd=tmp_path)
+        assert p.returncode == 0 and "done: 210" in p.stdout, p.stderr + p.stdout
         p = bench("export", "--store", url, "--out", str(tmp_path / "runs.csv"), cwd=tmp_path)
         assert p.returncode == 0, p.stderr
         assert sorted(os.listdir(ro)) == ["reference.db"]  # no -wal, no -shm, nothing else
@@ -463,7 +479,7 @@ def tmpfs(tmp_path):
 
 def test_case10_a_store_on_a_real_read_only_mount(tmp_path, tmpfs):
     m = tmpfs("mnt")
-    shutil.copy(REFERENCE, m / "reference.db")
+    shutil.copy(reference_db(), m / "reference.db")
     write_store(f"sqlite:///{m / 'noanchors.db'}", ["CartPole-v1"], [Planted("ppo", "ppo", "bench", 0.9)], seeds=2,
                 anchors=False).dispose()
     subprocess.run(["mount", "-o", "remount,ro", str(m)], check=True)
@@ -476,8 +492,8 @@ def test_case10_a_store_on_a_real_read_only_mount(tmp_path, tmpfs):
     assert p.returncode == 0, p.stderr
     p = bench("report", "--store", url, "--out", str(tmp_path / "rep"), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    p = bench("status", str(ROOT / "suites" / "reference.yaml"), "--store", url, cwd=tmp_path)
-    assert p.returncode == 0 and "done: 63" in p.stdout, p.stderr
+    p = bench("status", str(REFERENCE_SUITE), "--store", url, cwd=tmp_path)
+    assert p.returncode == 0 and "done: 210" in p.stdout, p.stderr
     # A writer cannot use it: one line, not a traceback.
     p = bench("run", str(tiny(tmp_path)), "--store", url, cwd=tmp_path, timeout=60)
     one_line(p, "reference.db", rc=1)
@@ -487,7 +503,7 @@ def test_case10_a_store_on_a_real_read_only_mount(tmp_path, tmpfs):
 # 11. Corrupt, truncated and foreign files; bad --out; a full disk
 # --------------------------------------------------------------------------- #
 def _truncated(path: Path) -> None:
-    shutil.copy(REFERENCE, path)
+    shutil.copy(reference_db(), path)
     with path.open("r+b") as f:
         f.truncate(path.stat().st_size // 3)
 

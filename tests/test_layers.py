@@ -27,6 +27,7 @@ PARTS: list[tuple[str, str]] = [
     ("bench.__main__", "cli"),
     ("bench.analysis.stats", "pure"),
     ("bench.analysis.metrics", "pure"),
+    ("bench.analysis.parity", "pure"),
     ("bench.analysis.anchors", "anchors"),
     ("bench.analysis", "analysis"),
     ("bench.run.record", "record"),
@@ -37,6 +38,8 @@ PARTS: list[tuple[str, str]] = [
     ("bench.suites", "suites"),
     ("bench.envs", "envs"),
     ("bench.algos.hyperparams", "hyperparams"),
+    # Loads a plugin's declaration (its train function and hyperparameter model): what a suite checks.
+    ("bench.algos.plugins", "hyperparams"),
     ("bench.algos", "algos"),
     ("bench.baselines", "baselines"),
     ("bench", "root"),
@@ -69,7 +72,9 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 # Pure statistics: what they may import from outside bench.
-PURE_EXTERNAL = {"__future__", "dataclasses", "math", "typing", "collections", "functools", "itertools", "numpy", "pandas"}
+#: scipy: the parity tests' t distribution (bench.analysis.parity), a pure function library like numpy.
+PURE_EXTERNAL = {"__future__", "dataclasses", "math", "typing", "collections", "functools", "itertools", "numpy", "pandas",
+                 "scipy"}
 
 
 def part_of(module: str) -> str:

@@ -32,6 +32,9 @@ def bench(*args, cwd, timeout=300):
     return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
+#: One Ray instance for the module: under pytest-xdist these tests run in one process, in turn.
+pytestmark = pytest.mark.xdist_group("ray")
+
 @pytest.fixture(scope="module")
 def ray_address():
     """One local Ray instance for the module; yields its address for other drivers to connect to."""
@@ -226,7 +229,9 @@ def test_killed_worker_is_retried_and_python_errors_are_not(ray_address, pg_url,
     done = rows[long.key]
     assert done.status == "done" and done.attempt == 2  # the killed attempt, then Ray's retry
     assert owner_tag(done.owner) == owner_tag(owner) and done.owner != owner  # same task, another worker
-    assert done.finished_at - killed_at < STALE_AFTER_S  # taken over at once, not after the heartbeat went stale
+    # Taken over at once, not after the heartbeat went stale: the retry claimed the run (its started_at) within
+    # the stale window of the kill. Its finish is not the measure: on a loaded machine the rerun itself is slow.
+    assert done.started_at - killed_at < STALE_AFTER_S
     assert rows[broken.key].status == "failed" and rows[broken.key].attempt == 1  # a Python error is not retried
     eng = sa.create_engine(pg_url)
     with eng.connect() as c:

@@ -283,14 +283,15 @@ def test_recommend_formats_for_scripts(clear, tmp_path, fmt):
 
         rows = json.loads(p.stdout)
         dense = [r for r in rows if r["envs"]]
-        assert len(rows) == 8 and len(dense) == 1
+        # 2 actions × 2 observation kinds × 2 reward kinds, and token sequences (discrete only) × 2 reward kinds.
+        assert len(rows) == 10 and len(dense) == 1
         assert dense[0]["algorithm"] == "ppo" and dense[0]["verdict"] == "recommended" and dense[0]["p_value"] < 0.05
         assert dense[0]["score_kind"] == "ci" and dense[0]["score_lo"] <= dense[0]["score_point"] <= dense[0]["score_hi"]
     elif fmt == "csv":
         import io
 
         df = pd.read_csv(io.StringIO(p.stdout))
-        assert len(df) == 8 and df.loc[df["envs"].notna(), "algorithm"].tolist() == ["ppo"]
+        assert len(df) == 10 and df.loc[df["envs"].notna(), "algorithm"].tolist() == ["ppo"]
     else:
         lines = p.stdout.splitlines()
         assert lines[0].startswith("| problem | priority | answer") and lines[1].startswith("|---|")

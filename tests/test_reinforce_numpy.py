@@ -19,7 +19,7 @@ from bench.analysis.metrics import first_crossing
 from bench.run.record import Recorder
 
 #: CartPole settings of the learning checks: batches of >= 500 steps (4 envs x 125), as the torch
-#: REINFORCE's learning bar; lr chosen on held-out seeds 5-7 (see the README / the commit message).
+#: REINFORCE's learning bar; lr chosen on held-out seeds 5-7 (see docs/measurements.md / the commit message).
 CARTPOLE = dict(n_envs=4, n_steps=125, learning_rate=0.03)
 
 

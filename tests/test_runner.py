@@ -232,3 +232,43 @@ def test_ctrl_c_stops_cleanly_and_marks_runs_interrupted(tmp_path):
     assert (df.status == "interrupted").any()
     interrupted = df.loc[df.status == "interrupted", "key"]
     assert all(len(Store(url).episodes_of(k)) == 0 for k in interrupted)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="POSIX signals and /proc")
+def test_sigterm_to_the_parent_alone_stops_cleanly_and_leaves_no_worker(tmp_path):
+    # A background `bench run` started by a script has SIGINT ignored (POSIX shells do that to
+    # background jobs), so `kill PID` is how it is stopped: only the parent gets the signal.
+    suite = tmp_path / "term.yaml"
+    suite.write_text(
+        "name: term\nseeds: 4\ndefaults: {timesteps: 30000, window: 10}\n"
+        "envs: [{id: CartPole-v1}]\nalgorithms: [{algo: ppo, impl: sb3}]\n"
+    )
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(suite), "--store", url, "--workers", "2"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    eng = sa.create_engine(url)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        time.sleep(0.2)
+        try:
+            with eng.connect() as c:
+                if c.execute(sa.text("select count(*) from runs where status = 'running'")).scalar() >= 1:
+                    break
+        except sa.exc.OperationalError:
+            continue
+    time.sleep(1.0)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    workers = [int(c) for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
+    assert len(workers) == 2
+    os.kill(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "Interrupted" in err and "Traceback" not in err
+    time.sleep(0.5)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()
+                and "spawn_main" in Path(f"/proc/{w}/cmdline").read_text()], "a worker outlived bench run"
+    df = Store(url).runs_frame("term")
+    assert "running" not in set(df.status)
+    interrupted = df[df.status == "interrupted"]
+    assert len(interrupted) >= 1 and set(interrupted.error) == {"interrupted by SIGTERM"}

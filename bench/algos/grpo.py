@@ -55,6 +55,23 @@ def group_advantages(returns: np.ndarray) -> np.ndarray:
     return (r - r.mean(axis=1, keepdims=True)) / (r.std(axis=1, ddof=1, keepdims=True) + STD_EPS)
 
 
+def baseline_advantages(returns: np.ndarray, kind: str) -> np.ndarray:
+    """REINFORCE's baselines over a group, unscaled: ``(K, G)`` returns → advantages ``(K, G)``.
+
+    - ``rloo``: ``R_i − 1/(G−1) Σ_{j≠i} R_j``, the leave-one-out baseline (Kool et al. 2019, "Buy 4
+      REINFORCE samples, get a baseline for free!"; Ahmadian et al. 2024, RLOO): unbiased, since the
+      baseline of sample i does not depend on sample i. Equal to ``G/(G−1) (R_i − mean R)``.
+    - ``mean``: ``R_i − mean R``, the group mean including sample i (slightly biased by it).
+    """
+    r = np.asarray(returns, dtype=np.float64)
+    g = r.shape[1]
+    if kind == "rloo":
+        return r - (r.sum(axis=1, keepdims=True) - r) / (g - 1)
+    if kind == "mean":
+        return r - r.mean(axis=1, keepdims=True)
+    raise ValueError(f"unknown baseline {kind!r}; allowed: rloo, mean")
+
+
 def process_advantages(rewards: list[np.ndarray], gamma: float) -> list[np.ndarray]:
     """Process supervision for one group: the G episodes' step rewards (each ``(T_i,)``) → Â per step.
 
@@ -198,11 +215,24 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
     envs = make_vec_env(env_id, p.group_size, recorder=recorder)
     norm = Normalizer(envs.single_observation_space.shape, p.group_size, p.gamma, obs=p.normalize_obs, reward=False)
     policy = make_policy(envs, p).to(device)
-    # GRPO has no critic: drop the one ActorCritic builds, so no memory is held for it.
-    policy.vf = None
-    ref = reference_policy(policy, p.ref_checkpoint)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=p.learning_rate)
-    recorder.note_models(policy.parameters(), [optimizer], other=ref.parameters())
+    seq = p.policy == "sequence"
+    if seq:
+        # The language-model setting: G answers to one prompt, from the task's SFT reference, kept frozen.
+        from bench.algos.sequence_policy import (SequenceActorCritic, drain_episode_infos, reward_model_parameters,
+                                                 sft_reference)
+
+        sft = sft_reference(env_id)
+        policy, ref = SequenceActorCritic(sft).to(device), SequenceActorCritic(sft).to(device)
+        ref.requires_grad_(False)
+        policy.net.value.requires_grad_(False)  # no critic here: its head is carried, never trained
+    else:
+        # GRPO has no critic: drop the one ActorCritic builds, so no memory is held for it.
+        policy.vf = None
+        ref = reference_policy(policy, p.ref_checkpoint)
+    trained = [q for q in policy.parameters() if q.requires_grad]
+    optimizer = torch.optim.Adam(trained, lr=p.learning_rate)
+    recorder.note_models(trained, [optimizer],
+                         other=[*ref.parameters(), *(reward_model_parameters(envs) if seq else ())])
     collector = GroupCollector(envs, policy, norm, device)
 
     while recorder.steps < timesteps:
@@ -212,9 +242,10 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
 
         # -- groups and their advantages -----------------------------------------
         groups = [collector.play(int(rng.integers(2**31))) for _ in range(p.groups_per_update)]
-        if p.advantage == "outcome":
+        if p.advantage in ("outcome", "rloo", "mean"):
             disc = [np.array([(r * p.gamma ** np.arange(len(r))).sum() for r in g.rewards]) for g in groups]
-            a_ep = group_advantages(np.stack(disc))  # (K, G)
+            a_ep = (group_advantages(np.stack(disc)) if p.advantage == "outcome"
+                    else baseline_advantages(np.stack(disc), p.advantage))  # (K, G)
             adv_np = np.concatenate([np.repeat(a_ep[k], g.lengths) for k, g in enumerate(groups)])
         else:
             adv_np = np.concatenate([a for g in groups for a in process_advantages(g.rewards, p.gamma)])
@@ -235,7 +266,7 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
             out = grpo_loss(pd.log_prob(actions), old_logp, ref_logp, adv, weights, p.clip_range, p.kl_coef)
             optimizer.zero_grad(set_to_none=True)
             out.loss.backward()
-            gnorms.append(float(nn.utils.clip_grad_norm_(policy.parameters(), p.max_grad_norm)))
+            gnorms.append(float(nn.utils.clip_grad_norm_(trained, p.max_grad_norm)))
             optimizer.step()
             stats.append((float(out.loss.detach()), float(out.kl_ref.detach()), float(out.clip_fraction),
                           float(pd.entropy().mean().detach())))
@@ -262,6 +293,12 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
         }
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
+        if seq:
+            done = drain_episode_infos(envs)
+            for name in ("exact_match", "true_score", "proxy_score"):
+                vals = [float(i[name]) for i in done if name in i]
+                if vals:
+                    diag[f"seq/{name}"] = float(np.mean(vals))
         recorder.diagnostics(diag)
         recorder.after_update(collector.policy_fn())
     envs.close()

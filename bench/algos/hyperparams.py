@@ -26,7 +26,7 @@ the block says so: those numbers may do worse here than in the zoo's reports.
 from __future__ import annotations
 
 import copy
-from typing import Annotated, Any, Literal, Mapping, Union
+from typing import Annotated, Any, ClassVar, Literal, Mapping, Union
 
 from pydantic import (
     BaseModel,
@@ -51,6 +51,7 @@ __all__ = [
     "A3CParams",
     "ACTDParams",
     "ACMCParams",
+    "HyperParams",
     "PARAMS",
     "ZOO",
     "ZOO_TIMESTEPS",
@@ -189,6 +190,12 @@ class _OnPolicyParams(_Strict):
         ),
     )
 
+    #: A plugin's default search space for ``bench tune``: hyperparameter → dimension, in the suite's
+    #: ``tune.space`` form (``{"learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True}}``;
+    #: see :mod:`bench.suites.spaces`). Empty: a suite's ``tune.space`` must name what to search. Built-in
+    #: algorithms leave it empty; their defaults are ``bench.suites.spaces.DEFAULT_SPACES``.
+    search_space: ClassVar[dict[str, Any]] = {}
+
     _check_net_arch = field_validator("net_arch", mode="before")(_net_arch_before)
     _check_normalize = field_validator("normalize", mode="before")(_normalize_before)
 
@@ -225,6 +232,13 @@ class _OnPolicyParams(_Strict):
             )
 
 
+#: The public base of every algorithm's hyperparameters, built-in or plugin (``impl: python``): the
+#: fields SB3 and rl-baselines3-zoo share (n_envs, n_steps, gamma, gae_lambda, normalize, net_arch,
+#: activation, ...), validated the same way; unknown keys are refused. A plugin subclasses it and
+#: adds its own fields with their defaults.
+HyperParams = _OnPolicyParams
+
+
 class PPOParams(_OnPolicyParams):
     """PPO (clipped surrogate). Defaults: SB3 2.9 PPO defaults."""
 
@@ -250,9 +264,33 @@ class PPOParams(_OnPolicyParams):
     target_kl: float | None = Field(
         None, gt=0, description="Stop the epochs early once the approximate KL exceeds 1.5 × this; null disables it."
     )
+    policy: Literal["mlp", "sequence"] = Field(
+        "mlp", description="mlp: the MLP/CNN ActorCritic; sequence: a small causal transformer over tokens that "
+                           "starts from the task's SFT reference (sequence tasks only, bench/Sort-v0 ...; see "
+                           "bench.algos.sequence_policy).")
+    kl_coef: float = Field(0.0, ge=0, description="β of the KL penalty to the frozen SFT reference (policy "
+                                                  "sequence only); 0 disables it.")
+    kl_in: Literal["reward", "loss"] = Field(
+        "reward", description="Where the KL penalty goes: reward, per token r_t − β (log π − log π_ref) as "
+                              "InstructGPT (Ouyang et al. 2022, eq. 2); loss, β × the k3 estimate added to the "
+                              "loss as GRPO (Shao et al. 2024).")
+    critic: Literal["shared", "separate"] = Field(
+        "shared", description="policy sequence only: shared, a value head on the policy's transformer; separate, "
+                              "a value model of its own (as InstructGPT's), started from the SFT reference.")
+    #: Added after stores of PPO runs existed: left out of cell keys at these values (see key_view).
+    late_defaults: ClassVar[dict[str, Any]] = {"policy": "mlp", "kl_coef": 0.0, "kl_in": "reward", "critic": "shared"}
 
     @model_validator(mode="after")
     def _consistent(self) -> PPOParams:
+        if self.policy == "sequence" and (self.normalize_obs or self.normalize_reward):
+            raise _error("normalize", "policy sequence reads token ids and rewards as they are; set normalize: false",
+                         self.normalize)
+        if self.critic != "shared" and self.policy != "sequence":
+            raise _error("critic", "critic separate is the sequence policy's option; the MLP policy's critic is "
+                                   "always its own network; leave critic out", self.critic)
+        if self.kl_coef > 0 and self.policy != "sequence":
+            raise _error("kl_coef", "a KL penalty needs a reference policy, which only policy sequence has; set "
+                                    "kl_coef: 0 or policy: sequence", self.kl_coef)
         if self.normalize_advantage and self.batch_size <= 1:
             raise _error(
                 "batch_size",
@@ -423,13 +461,16 @@ class GRPOParams(_OnPolicyParams):
     )
     group_size: int = Field(8, ge=2, description="Episodes per group, G; all start from the same reset seed.")
     groups_per_update: int = Field(4, ge=1, description="Groups per policy update (the batch is their episodes).")
-    advantage: Literal["outcome", "process"] = Field(
+    advantage: Literal["outcome", "process", "rloo", "mean"] = Field(
         "outcome",
         description=(
             "outcome: every step of episode i gets (R_i − mean R)/std R over its group (the paper's outcome "
             "supervision, §4.1.2); process: step rewards standardised over all steps of the group, and each "
             "step's advantage is the (γ-discounted) sum of those from it on (§4.1.3). Constant rewards "
-            "(CartPole) make process advantages zero."
+            "(CartPole) make process advantages zero. rloo: R_i minus the mean of the other G − 1 returns, "
+            "unscaled (REINFORCE with a leave-one-out baseline, Kool et al. 2019, Ahmadian et al. 2024); "
+            "mean: R_i minus the group mean, unscaled. With n_epochs 1 the clipped ratio is 1 at the only "
+            "step, so rloo and mean are plain REINFORCE with that baseline."
         ),
     )
     kl_coef: float = Field(0.04, ge=0, description="β, weight of the KL penalty to the reference policy (paper: 0.04).")
@@ -448,9 +489,17 @@ class GRPOParams(_OnPolicyParams):
     gae_lambda: float = Field(1.0, ge=0, le=1, description="Unused by GRPO (no critic).")
     vf_coef: float = Field(0.0, ge=0, description="Unused by GRPO (no critic).")
     normalize_advantage: bool = Field(False, description="Unused: advantages are standardised within each group.")
+    policy: Literal["mlp", "sequence"] = Field(
+        "mlp", description="mlp: the MLP/CNN policy; sequence: a causal transformer over tokens that starts from "
+                           "the task's SFT reference, which is then the frozen reference (sequence tasks only).")
+    #: Added after stores of GRPO runs existed: left out of cell keys at this value (see key_view).
+    late_defaults: ClassVar[dict[str, Any]] = {"policy": "mlp"}
 
     @model_validator(mode="after")
     def _consistent(self) -> GRPOParams:
+        if self.policy == "sequence" and (self.normalize_obs or self.ref_checkpoint is not None):
+            raise _error("policy", "policy sequence reads token ids and its reference is the task's SFT model; set "
+                                   "normalize: false and leave ref_checkpoint out", self.policy)
         if self.normalize_reward:
             raise _error(
                 "normalize",
@@ -542,7 +591,7 @@ def key_view(params: BaseModel) -> dict[str, Any]:
     """``params`` as stored with a cell (JSON), without the :data:`LATE_DEFAULTS` that are at their default
     (``PARAMS[algo].model_validate`` of the result gives ``params`` back)."""
     out = params.model_dump(mode="json")
-    for k, v in LATE_DEFAULTS.items():
+    for k, v in {**LATE_DEFAULTS, **getattr(type(params), "late_defaults", {})}.items():
         if k in out and out[k] == v:
             del out[k]
     return out
@@ -627,6 +676,13 @@ _ZOO_PPO: dict[str, dict[str, Any]] = {
         "log_std_init": -2.0, "ortho_init": False, "activation": "relu",
         "net_arch": {"pi": [256, 256], "vf": [256, 256]},
     },
+    # ppo.yml `Walker2d-v4` (Tuned); unlike HalfCheetah and Hopper, no policy_kwargs (SB3's
+    # default 64x64 tanh network, ortho init, log_std_init 0)
+    "Walker2d-v5": {
+        "normalize": True, "n_envs": 1, "batch_size": 32, "n_steps": 512, "gamma": 0.99,
+        "learning_rate": 5.05041e-05, "ent_coef": 0.000585045, "clip_range": 0.1, "n_epochs": 20,
+        "gae_lambda": 0.95, "max_grad_norm": 1.0, "vf_coef": 0.871923,
+    },
     # ppo.yml `Humanoid-v4` (under "# Tuned / 10 mujoco envs"); same policy_kwargs
     "Humanoid-v5": {
         "normalize": True, "n_envs": 1, "batch_size": 256, "n_steps": 512, "gamma": 0.95,
@@ -673,6 +729,8 @@ _ZOO_A2C: dict[str, dict[str, Any]] = {
     "HalfCheetah-v5": {"normalize": True},
     # a2c.yml `Hopper-v4` (<<: *mujoco-defaults)
     "Hopper-v5": {"normalize": True},
+    # a2c.yml `Walker2d-v4` (<<: *mujoco-defaults)
+    "Walker2d-v5": {"normalize": True},
     # a2c.yml `Humanoid-v4` (<<: *mujoco-defaults)
     "Humanoid-v5": {"normalize": True},
 }
@@ -708,6 +766,8 @@ _ZOO_TRPO: dict[str, dict[str, Any]] = {
     "HalfCheetah-v5": {**_TRPO_MUJOCO, "target_kl": 0.04},
     # trpo.yml `Hopper-v4` (Tuned): <<: *mujoco-defaults
     "Hopper-v5": dict(_TRPO_MUJOCO),
+    # trpo.yml `Walker2d-v4` (Tuned): <<: *mujoco-defaults
+    "Walker2d-v5": dict(_TRPO_MUJOCO),
     # trpo.yml `Humanoid-v4`: <<: *mujoco-defaults (not marked tuned)
     "Humanoid-v5": dict(_TRPO_MUJOCO),
 }
@@ -738,6 +798,7 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
         "LunarLanderContinuous-v3": 1_000_000,
         "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
         "Hopper-v5": 1_000_000,  # Hopper-v4
+        "Walker2d-v5": 1_000_000,  # Walker2d-v4
         "Humanoid-v5": 10_000_000,  # Humanoid-v4
     },
     "a2c": {
@@ -750,6 +811,7 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
         "LunarLanderContinuous-v3": 5_000_000,
         "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
         "Hopper-v5": 1_000_000,  # Hopper-v4
+        "Walker2d-v5": 1_000_000,  # Walker2d-v4
         "Humanoid-v5": 2_000_000,  # Humanoid-v4
     },
     "trpo": {
@@ -760,6 +822,7 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
         "MountainCar-v0": 100_000,
         "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
         "Hopper-v5": 1_000_000,  # Hopper-v4
+        "Walker2d-v5": 1_000_000,  # Walker2d-v4
         "Humanoid-v5": 2_000_000,  # Humanoid-v4
     },
 }
@@ -782,7 +845,11 @@ def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
     """
     if algo not in PARAMS:
         raise KeyError(f"unknown algorithm {algo!r}; allowed: {', '.join(PARAMS)}")
-    merged: dict[str, Any] = zoo_defaults(algo, env_id)
+    from bench.envs import parse_env_key  # lazy, as in _continuous
+
+    # An env key with kwargs takes the zoo's values for its id, as rl-baselines3-zoo does with
+    # its env_kwargs (the tuned values are looked up by id, and the kwargs go to gym.make).
+    merged: dict[str, Any] = zoo_defaults(algo, parse_env_key(env_id)[1])
     for layer in overrides:
         merged.update(dict(layer or {}))
     if "normalize" not in merged and _continuous(env_id):

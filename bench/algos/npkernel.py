@@ -1,7 +1,7 @@
 """NumPy kernels for small MLP actor-critics on CPU: acting, and the policy-gradient
 loss with its gradient written by hand.
 
-Why this exists (measured, not assumed; see the README's speed section). On this
+Why this exists (measured, not assumed; see docs/performance.md). On this
 project's 2-core machines (AMD EPYC, torch 2.13 CPU wheel, one thread) one PPO
 minibatch step on CartPole (256 samples, two 64-64 tanh MLPs) costs ~790 µs
 through torch autograd, and most of it is not arithmetic:
@@ -39,7 +39,7 @@ from bench.algos.policy import LOG_SQRT_2PI, PGStats
 
 def supported(policy: nn.Module, device: torch.device) -> bool:
     """Whether :class:`ActorCriticKernel` can run ``policy``: CPU, MLP (vector) observations."""
-    return device.type == "cpu" and not policy.pixels
+    return device.type == "cpu" and not policy.pixels and not getattr(policy, "sequence", False)
 
 
 def use_kernel(kernel: str, policy: nn.Module, device: torch.device) -> bool:
@@ -50,7 +50,7 @@ def use_kernel(kernel: str, policy: nn.Module, device: torch.device) -> bool:
     if kernel == "numpy" and not ok:
         raise ValueError(
             f"kernel 'numpy' needs an MLP policy on the CPU (vector observations, device cpu); this run has "
-            f"{'pixel observations' if policy.pixels else 'device ' + device.type}. Allowed here: auto, torch"
+            f"{'pixel observations' if policy.pixels else 'a sequence policy' if getattr(policy, 'sequence', False) else 'device ' + device.type}. Allowed here: auto, torch"
         )
     return ok
 

@@ -61,12 +61,23 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
     """Train PPO on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
     p = params
     device, rng, envs, norm, policy = setup(env_id, p, seed, recorder)
+    seq = p.policy == "sequence"
+    if seq:
+        # The language-model setting: start from the task's SFT reference, keep it frozen for the KL.
+        from bench.algos.sequence_policy import (SequenceActorCritic, drain_episode_infos, k3_kl,
+                                                 reward_model_parameters, sft_reference)
+
+        policy = SequenceActorCritic(sft_reference(env_id), separate_critic=p.critic == "separate").to(device)
     # Adam with eps 1e-5, as SB3's ActorCriticPolicy and the PPO reference code. All
     # parameters live in one flat buffer and the kernel is fused, so clipping and the
     # step are a few ops per minibatch instead of ~10 per parameter tensor.
-    flat = FlatParams(list(policy.parameters()))
+    # Trained parameters only: a sequence policy carries frozen parts (an unused head) beside them.
+    flat = FlatParams([q for q in policy.parameters() if q.requires_grad])
     optimizer = torch.optim.Adam([flat.param], lr=p.learning_rate, eps=1e-5, fused=True)
-    recorder.note_models(policy.parameters(), [optimizer])
+    # Every model the run holds: the trained policy and value, Adam's state, and in the language-model setting
+    # the frozen reference and the reward models of preference tasks.
+    recorder.note_models([q for q in policy.parameters() if q.requires_grad], [optimizer],
+                         other=[*policy.reference.parameters(), *reward_model_parameters(envs)] if seq else ())
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
     # the loss is the one ``torch_grads`` below states, checked against it in the tests.
     kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
@@ -88,7 +99,15 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
         # -- rollout and advantages -------------------------------------------
         ro = collector.collect(p.n_steps)
         values_np = ro.values.cpu().numpy()
-        adv_np, ret_np = gae(ro.rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
+        rewards = ro.rewards
+        if seq:
+            ref_logp = policy.ref_logp(ro.obs, ro.actions)  # (T, N)
+            kl_tokens = k3_kl(ro.logp, ref_logp)  # ≥ 0 per token, mean KL(π ‖ π_ref)
+            if p.kl_in == "reward" and p.kl_coef > 0:
+                # InstructGPT's per-token penalty, r_t − β (log π(a_t|s_t) − log π_ref(a_t|s_t)).
+                rewards = rewards - p.kl_coef * (ro.logp - ref_logp).cpu().numpy()
+            ref_logp_flat = ref_logp.reshape(batch)
+        adv_np, ret_np = gae(rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
         adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
         obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
         actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
@@ -109,6 +128,8 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
             )
             entropy = pd.entropy().mean()
             loss = pg_loss + p.vf_coef * v_loss - ent_coef * entropy
+            if seq and p.kl_in == "loss" and p.kl_coef > 0:
+                loss = loss + p.kl_coef * k3_kl(logp, ref_logp_flat[idx]).mean()  # GRPO's placement
             flat.zero_grad()
             loss.backward()
             with torch.no_grad():
@@ -163,6 +184,13 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
             diag["train/ent_coef"] = ent_coef
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
+        if seq:
+            diag["kl/reference"] = float(kl_tokens.mean())
+            done = drain_episode_infos(envs)
+            for name in ("exact_match", "true_score", "proxy_score"):
+                vals = [float(i[name]) for i in done if name in i]
+                if vals:  # means over the episodes that ended in this rollout
+                    diag[f"seq/{name}"] = float(np.mean(vals))
         if p.grad_noise_chunks:
             adv_n = (advantages - advantages.mean()) / (advantages.std() + 1e-8) if p.normalize_advantage else advantages
 

@@ -8,7 +8,11 @@ runs of that suite give:
 - the effect: the difference of the two aggregates (mean over envs of each env's
   IQM of the per-run measure), with a 95% stratified bootstrap interval when both
   sides have at least :data:`bench.analysis.stats.MIN_CI_RUNS` runs on every env;
-- a two-sided stratified permutation test of "no difference", at the report's level.
+- a two-sided stratified permutation test of "no difference", at the report's level;
+- the same per env (each env's IQM difference and its own permutation test), because an
+  aggregate can hide effects of opposite signs: TRPO ahead on one env and behind on two
+  averages to "no difference", and the stratified test's null spread then includes those
+  effects, so it is conservative. The per-env tests are shown, not used for the verdict.
 
 An expectation **holds** when the test rejects in the expected direction with at
 least :data:`~bench.analysis.scoring.MIN_SEEDS` runs per side and env, **does not
@@ -36,7 +40,12 @@ MEASURES: dict[str, str] = {
     "final return": "final_return",
     "CPU seconds per million steps": "cpu_per_msteps",
     "gradient noise": "grad_noise",
+    "model memory": "model_bytes",
+    "exact match": "exact_match",
+    "reward hacking": "hacking",
 }
+#: The language-model measures read the last updates of a run: how many.
+LAST_UPDATES = 5
 HOLDS, FAILS, OPEN = "holds", "does not hold", "not settled"
 
 
@@ -53,6 +62,8 @@ class Check:
     p_value: float | None = None
     runs: str = ""
     why: str = ""
+    #: Per env: ``(env, IQM(A) − IQM(B), two-sided permutation p)``, where both sides have runs there.
+    per_env: list[tuple[str, float, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -80,7 +91,40 @@ def measures(scored: scoring.Scored, diagnostics: pd.DataFrame) -> pd.DataFrame:
         r["grad_noise"] = r["key"].map(mean)
     else:
         r["grad_noise"] = np.nan
+    # Bytes of every model the run held (trained, frozen copies, reward models, optimiser state).
+    r["model_bytes"] = [float((m or {}).get("model_memory", {}).get("total_bytes", np.nan)) if isinstance(m, dict)
+                        else np.nan for m in r["meta"]]
+    r["exact_match"] = r["key"].map(_last_mean(diagnostics, "seq/exact_match"))
+    r["hacking"] = [_gap_growth(diagnostics, k, e) for k, e in zip(r["key"], r["env"])]
     return r
+
+
+def _series(diagnostics: pd.DataFrame, key: str, name: str) -> np.ndarray:
+    d = diagnostics[(diagnostics["key"] == key) & (diagnostics["name"] == name)]
+    return d.sort_values("step")["value"].to_numpy(float)
+
+
+def _last_mean(diagnostics: pd.DataFrame, name: str) -> dict[str, float]:
+    """Run key → mean of ``name`` over its last :data:`LAST_UPDATES` recorded updates."""
+    d = diagnostics[diagnostics["name"] == name].sort_values(["key", "step"])
+    return {k: float(g["value"].to_numpy(float)[-LAST_UPDATES:].mean()) for k, g in d.groupby("key", sort=False)}
+
+
+def _gap_growth(diagnostics: pd.DataFrame, key: str, env: str) -> float:
+    """Reward hacking in one run of the preference task: the growth of ``proxy − true`` (the true score
+    standardised on the reward model's comparison responses, the proxy's own scale) from the first 3
+    updates to the last :data:`LAST_UPDATES`; NaN where the run recorded no proxy score."""
+    proxy, true = _series(diagnostics, key, "seq/proxy_score"), _series(diagnostics, key, "seq/true_score")
+    n = min(proxy.size, true.size)
+    if n < 3 + LAST_UPDATES:
+        return float("nan")
+    from bench.envs.registry import parse_env_key
+    from bench.envs.reward_model import true_score_scale
+
+    kw = parse_env_key(env)[2]
+    mu, sd = true_score_scale(kw.get("length", 8), kw.get("pairs", 2000), kw.get("noise", 0.25), kw.get("rm_seed", 0))
+    gap = proxy[:n] - (true[:n] - mu) / sd
+    return float(gap[-LAST_UPDATES:].mean() - gap[:3].mean())
 
 
 def _tasks(runs: pd.DataFrame, name: str, col: str, envs: list[str]) -> list[np.ndarray]:
@@ -110,15 +154,22 @@ def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n
     runs_txt = f"{a} {'/'.join(map(str, counts[0]))} vs {b} {'/'.join(map(str, counts[1]))} runs per env"
     if not envs or min(counts[0] + counts[1]) == 0:
         return Check(line, OPEN, runs=runs_txt, why="no runs of one side on some env (run the suite)")
+    if sign == "≈":
+        return _equivalence(line, x, y, envs, runs_txt)
     test = stats.permutation_test(x, y, stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0)
+    per_env = [(e, float(stats.aggregate_task_mean_iqm([a]) - stats.aggregate_task_mean_iqm([b])),
+                float(stats.permutation_test([a], [b], stats.aggregate_task_mean_iqm, alternative="two-sided",
+                                             rng=0).p_value))
+               for e, a, b in zip(envs, x, y)] if len(envs) > 1 else []
     few = min(counts[0] + counts[1]) < scoring.MIN_SEEDS
     if few:
         effect = float(stats.aggregate_task_mean_iqm(x) - stats.aggregate_task_mean_iqm(y))
         out = Check(line, OPEN, effect=effect, p_value=test.p_value, runs=runs_txt,
-                    why=f"fewer than {scoring.MIN_SEEDS} runs per side and env")
+                    why=f"fewer than {scoring.MIN_SEEDS} runs per side and env", per_env=per_env)
         return out
     effect, lo, hi = _difference(x, y, n_boot)
-    out = Check(line, OPEN, effect=effect, lo=lo, hi=hi, kind="ci", p_value=test.p_value, runs=runs_txt)
+    out = Check(line, OPEN, effect=effect, lo=lo, hi=hi, kind="ci", p_value=test.p_value, runs=runs_txt,
+                per_env=per_env)
     wanted = 1.0 if sign == ">" else -1.0
     if test.p_value < scoring.ALPHA and np.sign(effect) == wanted:
         out.verdict = HOLDS
@@ -126,6 +177,37 @@ def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n
         out.verdict, out.why = FAILS, "significant in the other direction"
     else:
         out.why = f"no difference detected at p < {scoring.ALPHA:g}"
+    return out
+
+
+#: The margin of an ``A ≈ B`` expectation, on a 0-1 measure (as bench parity's default).
+EQUIVALENCE_MARGIN = 0.05
+
+
+def _equivalence(line: str, x: list[np.ndarray], y: list[np.ndarray], envs: list[str], runs_txt: str) -> Check:
+    """``A ≈ B``: on every env, two one-sided Welch tests put the difference of means within
+    ±:data:`EQUIVALENCE_MARGIN` (bench.analysis.parity). Holds when every env is equivalent (an
+    intersection-union test, valid at α without correction); does not hold when any env is
+    *different*; otherwise not settled. The effect shown is the mean over envs of each env's
+    difference of means, with the widest of the envs' 95% intervals."""
+    from bench.analysis.parity import compare
+
+    comps = [compare(a, b, margin=EQUIVALENCE_MARGIN) for a, b in zip(x, y)]
+    effect = float(np.mean([c.diff for c in comps]))
+    lo, hi = min(c.ci[0] for c in comps), max(c.ci[1] for c in comps)
+    per_env = [(e, c.diff, c.p_equiv) for e, c in zip(envs, comps)]
+    out = Check(line, OPEN, effect=effect, lo=lo, hi=hi, kind="ci" if np.isfinite(lo) else "none",
+                p_value=max(c.p_equiv for c in comps), runs=runs_txt, per_env=per_env if len(envs) > 1 else [])
+    verdicts = [c.verdict for c in comps]
+    if all(v == "equivalent" for v in verdicts):
+        out.verdict, out.why = HOLDS, f"equivalent within ±{EQUIVALENCE_MARGIN:g} on every env (TOST)"
+    elif "different" in verdicts:
+        out.verdict = FAILS
+        out.why = "different on " + ", ".join(e for e, v in zip(envs, verdicts) if v == "different")
+    else:
+        need = max((c.seeds_needed or 0) for c in comps)
+        out.why = f"neither equivalent nor different; about {need} runs per side would settle it" if need else \
+            "neither equivalent nor different"
     return out
 
 
@@ -169,5 +251,6 @@ def rows(results: list[ClaimResult]) -> list[dict[str, Any]]:
                 effect = "—" if c.effect != c.effect else f"{c.effect:+.3g} (no interval: {c.why})"
             out.append(dict(suite=r.suite, claim=r.text, source=r.source or "", claim_verdict=r.verdict, line=c.line,
                             verdict=c.verdict, effect=effect, p="—" if c.p_value is None else f"{c.p_value:.2g}",
-                            runs=c.runs, why=c.why, envs=", ".join(r.envs)))
+                            runs=c.runs, why=c.why, envs=", ".join(r.envs),
+                            per_env="; ".join(f"{e} {d:+.3g} (p {pv:.2g})" for e, d, pv in c.per_env)))
     return out

@@ -1,6 +1,7 @@
 """Collapse diagnosis: runs whose policy stopped exploring, or whose gradients blew up.
 
-Two signatures, both read from what every run records (pure NumPy on per-run arrays):
+Two signatures, read from the diagnostics a run records (pure NumPy on per-run arrays; see
+:func:`checkable` for which runs each can see: SB3 records no gradient norm):
 
 - **log-std collapse** (continuous actions): the policy's mean log standard deviation
   (``policy/log_std``, recorded after every update by both implementations) falls more
@@ -82,6 +83,27 @@ def gradient_spike(steps: np.ndarray, grad_norm: np.ndarray) -> Flag | None:
             return Flag("gradient spike", int(steps[i]), f"gradient norm {g[i]:.3g} at step {int(steps[i]):,}, "
                                                          f"{g[i] / np.median(earlier):.0f}× the median before it")
     return None
+
+
+#: Which diagnostic each signature reads; a run without it cannot be flagged by that signature.
+NEEDS = {"gradient spike": "grad/norm", "log-std collapse": "policy/log_std"}
+
+
+def checkable(diagnostics) -> dict[str, set[str]]:
+    """Run key → the signatures its recorded diagnostics allow (:data:`NEEDS`).
+
+    SB3 records no gradient norm, so its runs can show a log-std collapse (continuous actions)
+    but never a gradient spike: a flag count must be read against what could be flagged.
+
+    :param diagnostics: ``key, name`` (and more) rows.
+    """
+    out: dict[str, set[str]] = {}
+    if len(diagnostics):
+        for (key, name) in diagnostics[["key", "name"]].drop_duplicates().itertuples(index=False):
+            for kind, need in NEEDS.items():
+                if name == need:
+                    out.setdefault(key, set()).add(kind)
+    return out
 
 
 def flags(runs, episodes, diagnostics, anchors: dict, traits: dict):

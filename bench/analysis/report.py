@@ -31,6 +31,7 @@ import pandas as pd
 
 from bench.analysis import scoring as an
 from bench.analysis import stats
+from bench.analysis.published import SOURCE
 
 #: Bootstrap replicates for the bands of curves (per grid point).
 CURVE_BOOT = 200
@@ -365,6 +366,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     from bench.analysis import collapse
 
     flagged = collapse.flags(runs, data.episodes, data.diagnostics, data.anchors, data.traits)
+    last_eval = _last_evaluations(data.store_url, runs)
     env_sections = []
     for env_id, c in scored.curves.items():
         g = runs[runs["env"] == env_id]
@@ -388,6 +390,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
             horizon=f"{scored.horizons[env_id]:,.1f} CPU s" if env_id in scored.horizons else "none",
             flags=flagged[flagged["env"] == env_id].sort_values(["label", "seed"]).to_dict("records"),
             budget=f"{data.budgets.get(env_id, 0):,}",
+            published=_published_rows(g, env_id, data.budgets.get(env_id, 0), last_eval),
         ))
 
     across = None
@@ -412,7 +415,16 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     inventory, failures = _inventory(data)
     from bench.analysis import claims as cl
 
-    claim_rows = cl.rows(cl.evaluate(store_url, data.suites, anchors=anchors))
+    # The claims of the suites asked for; by default of every claim suite in the store (which the
+    # rest of the report leaves out, see scoring.load).
+    claim_rows = cl.rows(cl.evaluate(store_url, suites, anchors=anchors))
+
+    from bench.analysis import parity as par
+
+    parity_rows = [row for algo, a, b in par.implementation_pairs(runs)
+                   for row in parity_table_rows(par.parity(
+                       runs, a, b, flagged=set(zip(flagged["key"], flagged["kind"])),
+                       checkable=collapse.checkable(data.diagnostics)), algo)]
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.from_string(TEMPLATE.read_text()).render(
@@ -425,6 +437,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         recs=an.recommendation_rows(recs), n_runs=len(data.runs), n_pooled=int(len(runs)),
         n_boot=an.N_BOOT, anchors=data.anchors, rules=_rules(), contended=int(runs["contended"].sum()) if len(runs) else 0,
         hardware_line=an.hardware_line(scored), track=_track_record(recs), claims=claim_rows,
+        published_source=SOURCE, parity=parity_rows, parity_margin=f"{par.MARGIN:g}",
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"
@@ -432,6 +445,70 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     if log:
         log(f"report built in {time.perf_counter() - t0:.1f}s from {len(data.runs)} runs")
     return path
+
+
+def parity_table_rows(envs: list[Any], algo: str = "") -> list[dict[str, str]]:
+    """Display rows of :func:`bench.analysis.parity.parity` results: one per env and metric (the report's
+    parity table and ``bench parity`` print the same)."""
+    def pair(d: dict[str, float], fmt: str) -> str:
+        return " / ".join("—" if not np.isfinite(v) else format(v, fmt) for v in d.values()) if d else "—"
+
+    rows = []
+    for ep in envs:
+        for c in ep.comparisons:
+            lo, hi = c.ci
+            diff = f"{c.diff:+.3f}" + (f" [{lo:+.3f}, {hi:+.3f}]" if np.isfinite(lo) and lo != hi else "")
+            note = (f"{c.seeds_needed} runs per label needed" if c.seeds_needed else
+                    c.reason if c.verdict != "inconclusive" or not np.isfinite(lo) else "")
+            rows.append(dict(algo=algo, a=ep.label_a, b=ep.label_b, env=ep.env, metric=c.metric, diff=diff,
+                             verdict=c.verdict, note=note, runs=f"{c.n_a} / {c.n_b}",
+                             success=pair(ep.success, ".2f"), median_steps=pair(ep.median_steps, ",.0f"),
+                             collapsed=pair(ep.collapsed, ".2f")))
+    return rows
+
+
+def _last_evaluations(store_url: str, runs: pd.DataFrame) -> dict[str, float]:
+    """Run key → its last evaluation's mean return, for runs on envs with a published number."""
+    from bench.analysis.published import PUBLISHED
+    from bench.run.store import Store
+
+    envs = {e for _, e in PUBLISHED}
+    keys = runs.loc[runs["env"].isin(envs), "key"].tolist() if len(runs) else []
+    return Store(store_url, readonly=True).last_evaluations(keys) if keys else {}
+
+
+def _published_rows(g: pd.DataFrame, env_id: str, budget: int, last_eval: dict[str, float]) -> list[dict[str, Any]]:
+    """One row per label of ``g`` (one env's pooled runs) whose algorithm has a published number.
+
+    The zoo evaluates its one trained agent's deterministic policy, so each run contributes its last
+    periodic evaluation where the suite asked for evaluations, else its final (trailing-mean, stochastic
+    policy) training return, and the row says which.
+    """
+    from bench.analysis.published import check, published_for
+
+    rows = []
+    for label, r in g.groupby("label", sort=True):
+        pub = published_for(str(r["algo"].iloc[0]), env_id)
+        if pub is None:
+            continue
+        evals = [last_eval.get(k) for k in r["key"]]
+        use_eval = all(v is not None for v in evals)
+        values = np.array(evals if use_eval else r["final_return"].to_numpy(float), dtype=float)
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            continue
+        c = check(values, pub, budget)
+        rows.append(dict(
+            label=label, impl=str(r["impl"].iloc[0]), runs=c.runs,
+            ours=f"{c.median:.4g} [{c.q25:.4g}, {c.q75:.4g}]",
+            measure="last evaluation (deterministic)" if use_eval else "final training return (trailing mean)",
+            zoo=f"{pub.mean:.4g} ± {pub.std:.3g}", zoo_env=pub.zoo_env, zoo_budget=f"{pub.timesteps:,}",
+            verdict=("more than one IQR below the zoo" if c.below else
+                     "within one IQR of the zoo or above" if c.same_budget else
+                     f"not comparable: budget {budget:,} vs the zoo's {pub.timesteps:,}"),
+            below=c.below,
+        ))
+    return rows
 
 
 def _decision_rows(dm: pd.DataFrame, category: str) -> list[dict[str, Any]]:

@@ -70,9 +70,9 @@ from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossin
 __all__ = [
     "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MIN_ENVS", "MIN_SEEDS",
     "N_BOOT", "OBS", "PRIORITIES", "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves",
-    "Recommendation", "Scored", "across_envs", "categories", "category_of", "decision_matrix", "final_table",
+    "Recommendation", "SCORE_COLUMNS", "Scored", "across_envs", "categories", "category_of", "decision_matrix", "final_table",
     "hardware_line", "hardware_of", "hardware_warnings", "improvement_matrix", "leave_one_env_out", "load",
-    "normalised_envs", "recommend", "recommendation_rows", "running_mean", "score",
+    "normalised_envs", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
 ]
 
 #: Bootstrap replicates for intervals in tables, the decision matrix and recommendations.
@@ -87,7 +87,7 @@ CONTENTION_RATIO = 1.25
 #: Lower-tail fraction for the reliability criterion (CVaR of the worst 25% of runs).
 CVAR_ALPHA = 0.25
 ACTIONS = ("discrete", "continuous")
-OBS = ("vector", "pixels")
+OBS = ("vector", "pixels", "sequence")
 REWARDS = ("dense", "sparse")
 PRIORITIES = ("samples", "time")
 #: The criterion each priority ranks by.
@@ -131,6 +131,8 @@ SENSITIVITY = "hyperparameter sensitivity"
 DIAGNOSTICS = ("policy/entropy", "policy/approx_kl", "grad/noise_ratio", "policy/log_std")
 #: Diagnostics read for the collapse detector (:mod:`bench.analysis.collapse`) besides those.
 COLLAPSE_DIAGNOSTICS = ("grad/norm", "grad/norm_max")
+#: Read for the language-model track's claim measures (exact match, reward hacking; bench.analysis.claims).
+SEQUENCE_DIAGNOSTICS = ("seq/exact_match", "seq/proxy_score", "seq/true_score")
 _EPISODE_COLUMNS = ["key", "step", "wall_s", "cpu_s", "ret"]
 
 
@@ -168,7 +170,8 @@ class Data:
 
 def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool = True,
          log: Callable[[str], None] | None = None) -> Data:
-    """Read runs, episodes, diagnostics, env traits and anchors of ``suites`` (default: all).
+    """Read runs, episodes, diagnostics, env traits and anchors of ``suites`` (default: all but the
+    suites that test a claim, see below).
 
     :param anchors: compute missing env anchors (a few seconds of random play per
         env, stored once). With ``False`` only stored anchors are used.
@@ -181,7 +184,15 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
 
     db = st.Store(store_url, readonly=True)  # reads only (missing anchors go through a short-lived writer)
     names = db.suite_names()
-    chosen = list(suites) if suites else names
+    if suites:
+        chosen = list(suites)
+    else:
+        # A suite with a claim: block is an experiment (PPO with gae_lambda 0, REINFORCE without a
+        # baseline, ...): the report's claims section reads it, but its deliberately varied runs must
+        # not be pooled into the answers by algorithm. Named explicitly, it is read like any suite.
+        with db.engine.connect() as c:
+            specs = {r.name: json.loads(r.spec) for r in c.execute(sa.select(st.suites.c.name, st.suites.c.spec))}
+        chosen = [n for n in names if not specs.get(n, {}).get("claim")]
     missing = [s for s in chosen if s not in names]
     if missing:
         raise KeyError(", ".join(missing))
@@ -204,7 +215,7 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
             s = get_spec(env_id)
             traits[env_id] = dict(threshold=s.threshold, action=s.action, obs=s.obs, reward=s.reward, family=s.family,
                                   time_scale_us=s.time_scale_us)
-        elif "time_scale_us" not in traits[env_id]:  # a suite registered before time scales existed
+        elif traits[env_id].get("time_scale_us") is None:  # registered before the registry measured one
             traits[env_id]["time_scale_us"] = get_spec(env_id).time_scale_us
     notes: list[str] = []
     runs["pooled"], budgets = _pool(runs, traits, notes)
@@ -220,7 +231,8 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
                 .where(st.episodes.c.key.in_(chunk)).order_by(st.episodes.c.key, st.episodes.c.idx), c))
             diags.append(pd.read_sql(
                 sa.select(st.diagnostics.c.key, st.diagnostics.c.step, st.diagnostics.c.name, st.diagnostics.c.value)
-                .where(st.diagnostics.c.key.in_(chunk), st.diagnostics.c.name.in_(DIAGNOSTICS + COLLAPSE_DIAGNOSTICS))
+                .where(st.diagnostics.c.key.in_(chunk),
+                       st.diagnostics.c.name.in_(DIAGNOSTICS + COLLAPSE_DIAGNOSTICS + SEQUENCE_DIAGNOSTICS))
                 .order_by(st.diagnostics.c.key, st.diagnostics.c.id), c))
     ep = pd.concat(episodes, ignore_index=True) if episodes else empty_ep
     dg = pd.concat(diags, ignore_index=True) if diags else empty_dg
@@ -485,6 +497,40 @@ def across_envs(scored: Scored, *, n_boot: int = N_BOOT) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Per-run score columns :func:`score_matrices` can export, by the name ``bench export --score`` gives them.
+SCORE_COLUMNS = {"final": "final_norm", "samples": "auc_steps_norm", "time": "auc_time_norm"}
+
+
+def score_matrices(scored: Scored, column: str = "final_norm") -> tuple[list[str], dict[str, np.ndarray]]:
+    """Normalised per-run scores as rliable's score dict: label → ``(n_runs, n_envs)`` array.
+
+    The values are the report's own (:func:`score`: the same anchors, the same cap at 1, the
+    same pooled runs). Column ``j`` is env ``envs[j]`` (the envs with normalisation anchors,
+    sorted); it holds that label's runs on it in the order :meth:`Scored.tasks` gives them,
+    padded with NaN to the longest column; a label that did not run an env has an all-NaN
+    column there. So the report's across-env figure for a label is
+    ``stats.interval([c[~np.isnan(c)] for c in m.T if (~np.isnan(c)).any()],
+    stats.aggregate_task_mean_iqm, n_boot=N_BOOT, rng=0)`` with ``column="final_norm"``.
+
+    :param column: ``final_norm`` (the report's "across environments" IQM), ``auc_steps_norm`` or ``auc_time_norm``.
+    :returns: ``(envs, {label: (n_runs, n_envs)})``.
+    """
+    if column not in SCORE_COLUMNS.values():
+        raise ValueError(f"column must be one of {sorted(SCORE_COLUMNS.values())}, got {column!r}")
+    envs = normalised_envs(scored)
+    labels = sorted(scored.runs.loc[scored.runs["final_norm"].notna(), "label"].unique())
+    out: dict[str, np.ndarray] = {}
+    for lb in labels:
+        tasks = scored.tasks(lb, column, envs)
+        if not any(t.size for t in tasks):
+            continue
+        m = np.full((max(t.size for t in tasks), len(envs)), np.nan)
+        for j, t in enumerate(tasks):
+            m[: t.size, j] = t
+        out[lb] = m
+    return envs, out
+
+
 def improvement_matrix(scored: Scored, *, n_boot: int = 1000) -> pd.DataFrame:
     """P(row > column) on normalised final return, over the envs both labels ran; long form.
 
@@ -643,6 +689,9 @@ class Recommendation:
     p_value: float | None = None
     implementation: str = ""
     impl: tuple[str, str, str | None, float | None] | None = None
+    #: Envs of the profile where ``bench parity`` calls the algorithm's implementations different
+    #: (``"env (a vs b)"``): there, pooling them mixes two algorithms, and the note says so.
+    parity_different: list[str] = field(default_factory=list)
     envs: list[str] = field(default_factory=list)
     runs: dict[str, str] = field(default_factory=dict)
     message: str = ""
@@ -687,6 +736,19 @@ def _implementation(scored: Scored, algo: str, crit: Criterion, envs: list[str],
     if any(x.size < MIN_SEEDS for n in (a, b) for x in scored.tasks(n, crit.column, envs)):
         return "leaning", a, b, t.p_value
     return ("tie" if t.p_value >= ALPHA else "better"), a, b, t.p_value
+
+
+def _parity_differences(scored: Scored, algo: str, envs: list[str]) -> list[str]:
+    """``"env (a vs b)"`` for each env of ``envs`` where two implementations of ``algo`` are *different*
+    by :func:`bench.analysis.parity.parity` (either metric)."""
+    from bench.analysis import parity
+
+    out = []
+    for al, a, b in parity.implementation_pairs(scored.runs):
+        if al == algo:
+            out += [f"{ep.env} ({a} vs {b})" for ep in parity.parity(scored.runs, a, b, envs=envs)
+                    if ep.verdict == "different"]
+    return out
 
 
 def _impl_sentence(impl: tuple[str, str, str | None, float | None] | None) -> str:
@@ -749,6 +811,8 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
     out = []
     hw = hardware_line(scored)
     for a, o, rw, p in itertools.product(ACTIONS, OBS, REWARDS, PRIORITIES):
+        if a == "continuous" and o == "sequence":
+            continue  # tokens are discrete actions: no such problem
         if (action and a != action) or (obs and o != obs) or (reward and rw != reward) or (priority and p != priority):
             continue
         envs = _profile_envs(scored, a, o, rw)
@@ -768,6 +832,11 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
             rec.best_score = ans["est"][ans["best"]]
             rec.impl = _implementation(scored, ans["best"], crit, envs, n_boot)
             rec.implementation = _impl_sentence(rec.impl)
+            rec.parity_different = _parity_differences(scored, ans["best"], envs)
+            if rec.parity_different:
+                rec.implementation += ("; " if rec.implementation else "") + (
+                    f"but bench parity finds its implementations different on {', '.join(rec.parity_different)}: "
+                    "there the pooled score mixes two algorithms, so pick the implementation, not only the algorithm")
         if ans["second"]:
             rec.runner_up_score = ans["est"][ans["second"]]
         if track_record and len(envs) >= 2:
@@ -863,6 +932,7 @@ def recommendation_rows(recs: list[Recommendation]) -> list[dict[str, Any]]:
             score=str(r.best_score) if r.best_score else "", runner_up_score=str(r.runner_up_score) if r.runner_up_score else "",
             **_interval_fields("score", r.best_score), **_interval_fields("runner_up_score", r.runner_up_score),
             p_value=r.p_value, implementation=r.implementation, impl=_impl_short(r), envs=list(r.envs), runs=dict(r.runs),
+            parity_different=list(r.parity_different),
             track_record=f"{r.loo[0]}/{r.loo[1]}" if r.loo and r.loo[1] else "", hardware=r.hardware, message=r.message,
         ))
     return rows

@@ -50,6 +50,7 @@ shape ``(...)``, so one call evaluates every bootstrap replicate at once.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -471,6 +472,20 @@ def _relabel(pools: list[np.ndarray], n_x: list[int], idx: list[np.ndarray]) -> 
     return xs, ys
 
 
+@functools.lru_cache(maxsize=32)
+def _orderings(size: int, n: int) -> np.ndarray:
+    """Every way to label ``n`` of ``size`` runs X: ``(C(size, n), size)`` orderings, the chosen X
+    positions first, then the rest. Cached: a report tests the same seed counts on many env pairs,
+    and building C(20, 10) = 184,756 rows is most of an exact test's cost."""
+    flat = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(size), n)), dtype=np.intp)
+    chosen = flat.reshape(-1, n)
+    rest = np.ones((chosen.shape[0], size), dtype=bool)
+    rest[np.arange(chosen.shape[0])[:, None], chosen] = False
+    out = np.concatenate([chosen, np.nonzero(rest)[1].reshape(chosen.shape[0], -1)], axis=1)
+    out.setflags(write=False)
+    return out
+
+
 def permutation_test(
     x_tasks: np.ndarray | Tasks,
     y_tasks: np.ndarray | Tasks,
@@ -537,12 +552,7 @@ def permutation_test(
     n_total = math.prod(math.comb(pool.size, n) for pool, n in zip(pools, n_x))
     if n_total <= max_exact:
         # Every task's relabelings: the chosen X positions, then the rest, as one ordering (C_k, N_k).
-        orders = []
-        for pool, n in zip(pools, n_x):
-            chosen = np.array(list(itertools.combinations(range(pool.size), n)), dtype=np.intp).reshape(-1, n)
-            rest = np.ones((chosen.shape[0], pool.size), dtype=bool)
-            rest[np.arange(chosen.shape[0])[:, None], chosen] = False
-            orders.append(np.concatenate([chosen, np.nonzero(rest)[1].reshape(chosen.shape[0], -1)], axis=1))
+        orders = [_orderings(pool.size, n) for pool, n in zip(pools, n_x)]
         sizes = [o.shape[0] for o in orders]
         strides = [math.prod(sizes[k + 1:]) for k in range(len(sizes))]  # mixed radix: task 0 slowest
         hits = 0

@@ -15,7 +15,11 @@ from bench.envs.registry import (
     Family,
     close_matches,
     env_exists,
+    env_key,
     get_spec,
+    is_sequence_task,
+    parse_env_key,
+    space_facts,
     list_specs,
 )
 
@@ -31,9 +35,19 @@ __all__ = [
     "RecorderLike",
     "close_matches",
     "env_exists",
+    "env_key",
+    "parse_env_key",
+    "space_facts",
     "get_spec",
     "list_specs",
     "make_env",
     "make_vec_env",
     "evaluate_policy",
+    "is_sequence_task",
 ]
+
+# The language-model-style tasks (bench/Sort-v0, bench/Add-v0, bench/Preference-v0): registered on import,
+# so any process that builds envs through bench knows them.
+from bench.envs.sequence import register as _register_sequence_tasks  # noqa: E402
+
+_register_sequence_tasks()

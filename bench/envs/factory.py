@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol
 import gymnasium as gym
 import numpy as np
 
-from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, require
+from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, make_raw, require
 
 __all__ = ["RecorderLike", "EpisodeMonitor", "EpisodicLife", "make_env", "make_vec_env", "evaluate_policy"]
 
@@ -115,7 +115,10 @@ class EpisodicLife(gym.Wrapper):
 def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: bool = True) -> gym.Env:
     """One environment, not yet seeded (seed it with ``reset(seed=...)``).
 
-    Non-Atari: ``gym.make(env_id)`` (with its registered ``TimeLimit``), then an
+    ``env_id`` is an env key (:func:`bench.envs.registry.env_key`): a Gymnasium id, or
+    ``module:EnvId``, with ``gym.make`` kwargs in brackets when it has any.
+
+    Non-Atari: ``gym.make(id, **kwargs)`` (with its registered ``TimeLimit``), then an
     :class:`EpisodeMonitor` when ``recorder`` is given.
 
     Atari (ale_py ids), the Nature DQN preprocessing (Mnih et al. 2015) on ALE v5:
@@ -135,10 +138,10 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
     """
     gspec = require(env_id)
     if not is_atari(gspec):
-        env = gym.make(env_id)
+        env = make_raw(env_id)
         return EpisodeMonitor(env, recorder) if recorder is not None else env
 
-    env = gym.make(env_id, frameskip=1)
+    env = make_raw(env_id, frameskip=1)
     env = gym.wrappers.AtariPreprocessing(
         env,
         noop_max=30,

@@ -8,11 +8,14 @@ building the env once.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
-import dataclasses
+import importlib
+import json
+import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -24,16 +27,22 @@ __all__ = [
     "EnvSpec",
     "Family",
     "REGISTRY",
+    "SEQUENCE_TASKS",
     "TIME_SCALE_US",
     "env_exists",
+    "env_key",
+    "is_sequence_task",
+    "make_raw",
+    "parse_env_key",
     "close_matches",
     "get_spec",
     "list_specs",
+    "space_facts",
     "require",
     "is_atari",
 ]
 
-Family = Literal["classic", "box2d", "mujoco", "atari", "other"]
+Family = Literal["classic", "box2d", "mujoco", "atari", "sequence", "other"]
 
 #: Atari: agent steps per env step (AtariPreprocessing's action repeat), Mnih et al. 2015.
 ATARI_FRAME_SKIP = 4
@@ -50,7 +59,8 @@ class EnvSpec:
     :param id: the Gymnasium id.
     :param family: ``classic`` | ``box2d`` | ``mujoco`` | ``atari`` | ``other``.
     :param action: ``discrete`` or ``continuous`` action space.
-    :param obs: ``vector`` or ``pixels`` observations (as the learner sees them).
+    :param obs: ``vector`` or ``pixels`` observations (as the learner sees them), or ``sequence``: the
+        token context of a language-model-style task (:mod:`bench.envs.sequence`).
     :param reward: ``dense`` or ``sparse`` reward signal.
     :param horizon: maximum agent steps per episode, ``None`` when unbounded/unknown.
     :param threshold: the return at which the env counts as solved, ``None`` if none is known.
@@ -65,7 +75,7 @@ class EnvSpec:
     id: str
     family: Family
     action: Literal["discrete", "continuous"]
-    obs: Literal["vector", "pixels"]
+    obs: Literal["vector", "pixels", "sequence"]
     reward: Literal["dense", "sparse"]
     horizon: int | None
     threshold: float | None
@@ -95,6 +105,11 @@ REGISTRY: dict[str, EnvSpec] = {
         EnvSpec("LunarLanderContinuous-v3", "box2d", "continuous", "vector", "dense", 1000, 200.0, _GYM),
         EnvSpec("HalfCheetah-v5", "mujoco", "continuous", "vector", "dense", 1000, 4800.0, _GYM),
         EnvSpec("Hopper-v5", "mujoco", "continuous", "vector", "dense", 1000, 3800.0, _GYM),
+        # Gymnasium has no threshold for Walker2d. 3000 is a chosen bar: rl-baselines3-zoo's
+        # tuned on-policy agents end above it at 1M steps (benchmark.md, Walker2d-v3: PPO 3,479,
+        # TRPO 4,933), so it means "walks as well as a tuned on-policy baseline".
+        EnvSpec("Walker2d-v5", "mujoco", "continuous", "vector", "dense", 1000, 3000.0,
+                "chosen: zoo PPO/TRPO reach 3.5k-4.9k at 1M"),
         # Gymnasium has no threshold for Humanoid. 5000 is a chosen bar, commonly used as
         # "solved": in the SB3 / rl-baselines3-zoo MuJoCo tables PPO stays well below it
         # and SAC/TD3 get above it, so it separates "learned to walk" from "did not".
@@ -119,15 +134,102 @@ REGISTRY: dict[str, EnvSpec] = {
 #: per step of the slowest implementation in the shipped reference results at the env's
 #: reference budget (one thread, AMD EPYC, 2026-11-23), rounded up: CartPole-v1 157 µs
 #: (sb3 TRPO), Pendulum-v1 231 µs (sb3 PPO), MountainCar-v0 228 µs (sb3 TRPO), from
-#: `results/reference.db`; HalfCheetah-v5 826 µs (sb3 PPO, `results/speed-halfcheetah.json`).
+#: the 3-seed reference store of the time (`results/reference.db`, since replaced by the packs in
+#: `results/reference/`); HalfCheetah-v5 826 µs (sb3 PPO, `results/speed-halfcheetah.json`).
+#: LunarLander-v3 500 µs: sb3 PPO's 469 µs, the slowest of the three implementations measured so far
+#: at 1e6 steps (own PPO 162, own TRPO 300; `results/reference/box2d`, 2026-11-24, contended runs).
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
+    "LunarLander-v3": 500.0,
     "CartPole-v1": 200.0,
     "Pendulum-v1": 250.0,
     "MountainCar-v0": 250.0,
     "HalfCheetah-v5": 1000.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
+
+#: The language-model-style tasks bench registers (:mod:`bench.envs.sequence`), and their default
+#: thresholds: an exact-match rate of 0.9 over the window for the verifiable ones (a chosen bar: nine
+#: answers in ten right, sampled); none for the preference task, whose reward is a learned model's
+#: standardised score (a suite sets one).
+SEQUENCE_TASKS: dict[str, float | None] = {"bench/Sort-v0": 0.9, "bench/Add-v0": 0.9, "bench/Preference-v0": None}
+
+
+def is_sequence_task(env_id: str) -> bool:
+    """Whether an env key (kwargs allowed) names one of :data:`SEQUENCE_TASKS`."""
+    module, gym_id, _ = parse_env_key(env_id)
+    return module is None and gym_id in SEQUENCE_TASKS
+
+
+# -- env keys: an id, an optional module to import, optional gym.make kwargs ----------------
+#: Kwarg names in an env key: Python identifiers (``gym.make`` passes them as keyword arguments).
+_KWARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def env_key(env_id: str, kwargs: dict[str, Any] | None = None) -> str:
+    """The one string that names an env everywhere in bench: cell keys, the store, reports.
+
+    ``env_id`` is a Gymnasium id, or Gymnasium's ``module:EnvId`` form for an env that
+    registers itself when ``module`` is imported. ``kwargs`` (for ``gym.make``) follow in
+    brackets, names sorted and values as JSON, so one env with the same kwargs always gets
+    the same key and two variants never share one::
+
+        env_key("LunarLander-v3", {"enable_wind": True, "continuous": True})
+        == 'LunarLander-v3[continuous=true,enable_wind=true]'
+
+    Without kwargs the key is ``env_id`` itself, so every key made before kwargs existed
+    is unchanged.
+
+    :raises ValueError: a kwarg name is not an identifier, or a value is not JSON
+        (str, int, float, bool, None, and lists or dicts of them).
+    """
+    if not kwargs:
+        return env_id
+    parts = []
+    for k in sorted(kwargs):
+        if not _KWARG_NAME.fullmatch(k):
+            raise ValueError(f"kwargs name {k!r} is not an identifier; allowed: letters, digits and _ (gym.make keywords)")
+        try:
+            v = json.dumps(kwargs[k], sort_keys=True, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):
+            raise ValueError(f"kwargs.{k}: {kwargs[k]!r} is not a JSON value; allowed: strings, finite numbers, "
+                             "true/false, null, and lists or maps of them") from None
+        parts.append(f"{k}={v}")
+    return f"{env_id}[{','.join(parts)}]"
+
+
+def parse_env_key(key: str) -> tuple[str | None, str, dict[str, Any]]:
+    """``(module, gym_id, kwargs)`` of an :func:`env_key` (``module`` is ``None`` for a plain id).
+
+    :raises ValueError: the bracketed part is not ``name=JSON`` pairs separated by commas.
+    """
+    base, kwargs = key, {}
+    if key.endswith("]") and "[" in key:
+        base, body = key[: key.index("[")], key[key.index("[") + 1 : -1]
+        dec, i = json.JSONDecoder(), 0
+        while i < len(body):
+            m = _KWARG_NAME.match(body, i)
+            if not m or body[m.end() : m.end() + 1] != "=":
+                raise ValueError(f"env {key!r}: expected name=value at {body[i:]!r}")
+            try:
+                kwargs[m.group()], i = dec.raw_decode(body, m.end() + 1)
+            except json.JSONDecodeError:
+                raise ValueError(f"env {key!r}: the value of {m.group()} is not JSON") from None
+            if i < len(body):
+                if body[i] != ",":
+                    raise ValueError(f"env {key!r}: expected ',' at {body[i:]!r}")
+                i += 1
+    module, _, gym_id = base.rpartition(":")
+    return module or None, gym_id, kwargs
+
+
+def _import_module(module: str) -> None:
+    """Import the module of a ``module:EnvId`` key, so its envs are registered (Gymnasium's own convention)."""
+    try:
+        importlib.import_module(module)
+    except Exception as e:  # noqa: BLE001 - whatever the user's module raises, it is one line for them
+        raise KeyError(f"cannot import module {module!r} (for its environments): {type(e).__name__}: {e}") from None
+
 
 # -- Gymnasium registry ------------------------------------------------------
 @functools.cache
@@ -143,27 +245,42 @@ def _register_ale() -> None:
 
 
 def env_exists(env_id: str) -> bool:
-    """Whether ``env_id`` is a registered Gymnasium id (ALE ids included)."""
+    """Whether the id of the env key ``env_id`` is a registered Gymnasium id (ALE ids included),
+    after importing its ``module:`` part if it has one.
+
+    :raises KeyError: the key's module cannot be imported.
+    :raises ValueError: the key's bracketed kwargs do not parse.
+    """
     _register_ale()
-    return env_id in gym.registry
+    module, gym_id, _ = parse_env_key(env_id)
+    if module:
+        _import_module(module)
+    return gym_id in gym.registry
 
 
 def close_matches(env_id: str, n: int = 3) -> list[str]:
-    """Registered ids that look like ``env_id``, best first, for "did you mean" hints."""
+    """Registered ids that look like ``env_id``'s, best first, for "did you mean" hints."""
     _register_ale()
-    return difflib.get_close_matches(env_id, list(gym.registry), n=n, cutoff=0.6)
+    return difflib.get_close_matches(parse_env_key(env_id)[1], list(gym.registry), n=n, cutoff=0.6)
 
 
 def require(env_id: str) -> gym.envs.registration.EnvSpec:
-    """The Gymnasium spec of ``env_id``, or a :class:`KeyError` that says what is allowed."""
+    """The Gymnasium spec of the env key's id, or a :class:`KeyError` that says what is allowed."""
     if not env_exists(env_id):
         near = close_matches(env_id)
         hint = f" Did you mean {', '.join(near)}?" if near else ""
         raise KeyError(
-            f"unknown environment {env_id!r}.{hint} Allowed: a registered Gymnasium id "
-            f"(built-in registry: {', '.join(REGISTRY)})"
+            f"unknown environment {parse_env_key(env_id)[1]!r}.{hint} Allowed: a registered Gymnasium id "
+            f"(built-in registry: {', '.join(REGISTRY)}), or module:EnvId for an env your module registers"
         )
-    return gym.spec(env_id)
+    return gym.spec(parse_env_key(env_id)[1])
+
+
+def make_raw(env_id: str, **extra: Any) -> gym.Env:
+    """``gym.make`` of an env key: its id with its kwargs (``extra`` first, so the key's kwargs win)."""
+    _, gym_id, kwargs = parse_env_key(env_id)
+    require(env_id)
+    return gym.make(gym_id, **{**extra, **kwargs})
 
 
 def is_atari(gspec: gym.envs.registration.EnvSpec) -> bool:
@@ -185,36 +302,51 @@ def _family(gspec: gym.envs.registration.EnvSpec) -> Family:
 # -- traits --------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def get_spec(env_id: str) -> EnvSpec:
-    """Traits of ``env_id``: the :data:`REGISTRY` entry, or inferred for any other registered id.
+    """Traits of the env key ``env_id``: the :data:`REGISTRY` entry, or inferred for any other
+    registered id and for any key with kwargs.
 
-    Inference builds the env once (with :func:`make_env`, so Atari ids are seen
-    as the learner sees them: stacked 84×84 frames):
+    Inference builds the raw env once (``gym.make`` with the key's kwargs):
 
     * action: ``Discrete`` → discrete, ``Box`` → continuous (anything else is rejected);
     * obs: a ``uint8`` ``Box`` with two or more dimensions → pixels, else vector;
     * reward: always ``dense``. Sparsity cannot be read off a space, so an
-      inferred env is assumed dense; add it to the registry to say otherwise;
-    * horizon: ``max_episode_steps`` of the Gymnasium spec (Atari: the frame cap / frame skip);
+      inferred env is assumed dense; a suite states it with ``traits: {reward: sparse}``;
+    * horizon: the built env's ``max_episode_steps`` (Atari: the frame cap / frame skip);
     * threshold: Gymnasium's ``reward_threshold``, else ``None`` (a suite must then give one).
 
-    :raises KeyError: ``env_id`` is not a registered Gymnasium id.
-    :raises ValueError: the env is registered but cannot be built, or its action space is
-        neither ``Discrete`` nor ``Box``.
+    A registry id with kwargs (``LunarLander-v3[continuous=true]``) keeps its entry's
+    family, reward density, threshold and time scale, and takes action, observation and
+    horizon from the built env, since kwargs can change them. Kwargs can change difficulty
+    too; a suite that knows better sets ``threshold``.
+
+    :raises KeyError: the key's id is not a registered Gymnasium id, or its module cannot be imported.
+    :raises ValueError: the env is registered but cannot be built (with these kwargs), or its
+        action space is neither ``Discrete`` nor ``Box``.
     """
     if env_id in REGISTRY:
         return REGISTRY[env_id]
     gspec = require(env_id)
+    _, gym_id, kwargs = parse_env_key(env_id)
     try:
         # The raw env: its spaces give the traits (Atari's raw frames are uint8 pixels, as
         # are the factory's preprocessed ones), and the registry needs nothing of the factory.
-        env = gym.make(env_id)
+        env = gym.make(gym_id, **kwargs)
     except Exception as e:  # noqa: BLE001 - any failure to build means: unusable here
-        raise ValueError(f"{env_id} is registered but could not be built: {type(e).__name__}: {e}") from e
+        with_kw = f" with kwargs {json.dumps(kwargs)}" if kwargs else ""
+        raise ValueError(f"{gym_id} is registered but could not be built{with_kw}: {type(e).__name__}: {e}") from e
     try:
         act_space, obs_space = env.action_space, env.observation_space
+        built_horizon = env.spec.max_episode_steps if env.spec is not None else gspec.max_episode_steps
+        cap = getattr(env.unwrapped, "cap", None)  # a sequence task's answer length cap
     finally:
         env.close()
 
+    if gym_id in SEQUENCE_TASKS and not parse_env_key(env_id)[0]:
+        # A token task: one reward at the end of the answer (sparse), the context as observation.
+        thr = SEQUENCE_TASKS[gym_id]
+        return EnvSpec(id=env_id, family="sequence", action="discrete", obs="sequence", reward="sparse",
+                       horizon=cap, threshold=thr, registered=False,
+                       threshold_source="chosen: 0.9 exact match" if thr is not None else "none: set one in the suite")
     if isinstance(act_space, gym.spaces.Discrete):
         action: Literal["discrete", "continuous"] = "discrete"
     elif isinstance(act_space, gym.spaces.Box):
@@ -227,10 +359,14 @@ def get_spec(env_id: str) -> EnvSpec:
         isinstance(obs_space, gym.spaces.Box) and obs_space.dtype == np.uint8 and len(obs_space.shape) >= 2
     )
     if is_atari(gspec):
-        frames = int(gspec.kwargs.get("max_num_frames_per_episode", ATARI_MAX_FRAMES))
+        frames = int({**gspec.kwargs, **kwargs}.get("max_num_frames_per_episode", ATARI_MAX_FRAMES))
         horizon: int | None = frames // ATARI_FRAME_SKIP
     else:
-        horizon = gspec.max_episode_steps
+        horizon = built_horizon
+    base = REGISTRY.get(gym_id) if not parse_env_key(env_id)[0] else None
+    if base is not None:
+        return dataclasses.replace(base, id=env_id, action=action, obs="pixels" if pixels else "vector", horizon=horizon,
+                                   registered=False)
     threshold = None if gspec.reward_threshold is None else float(gspec.reward_threshold)
     return EnvSpec(
         id=env_id,
@@ -243,6 +379,24 @@ def get_spec(env_id: str) -> EnvSpec:
         threshold_source=_GYM if threshold is not None else "none: set one in the suite",
         registered=False,
     )
+
+
+def space_facts(env_id: str) -> dict[str, Any]:
+    """What a suite's ``traits:`` are checked against: the built env's spaces, in words.
+
+    ``{"action": "discrete"|"continuous", "obs_ndim": int|None, "obs_box": bool, "horizon": int|None,
+    "obs_tokens": bool}`` (``obs_ndim`` is the observation's number of dimensions for a ``Box``, else
+    ``None``; ``obs_tokens``: a ``MultiDiscrete`` observation, token ids).
+    """
+    s = get_spec(env_id)
+    env = make_raw(env_id)
+    try:
+        space = env.observation_space
+        box = isinstance(space, gym.spaces.Box)
+        return {"action": s.action, "obs_box": box, "obs_ndim": len(space.shape) if box else None, "horizon": s.horizon,
+                "obs_tokens": isinstance(space, gym.spaces.MultiDiscrete)}
+    finally:
+        env.close()
 
 
 def list_specs() -> list[EnvSpec]:

@@ -47,10 +47,16 @@ def packs_under(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if is_pack(p)) if root.is_dir() else []
 
 
-def pack(store_url: str, suite: str, out_dir: Path) -> dict:
+def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) -> dict:
     """Write ``suite``'s rows of ``store_url`` as compact Parquet files in ``out_dir`` (replaced whole).
 
-    :returns: the manifest (suite, runs per status, rows per table, bytes).
+    Suites share runs by key (a claim suite reuses the reference's cells): runs that one of the
+    packs ``beside`` already holds are not stored again, only the suite's cells that name them, and
+    the manifest says how many it shares with which pack. Read together (:func:`unpack` of the
+    folder), the packs are whole again.
+
+    :returns: the manifest (suite, runs per status, CPU and wall hours of the finished runs, rows per
+        table, bytes).
     :raises KeyError: no suite of that name in the store.
     """
     import pandas as pd
@@ -64,6 +70,15 @@ def pack(store_url: str, suite: str, out_dir: Path) -> dict:
     tmp.mkdir(parents=True)
     with db.engine.connect() as c:
         keys = [r.key for r in c.execute(sa.select(st.suite_cells.c.key).where(st.suite_cells.c.suite == suite))]
+        shared: dict[str, int] = {}
+        for other in beside:
+            f = Path(other) / "runs.parquet"
+            if Path(other).resolve() == out_dir.resolve() or not f.is_file():
+                continue
+            held = set(pd.read_parquet(f, columns=["key"])["key"]) & set(keys)
+            if held:
+                shared[Path(other).name] = len(held)
+                keys = [k for k in keys if k not in held]
         env_ids = sorted(json.loads(c.execute(sa.select(st.suites.c.env_meta).where(st.suites.c.name == suite)).scalar_one()))
         frames = {
             "suites": pd.read_sql(sa.select(st.suites).where(st.suites.c.name == suite), c),
@@ -81,12 +96,18 @@ def pack(store_url: str, suite: str, out_dir: Path) -> dict:
     for name, df in frames.items():
         df.to_parquet(tmp / f"{name}.parquet", index=False, compression=_COMPRESSION)
     runs = frames["runs"]
+    done = runs[runs["status"] == "done"] if len(runs) else runs
     manifest = {
         "suite": suite,
         "packed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "runs": {s: int(n) for s, n in runs["status"].value_counts().items()} if len(runs) else {},
+        # What the category cost: training CPU and wall hours of its finished runs (the README's
+        # "CPU-hours per category" is read from here; wall > CPU means the runs shared their cores).
+        "cpu_hours": round(float(done["cpu_s"].sum()) / 3600, 3) if len(done) else 0.0,
+        "wall_hours": round(float(done["wall_s"].sum()) / 3600, 3) if len(done) else 0.0,
         "rows": {name: int(len(df)) for name, df in frames.items()},
         "bytes": sum(f.stat().st_size for f in tmp.glob("*.parquet")),
+        **({"shared_runs": shared} if shared else {}),
     }
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -134,10 +155,9 @@ def unpack(packs: list[Path], cache: Path) -> str:
                     continue
                 table = st.metadata.tables[name]
                 df = df[[col for col in df.columns if col in table.c]]
-                if name in ("suites", "anchors"):  # shared between packs: the first one wins, as in a store
-                    c.execute(st._insert(c, table).on_conflict_do_nothing(), df.to_dict("records"))
-                else:
-                    c.execute(table.insert(), df.astype(object).where(df.notna(), None).to_dict("records"))
+                # Suites and anchors are shared between packs, and runs may be too (a pack made
+                # before its sibling held them): the first pack wins, as the first writer does in a store.
+                c.execute(st._insert(c, table).on_conflict_do_nothing(), df.astype(object).where(df.notna(), None).to_dict("records"))
     db.dispose()
     tmp.replace(cache)
     stamp.write_text(fp + "\n")

@@ -126,6 +126,12 @@ def _iso(t: float) -> str:
 # --------------------------------------------------------------------------- #
 def train_cell(cell: Cell, recorder: Any) -> None:
     """Dispatch one cell to its implementation. Algorithms see only env, params, seed, budget, recorder."""
+    if cell.impl == "python":
+        from bench.algos.plugins import run
+
+        assert cell.entry is not None
+        run(cell.entry, cell.env_id, cell.hyperparams, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
+        return
     from bench.algos.hyperparams import PARAMS
 
     params = PARAMS[cell.algo].model_validate(cell.hyperparams)
@@ -295,7 +301,25 @@ def _init_worker() -> None:
 
 
 class Interrupted(Exception):
-    """The user pressed Ctrl-C; in-flight runs were marked interrupted."""
+    """The user pressed Ctrl-C, or the run was sent SIGTERM; in-flight runs were marked interrupted.
+
+    :param signum: the signal that stopped it (``signal.SIGINT`` or ``signal.SIGTERM``); the CLI exits
+        with ``128 + signum``, as a shell reports a process the signal killed.
+    """
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = int(signum)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into the same clean stop as Ctrl-C.
+
+    A `bench run` started in the background by a script cannot be stopped with Ctrl-C: a
+    non-interactive shell starts background jobs with SIGINT ignored, and Python keeps it ignored.
+    ``kill PID`` (SIGTERM) is how such a run is stopped, so it gets the same care: workers
+    terminated, their runs marked ``interrupted`` rather than left ``running`` until they go stale.
+    """
 
 
 #: The error of a run whose worker process died under it.
@@ -404,6 +428,12 @@ def run_local(
         if queue:
             start()
 
+    def on_term(signum: int, frame: Any) -> None:
+        raise _Terminated
+
+    # Signal handlers can only be set from the main thread (an embedding program may call us elsewhere).
+    main = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, on_term) if main else None
     try:
         for _ in range(max(1, min(workers, len(queue)))):
             start()
@@ -418,18 +448,24 @@ def run_local(
                 if not alive or not w.proc.is_alive():
                     read(w)  # a last outcome sent just before it exited
                     buried(w)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        if main:  # a second SIGTERM during the clean-up must not cut it short
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signum = signal.SIGTERM if isinstance(e, _Terminated) else signal.SIGINT
         for w in pool:
             if w.proc.is_alive():
                 w.proc.terminate()
         for w in pool:
             w.proc.join(timeout=5)
         db = Store(store_url)
+        why = "interrupted by SIGTERM" if signum == signal.SIGTERM else "interrupted by the user (Ctrl-C)"
         for w in pool:
             if w.owner is not None:
-                db.release(w.owner, "interrupted", "interrupted by the user (Ctrl-C)")
-        raise Interrupted from None
+                db.release(w.owner, "interrupted", why)
+        raise Interrupted(signum) from None
     finally:
+        if main:
+            signal.signal(signal.SIGTERM, old_term)
         for w in pool:
             try:
                 w.conn.send(None)

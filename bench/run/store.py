@@ -760,6 +760,33 @@ class Store:
         with self.engine.connect() as c:
             return pd.read_sql(q, c)
 
+    def episodes_frame(self, suite: str | None = None):
+        """One row per (suite, run, finished training episode): the run's identity (suite, env, algo, impl,
+        label, seed, status, key), then the episode's ``idx, step, wall_s, cpu_s, ret, length``, in order.
+        ``cpu_s`` is empty for stores written before per-episode CPU seconds were recorded."""
+        return self._per_run_frame(episodes, ("idx", "step", "wall_s", "cpu_s", "ret", "length"), episodes.c.idx, suite)
+
+    def diagnostics_frame(self, suite: str | None = None):
+        """One row per (suite, run, stored diagnostic point): the run's identity, then ``step, name, value, n``
+        (``n``: the updates the stored value is the mean of; empty in stores written before downsampling)."""
+        return self._per_run_frame(diagnostics, ("step", "name", "value", "n"), diagnostics.c.id, suite)
+
+    def _per_run_frame(self, table: sa.Table, columns: Sequence[str], order: Any, suite: str | None):
+        import pandas as pd
+
+        with self.engine.connect() as c:
+            cols = [table.c[k] if has_column(c, table.name, k) else sa.null().label(k) for k in columns]
+            q = (
+                sa.select(suite_cells.c.suite, runs.c.env_id.label("env"), runs.c.algo, runs.c.impl,
+                          suite_cells.c.label, runs.c.seed, runs.c.status, runs.c.key, *cols)
+                .select_from(suite_cells.join(runs, suite_cells.c.key == runs.c.key)
+                             .join(table, table.c.key == runs.c.key))
+                .order_by(suite_cells.c.suite, runs.c.env_id, suite_cells.c.label, runs.c.seed, order)
+            )
+            if suite is not None:
+                q = q.where(suite_cells.c.suite == suite)
+            return pd.read_sql(q, c)
+
     def anchors(self) -> dict[tuple[str, float, int, int], Any]:
         """Normalisation anchor rows by ``(env_id, threshold, episodes, seed)`` (see :mod:`bench.analysis.anchors`),
         with the legacy per-env rows (table ``env_anchors``) where no new row has the same key."""
@@ -816,6 +843,19 @@ class Store:
 
         with self.engine.connect() as c:
             return pd.read_sql(sa.select(evaluations).where(evaluations.c.key == key).order_by(evaluations.c.idx), c)
+
+    def last_evaluations(self, keys: list[str]) -> dict[str, float]:
+        """Run key → the mean return of its last periodic evaluation, for those of ``keys`` that have one."""
+        out: dict[str, float] = {}
+        with self.engine.connect() as c:
+            for i in range(0, len(keys), 500):  # bounded IN lists (SQLite's variable limit)
+                chunk = keys[i:i + 500]
+                last = (sa.select(evaluations.c.key, sa.func.max(evaluations.c.idx).label("idx"))
+                        .where(evaluations.c.key.in_(chunk)).group_by(evaluations.c.key).subquery())
+                q = sa.select(evaluations.c.key, evaluations.c.mean_return).join(
+                    last, sa.and_(evaluations.c.key == last.c.key, evaluations.c.idx == last.c.idx))
+                out.update({k: float(v) for k, v in c.execute(q)})
+        return out
 
 
 def _finite_or_none(v: float) -> float | None:

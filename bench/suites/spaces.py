@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -263,8 +264,12 @@ class TuneSpec(SeedsMixin, _Strict):
 # --------------------------------------------------------------------------- #
 
 
-def _field_adapter(algo: str, name: str) -> TypeAdapter:
-    f = PARAMS[algo].model_fields[name]
+#: Hyperparameter models by algorithm name: the built-ins (:data:`PARAMS`), plus a suite's plugins.
+Models = Mapping[str, type[BaseModel]]
+
+
+def _field_adapter(algo: str, name: str, models: Models) -> TypeAdapter:
+    f = models[algo].model_fields[name]
     return TypeAdapter(Annotated[(f.annotation, *f.metadata)]) if f.metadata else TypeAdapter(f.annotation)
 
 
@@ -272,7 +277,8 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def parse_dim(raw: Any, path: str, algos: list[str], name: str) -> tuple[Dim | None, list[Issue]]:
+def parse_dim(raw: Any, path: str, algos: list[str], name: str,
+              models: Models = PARAMS) -> tuple[Dim | None, list[Issue]]:
     """Check one YAML dimension of hyperparameter ``name`` for each of ``algos``; ``(dim, issues)``."""
     if raw is None:
         return None, []
@@ -297,7 +303,7 @@ def parse_dim(raw: Any, path: str, algos: list[str], name: str) -> tuple[Dim | N
         if len({_label(c) for c in choices}) != len(choices):
             issues.append((f"{path}.choices", "choices must not repeat", choices, True))
         for i, c in enumerate(choices):
-            issues += _check_value(algos, name, c, f"{path}.choices[{i}]")
+            issues += _check_value(algos, name, c, f"{path}.choices[{i}]", models)
         return (None if issues else Dim("categorical", choices=tuple(choices))), issues
 
     if "choices" in raw:
@@ -332,24 +338,25 @@ def parse_dim(raw: Any, path: str, algos: list[str], name: str) -> tuple[Dim | N
     if log and low <= 0:
         issues.append((f"{path}.low", "a log-scaled dimension needs low > 0", low, True))
     for k, v in (("low", low), ("high", high)):
-        issues += _check_value(algos, name, int(v) if kind in ("int", "pow2") else v, f"{path}.{k}")
+        issues += _check_value(algos, name, int(v) if kind in ("int", "pow2") else v, f"{path}.{k}", models)
     if issues:
         return None, issues
     conv = int if kind in ("int", "pow2") else float
     return Dim(kind, conv(low), conv(high), bool(log), None if step is None else conv(step)), []
 
 
-def _check_value(algos: list[str], name: str, value: Any, path: str) -> list[Issue]:
+def _check_value(algos: list[str], name: str, value: Any, path: str, models: Models) -> list[Issue]:
     for algo in algos:
         try:
-            _field_adapter(algo, name).validate_python(value)
+            _field_adapter(algo, name, models).validate_python(value)
         except ValidationError as e:
             msg = e.errors(include_url=False)[0]["msg"]
             return [(path, f"not a valid {name} for {algo}: {msg[0].lower() + msg[1:]}", value, True)]
     return []
 
 
-def parse_space(raw: dict[str, Any], algos: list[str], path: str = "tune.space") -> tuple[dict[str, dict[str, Dim | None]], list[Issue]]:
+def parse_space(raw: dict[str, Any], algos: list[str], path: str = "tune.space",
+                models: Models = PARAMS) -> tuple[dict[str, dict[str, Dim | None]], list[Issue]]:
     """Check a YAML ``space`` for the suite's ``algos``; ``({algo: {name: Dim | None}}, issues)``.
 
     A top-level key is a hyperparameter (for every algorithm of the suite, each of
@@ -360,7 +367,7 @@ def parse_space(raw: dict[str, Any], algos: list[str], path: str = "tune.space")
     issues: list[Issue] = []
     for key, val in raw.items():
         kpath = f"{path}.{key}"
-        if key in PARAMS:
+        if key in models:
             if key not in algos:
                 issues.append((kpath, f"not an algorithm of this suite; allowed: {', '.join(algos)}", None, False))
                 continue
@@ -368,60 +375,88 @@ def parse_space(raw: dict[str, Any], algos: list[str], path: str = "tune.space")
                 issues.append((kpath, f"must be a mapping of {key} hyperparameters to dimensions", val, True))
                 continue
             for name, d in val.items():
-                issues += _add(out, [key], name, d, f"{kpath}.{name}")
+                issues += _add(out, [key], name, d, f"{kpath}.{name}", models)
             continue
-        issues += _add(out, algos, key, val, kpath)
+        issues += _add(out, algos, key, val, kpath, models)
     return out, issues
 
 
-def _add(out: dict[str, dict[str, Dim | None]], algos: list[str], name: str, raw: Any, path: str) -> list[Issue]:
-    lacking = [a for a in algos if name not in PARAMS[a].model_fields]
+def _add(out: dict[str, dict[str, Dim | None]], algos: list[str], name: str, raw: Any, path: str,
+         models: Models) -> list[Issue]:
+    lacking = [a for a in algos if name not in models[a].model_fields]
     if lacking:
-        allowed = ", ".join(PARAMS[lacking[0]].model_fields)
+        allowed = ", ".join(models[lacking[0]].model_fields)
         where = "" if len(algos) == 1 else " (put it under tune.space.<algo> for the algorithms that have it)"
         return [(path, f"unknown hyperparameter for {lacking[0]}{where}; allowed: {allowed}", raw, True)]
-    dim, issues = parse_dim(raw, path, algos, name)
+    dim, issues = parse_dim(raw, path, algos, name, models)
     if not issues:
         for a in algos:
             out[a][name] = dim
     return issues
 
 
-def check_tune(suite: Any) -> list[Any]:
-    """Semantic checks of ``suite.tune`` (a validated :class:`bench.suites.suite.Suite`) as ``Problem`` lines."""
+def suite_algos(suite: Any, models: Models) -> list[str]:
+    """The suite's algorithm names in a stable order: built-ins in registry order, then plugins by name."""
+    order = list(PARAMS)
+    return sorted({a.algo for a in suite.algorithms if a.algo in models},
+                  key=lambda n: (order.index(n) if n in order else len(order), n))
+
+
+def plugin_space(name: str, model: type[BaseModel]) -> tuple[dict[str, Dim], list[Issue]]:
+    """A plugin's default search space: its hyperparameter model's ``search_space`` class attribute,
+    dimensions in the suite's YAML form (``{"learning_rate": {"type": "float", "low": ..., "log": true}}``),
+    checked like a suite's ``tune.space``; empty when it declares none."""
+    raw = getattr(model, "search_space", None) or {}
+    if not isinstance(raw, Mapping):
+        return {}, [(f"{name}.search_space", "must be a mapping of hyperparameter to dimension", raw, True)]
+    out, issues = parse_space(dict(raw), [name], path=f"{name}.search_space", models={name: model})
+    return {k: d for k, d in out[name].items() if d is not None}, issues
+
+
+def check_tune(suite: Any, models: Models = PARAMS) -> list[Any]:
+    """Semantic checks of ``suite.tune`` (a validated :class:`bench.suites.suite.Suite`) as ``Problem`` lines.
+
+    ``models`` maps every algorithm name of the suite to its hyperparameter model (the built-ins'
+    :data:`PARAMS` and the suite's loaded plugins)."""
     tune: TuneSpec = suite.tune
-    algos = sorted({a.algo for a in suite.algorithms}, key=list(PARAMS).index)
-    _, issues = parse_space(tune.space, algos)
+    algos = suite_algos(suite, models)
+    _, issues = parse_space(tune.space, algos, models=models)
+    for name in algos:
+        if name not in PARAMS:
+            issues += plugin_space(name, models[name])[1]
     if not issues:
-        issues += _budget_issues(suite)
+        issues += _budget_issues(suite, models)
     return [Problem(p, m, v, h) for p, m, v, h in issues]
 
 
-def _budget_issues(suite: Any) -> list[Issue]:
+def _budget_issues(suite: Any, models: Models) -> list[Issue]:
     # One rollout of the largest n_steps of a user space must fit in a trial's budget,
     # as `bench run` demands of a suite's own n_steps.
     from bench.algos.hyperparams import resolve
 
     tune: TuneSpec = suite.tune
-    algos = sorted({a.algo for a in suite.algorithms}, key=list(PARAMS).index)
-    spaces, _ = parse_space(tune.space, algos)
+    algos = suite_algos(suite, models)
+    spaces, _ = parse_space(tune.space, algos, models=models)
     issues: list[Issue] = []
     for a in suite.algorithms:
+        if a.algo not in spaces:
+            continue
         dim = spaces[a.algo].get("n_steps")
         if dim is None:
             continue
         for e in suite.envs:
             budget = tune.timesteps or e.timesteps or suite.defaults.timesteps
             try:
-                n_envs = resolve(a.algo, e.id, a.hyperparams, a.env_hyperparams.get(e.id, {})).n_envs  # type: ignore[attr-defined]
-            except ValidationError:
-                continue  # reported by the suite's own checks
+                n_envs = (resolve(a.algo, e.key, a.hyperparams, a.env_overrides(e)) if a.algo in PARAMS else
+                          models[a.algo].model_validate({**a.hyperparams, **a.env_overrides(e)})).n_envs  # type: ignore[attr-defined]
+            except (ValidationError, ValueError, KeyError):
+                continue  # a bad value or env key: reported by the suite's own checks
             top = max(dim.choices) if dim.kind == "categorical" else dim.high
             if budget is not None and n_envs * top > budget:
                 where = "tune.space.n_steps" if "n_steps" in tune.space else f"tune.space.{a.algo}.n_steps"
                 issues.append(
                     (f"{where}.high" if dim.kind != "categorical" else where,
-                     f"one rollout of {a.display} on {e.id} (n_envs {n_envs} × n_steps {top}) exceeds a trial's budget "
+                     f"one rollout of {a.display} on {e.key} (n_envs {n_envs} × n_steps {top}) exceeds a trial's budget "
                      f"of {budget} steps; allowed: n_steps <= {budget // n_envs}", top, True)
                 )
     return issues
@@ -439,8 +474,12 @@ def build_space(
     n_envs: int,
     timesteps: int,
     checkpoints: int,
+    defaults: dict[str, Dim] | None = None,
 ) -> dict[str, Dim]:
     """The searched dimensions of one algorithm: defaults (minus what ``fixed`` sets) ← ``user``.
+
+    The defaults are :data:`DEFAULT_SPACES` ``[algo]``, or ``defaults`` when given (a plugin's own
+    :func:`plugin_space`).
 
     A hyperparameter the suite sets explicitly (``fixed``) is a choice, not
     searched, unless ``user`` names it. A default ``n_steps`` range is capped so
@@ -449,7 +488,7 @@ def build_space(
     """
     space: dict[str, Dim] = {}
     if use_defaults:
-        for name, dim in DEFAULT_SPACES[algo].items():
+        for name, dim in (DEFAULT_SPACES[algo] if defaults is None else defaults).items():
             if name in fixed:
                 continue
             if name == "n_steps" and dim.kind == "pow2":

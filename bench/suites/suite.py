@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from bench.suites.problems import Problem, SeedsMixin
 from bench.suites.spaces import TuneSpec, check_tune
@@ -73,7 +73,7 @@ _MISSING: dict[tuple[str, str], str] = {
     ("ac_td", "sb3"): "ac_td is the project's name for one-env A2C; for SB3 use algo a2c with n_envs 1",
 }
 #: Hyperparameters only the project's own implementations understand.
-BENCH_ONLY = ("grad_noise_chunks", "kernel")
+BENCH_ONLY = ("grad_noise_chunks", "kernel", "policy", "kl_coef", "kl_in", "critic")
 #: What the pure-NumPy REINFORCE does not use (it has no network: see bench.algos.reinforce_numpy).
 NUMPY_UNUSED = ("grad_noise_chunks", "kernel", "device", "net_arch", "activation", "ortho_init")
 #: Bumped whenever what a key covers changes, so old runs are never mistaken for new ones.
@@ -166,11 +166,34 @@ class Defaults(_Strict):
     )
 
 
+class Traits(_Strict):
+    """An env's problem profile, as a suite states it; each field left out is inferred (``bench envs``)."""
+
+    action: Literal["discrete", "continuous"] | None = Field(
+        None, description="Must agree with the action space (Discrete or Box).")
+    obs: Literal["vector", "pixels", "sequence"] | None = Field(
+        None, description="pixels needs an image-like Box observation (2 or more dimensions), sequence a "
+                          "MultiDiscrete one (token ids); it sets the profile in reports, while the networks are "
+                          "still chosen from the observation space (and policy: sequence).")
+    reward: Literal["dense", "sparse"] | None = Field(
+        None, description="Sparsity cannot be read off a space; inferred envs count as dense unless this says sparse.")
+    horizon: int | None = Field(None, gt=0, le=MAX_INT32, description="Agent steps per episode at most; must equal "
+                                "the env's time limit when it has one (change that with kwargs max_episode_steps).")
+
+
 class EnvEntry(_Strict):
     """One environment of the grid."""
 
     id: str = Field(min_length=1, max_length=MAX_LABEL,
-                    description="A Gymnasium id; `bench envs` lists the registry, any registered id works.")
+                    description="A Gymnasium id; `bench envs` lists the registry, any registered id works, and "
+                                "`module:EnvId` imports `module` first (for an env your package registers).")
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Keyword arguments for `gym.make` (JSON values). They are part of the env's key "
+                    "(`LunarLander-v3[continuous=true]`), so each variant is its own env in the store and reports.",
+    )
+    traits: Traits | None = Field(None, description="State or override the traits inference cannot see (checked "
+                                                    "against the env's spaces where they can be).")
     threshold: float | None = Field(None, allow_inf_nan=False,
                                     description="Return that counts as solved (a finite number); required outside the registry.")
     timesteps: int | None = Field(None, gt=0, le=MAX_TIMESTEPS, description="Budget for this env; overrides defaults.timesteps.")
@@ -185,13 +208,41 @@ class EnvEntry(_Strict):
     resources: Resources | None = Field(None, description="Ray resources per run on this env; not part of the key.")
 
 
+    @property
+    def key(self) -> str:
+        """The env's key: its id, with its kwargs in brackets when it has any (:func:`bench.envs.env_key`).
+
+        :raises ValueError: a kwargs name or value that cannot be in a key (suite validation reports it).
+        """
+        from bench.envs.registry import env_key  # lazy: the schema alone does not need gymnasium
+
+        return env_key(self.id, self.kwargs)
+
+    @field_validator("id")
+    @classmethod
+    def _plain_id(cls, v: str) -> str:
+        if re.search(r"[\x00-\x1f\x7f]", v):
+            raise ValueError("control characters are not allowed in an env id")
+        if "[" in v or "]" in v:
+            raise ValueError("brackets are not allowed in an env id; allowed: the id alone, with gym.make arguments "
+                             "under kwargs: (bench writes the key LunarLander-v3[continuous=true] itself)")
+        return v
+
+
 class AlgoEntry(_Strict):
     """One algorithm implementation of the grid."""
 
-    algo: Literal["reinforce", "ac_mc", "ac_td", "a2c", "a3c", "npg", "trpo", "ppo", "grpo"]
-    impl: Literal["bench", "sb3", "numpy"] = Field(
+    impl: Literal["bench", "sb3", "numpy", "python"] = Field(
         description="`bench`: the project's own; `sb3`: Stable-Baselines3 / sb3-contrib; `numpy`: the pure-NumPy "
-                    "REINFORCE (reinforce only)."
+                    "REINFORCE (reinforce only); `python`: a plugin (see `entry`)."
+    )
+    algo: str = Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_]*$",
+                      description="A built-in algorithm (reinforce | ac_mc | ac_td | a2c | a3c | npg | trpo | ppo | "
+                                  "grpo), or the name of a plugin (impl: python).")
+    entry: str | None = Field(
+        None, min_length=1, max_length=300,
+        description="impl python: the plugin's `module.path:function`; without it, the entry point named `algo` "
+                    "in the group `bench.algorithms` of an installed package.",
     )
     label: str | None = Field(None, min_length=1, max_length=MAX_LABEL, pattern=r"^[^\x00-\x1f\x7f]*$",
                               description="Display name (no control characters); defaults to `<algo>-<impl>`.")
@@ -203,6 +254,22 @@ class AlgoEntry(_Strict):
     )
     resources: Resources | None = Field(None, description="Ray resources per run of this algorithm; not part of the key.")
 
+    def env_overrides(self, env: EnvEntry) -> dict[str, Any]:
+        """This entry's ``env_hyperparams`` for ``env``: keyed by its key (one kwargs variant) before its id (all)."""
+        return self.env_hyperparams.get(env.key, self.env_hyperparams.get(env.id, {}))
+
+    @field_validator("algo")
+    @classmethod
+    def _builtin_or_plugin(cls, v: str, info: ValidationInfo) -> str:
+        # impl is declared (so validated) first: whether a name is allowed depends on it.
+        impl = info.data.get("impl")
+        if impl == "python" and v in ALGOS:
+            raise ValueError(f"{v} is a built-in algorithm; give a plugin (impl: python) its own name, not one of "
+                             f"{', '.join(ALGOS)}")
+        if impl is not None and impl != "python" and v not in ALGOS:
+            raise ValueError(f"unknown algorithm; allowed: {', '.join(ALGOS)}, or a plugin's own name with impl: python")
+        return v
+
     @property
     def display(self) -> str:
         return self.label or f"{self.algo}-{self.impl}"
@@ -210,15 +277,16 @@ class AlgoEntry(_Strict):
 
 #: What a claim's expectation can compare, by the name a suite writes (see :mod:`bench.analysis.claims`).
 CLAIM_MEASURES = ("sample efficiency", "time efficiency", "final performance", "success rate", "final return",
-                  "CPU seconds per million steps", "gradient noise")
-_EXPECTATION = re.compile(r"^\s*(\S+)\s*([<>])\s*(\S+)\s+on\s+(.+?)\s*$")
+                  "CPU seconds per million steps", "gradient noise", "model memory", "exact match", "reward hacking")
+_EXPECTATION = re.compile(r"^\s*(\S+)\s*([<>≈~])\s*(\S+)\s+on\s+(.+?)\s*$")
 
 
 class Expectation(_Strict):
-    """``A > B on MEASURE``: A's measure is higher than B's (``<``: lower). Written as that one line."""
+    """``A > B on MEASURE``: A's measure is higher than B's (``<``: lower; ``≈`` or ``~``: equivalent within
+    a margin of 0.05, for measures on a 0-1 scale). Written as that one line."""
 
     a: str
-    op: Literal[">", "<"]
+    op: Literal[">", "<", "≈"]
     b: str
     measure: Literal[CLAIM_MEASURES]  # type: ignore[valid-type]
 
@@ -229,10 +297,11 @@ class Expectation(_Strict):
             return v
         m = _EXPECTATION.match(v)
         if not m:
-            raise ValueError(f"{v!r} is not an expectation; write `A > B on MEASURE` or `A < B on MEASURE`")
+            raise ValueError(f"{v!r} is not an expectation; write `A > B on MEASURE`, `A < B on MEASURE` or "
+                             "`A ≈ B on MEASURE`")
         if m.group(4) not in CLAIM_MEASURES:
             raise ValueError(f"{v!r}: unknown measure {m.group(4)!r}; allowed: {', '.join(CLAIM_MEASURES)}")
-        return {"a": m.group(1), "op": m.group(2), "b": m.group(3), "measure": m.group(4)}
+        return {"a": m.group(1), "op": "≈" if m.group(2) in "≈~" else m.group(2), "b": m.group(3), "measure": m.group(4)}
 
     @property
     def line(self) -> str:
@@ -510,6 +579,9 @@ class Cell:
     diag_points: int = DIAG_POINTS
     #: Equal-compute budget in training CPU seconds (``None``: env steps only); in the key only when set.
     cpu_seconds: float | None = None
+    #: impl python: the plugin's ``module:function`` and its package version, in the key when set.
+    entry: str | None = None
+    plugin_version: str | None = None
     #: Ray scheduling request (``num_cpus``, ``num_gpus``); deliberately not in :meth:`identity`.
     resources: dict[str, float] = field(default_factory=lambda: merge_resources(), hash=False, compare=False)
 
@@ -529,6 +601,7 @@ class Cell:
             # Only when it differs from the default, so adding the option left every existing key as it was.
             **({"diag_points": self.diag_points} if self.diag_points != DIAG_POINTS else {}),
             **({"cpu_seconds": self.cpu_seconds} if self.cpu_seconds is not None else {}),
+            **({"entry": self.entry, "plugin_version": self.plugin_version} if self.entry is not None else {}),
         }
 
 
@@ -543,8 +616,10 @@ class LoadedSuite:
     suite: Suite
     path: str
     cells: list[Cell]
-    #: Per env id: threshold and its source, for the store (report anchors).
+    #: Per env key: threshold and its source, traits, time scale, for the store (report anchors, profiles).
     env_meta: dict[str, dict[str, Any]]
+    #: The suite's plugins (impl: python), loaded: algorithm name → :class:`bench.algos.plugins.Plugin`.
+    plugins: dict[str, Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- #
@@ -634,9 +709,11 @@ def load_suite(path: str | Path) -> LoadedSuite:
                                                  f"algorithms × {len(suite.seed_list)} seeds = {n_cells:,} cells; "
                                                  f"allowed: at most {MAX_CELLS:,}")], lines)
     problems: list[Problem] = []
-    cells, env_meta = _expand(suite, problems)
+    cells, env_meta, plugins = _expand(suite, problems)
     if suite.tune is not None:
-        problems.extend(check_tune(suite))
+        from bench.algos.hyperparams import PARAMS
+
+        problems.extend(check_tune(suite, {**PARAMS, **{n: p.params for n, p in plugins.items()}}))
     if suite.claim is not None:
         names = {a.algo for a in suite.algorithms} | {a.display for a in suite.algorithms}
         for i, ex in enumerate(suite.claim.expect):
@@ -646,47 +723,67 @@ def load_suite(path: str | Path) -> LoadedSuite:
                                             f"suite; allowed: {', '.join(sorted(names))}", ex.line, True))
     if problems:
         raise SuiteError(file, problems, lines)
-    return LoadedSuite(suite=suite, path=file, cells=cells, env_meta=env_meta)
+    return LoadedSuite(suite=suite, path=file, cells=cells, env_meta=env_meta, plugins=plugins)
 
 
-def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
+def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str, dict[str, Any]], dict[str, Any]]:
     # Imported here: the env registry pulls in gymnasium, which the schema alone does not need.
     from bench import envs
     from bench.algos.hyperparams import key_view, resolve
 
     env_meta: dict[str, dict[str, Any]] = {}
-    seen_ids: dict[str, int] = {}
+    seen_ids: dict[str, int] = {}  # env key → its envs[i]
+    keys: list[str | None] = []  # envs[i] → its env key (None where it is unusable)
     for i, e in enumerate(suite.envs):
         path = f"envs[{i}]"
-        if e.id in seen_ids:
-            problems.append(Problem(f"{path}.id", f"listed twice (also envs[{seen_ids[e.id]}])", e.id, True))
+        keys.append(None)
+        try:
+            ek = e.key
+        except ValueError as err:
+            problems.append(Problem(f"{path}.kwargs", str(err)))
             continue
-        seen_ids[e.id] = i
-        if not envs.env_exists(e.id):
-            near = envs.close_matches(e.id)
+        if len(ek) > MAX_LABEL:
+            problems.append(Problem(f"{path}.kwargs", f"the env's key {ek[:40]}… is {len(ek)} characters with its "
+                                    f"kwargs; allowed: at most {MAX_LABEL}"))
+            continue
+        if ek in seen_ids:
+            what = "with the same kwargs " if e.kwargs else ""
+            problems.append(Problem(f"{path}.id", f"listed twice {what}(also envs[{seen_ids[ek]}])", e.id, True))
+            continue
+        seen_ids[ek] = i
+        try:
+            exists = envs.env_exists(ek)
+        except KeyError as err:  # the module of module:EnvId cannot be imported
+            problems.append(Problem(f"{path}.id", str(err.args[0]), e.id, True))
+            continue
+        if not exists:
+            near = envs.close_matches(ek)
             hint = f"did you mean {', '.join(near)}? " if near else ""
             problems.append(
                 Problem(
                     f"{path}.id",
-                    f"unknown environment; {hint}allowed: a registered Gymnasium id (`bench envs` lists the built-in registry)",
+                    f"unknown environment; {hint}allowed: a registered Gymnasium id (`bench envs` lists the built-in "
+                    "registry), or module:EnvId for an env that your module registers",
                     e.id,
                     True,
                 )
             )
             continue
         try:
-            spec = envs.get_spec(e.id)
+            spec = envs.get_spec(ek)
+            facts = envs.space_facts(ek) if e.traits is not None else {}
         except (KeyError, ValueError) as err:
-            problems.append(Problem(f"{path}.id", f"cannot be used: {err}", e.id, True))
+            where = f"{path}.kwargs" if e.kwargs else f"{path}.id"
+            problems.append(Problem(where, f"cannot be used: {err}", e.id if not e.kwargs else None, not e.kwargs))
             continue
         threshold = e.threshold if e.threshold is not None else spec.threshold
         if threshold is None:
             problems.append(
-                Problem(f"{path}.threshold", f"{e.id} is not in bench's registry and has no reward_threshold; set a threshold")
+                Problem(f"{path}.threshold", f"{ek} is not in bench's registry and has no reward_threshold; set a threshold")
             )
         if (e.timesteps or suite.defaults.timesteps) is None:
             problems.append(Problem(f"{path}.timesteps", "no budget; set envs[i].timesteps or defaults.timesteps"))
-        env_meta[e.id] = {
+        meta = {
             "threshold": threshold,
             "threshold_source": "suite" if e.threshold is not None else spec.threshold_source,
             "action": spec.action,
@@ -695,8 +792,19 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             "family": spec.family,
             "time_scale_us": e.time_scale_us if e.time_scale_us is not None else spec.time_scale_us,
         }
+        if e.traits is not None:
+            declared = e.traits.model_dump(exclude_none=True)
+            bad = _trait_conflicts(declared, facts, ek)
+            problems.extend(Problem(f"{path}.traits.{name}", why, declared[name], True) for name, why in bad)
+            if bad:
+                continue
+            meta.update(declared)
+            meta["traits_declared"] = sorted(declared)  # so reports can say which traits the suite stated
+        env_meta[ek] = meta
+        keys[i] = ek
 
     labels: dict[str, int] = {}
+    plugins: dict[int, Any] = {}  # algorithms[j] → its loaded bench.algos.plugins.Plugin
     for j, a in enumerate(suite.algorithms):
         path = f"algorithms[{j}]"
         if a.display in labels:
@@ -704,7 +812,18 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                 Problem(f"{path}.label", f"label used twice (also algorithms[{labels[a.display]}]); give each entry its own label", a.display, True)
             )
         labels[a.display] = j
-        if a.impl not in AVAILABLE[a.algo]:
+        if a.impl != "python" and a.entry is not None:
+            problems.append(Problem(f"{path}.entry", f"entry names a plugin's function; only with impl: python (this "
+                                    f"entry has impl {a.impl})", a.entry, True))
+        elif a.impl == "python":
+            from bench.algos.plugins import PluginError, entry_of, load
+
+            try:
+                plugins[j] = load(a.entry if a.entry is not None else entry_of(a.algo))
+            except PluginError as err:
+                where, value = (f"{path}.entry", a.entry) if a.entry is not None else (f"{path}.algo", a.algo)
+                problems.append(Problem(where, str(err), value, True))
+        elif a.impl not in AVAILABLE[a.algo]:
             why = _MISSING.get((a.algo, a.impl)) or (
                 "impl numpy is the pure-NumPy REINFORCE only" if a.impl == "numpy" else None)
             allowed = f"allowed for {a.algo}: impl {', '.join(AVAILABLE[a.algo])}"
@@ -728,29 +847,38 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                                     + ("" if a.impl == "sb3" else "; the NumPy REINFORCE is a linear policy without "
                                                                   "torch"), block[key], True)
                         )
+        env_names = list(seen_ids) + [e.id for e in suite.envs if e.id not in seen_ids]
         for env_key in a.env_hyperparams:
-            if env_key not in seen_ids:
+            if env_key not in env_names:
                 problems.append(
                     Problem(
                         f"{path}.env_hyperparams.{env_key}",
-                        f"not an env of this suite; allowed: {', '.join(seen_ids) or 'none'}",
+                        f"not an env of this suite; allowed: {', '.join(env_names) or 'none'} (an id applies to all "
+                        "its kwargs variants)",
                     )
                 )
 
     if problems:
-        return [], env_meta
+        return [], env_meta, {}
 
     cells: list[Cell] = []
     for j, a in enumerate(suite.algorithms):
         for i, e in enumerate(suite.envs):
-            over = a.env_hyperparams.get(e.id, {})
+            ek = keys[i]
+            assert ek is not None  # no problems so far: every env has its key
+            # A variant's own entry wins over its id's (which applies to every variant of the id).
+            over = a.env_overrides(e)
+            over_name = ek if ek in a.env_hyperparams else e.id
+            plugin = plugins.get(j)
             try:
-                params = resolve(a.algo, e.id, a.hyperparams, over)
+                # A plugin has no zoo layer: its model's defaults, then the suite's values.
+                params = (plugin.params.model_validate({**a.hyperparams, **over}) if plugin is not None
+                          else resolve(a.algo, ek, a.hyperparams, over))
             except ValidationError as err:
                 for p in _problems_from_pydantic(err):
                     key = p.path.split(".")[0] if p.path else ""
                     if key and key in over:
-                        where = f"algorithms[{j}].env_hyperparams.{e.id}.{p.path}"
+                        where = f"algorithms[{j}].env_hyperparams.{over_name}.{p.path}"
                     elif key and key in a.hyperparams:
                         where = f"algorithms[{j}].hyperparams.{p.path}"
                     else:
@@ -759,8 +887,9 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     if p.message.startswith("unknown key"):
                         from bench.algos.hyperparams import PARAMS
 
-                        msg = f"unknown hyperparameter for {a.algo}; allowed: {', '.join(PARAMS[a.algo].model_fields)}"
-                    problems.append(Problem(where, f"{msg} [for {e.id}]" if not key else msg, p.value, p.has_value))
+                        model = plugin.params if plugin is not None else PARAMS[a.algo]
+                        msg = f"unknown hyperparameter for {a.algo}; allowed: {', '.join(model.model_fields)}"
+                    problems.append(Problem(where, f"{msg} [for {ek}]" if not key else msg, p.value, p.has_value))
                 continue
             resolved = key_view(params)
             timesteps = e.timesteps or suite.defaults.timesteps
@@ -771,7 +900,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                 problems.append(
                     Problem(
                         src,
-                        f"budget is smaller than one rollout of {a.display} on {e.id} "
+                        f"budget is smaller than one rollout of {a.display} on {ek} "
                         f"(n_envs × n_steps = {rollout}); allowed: >= {rollout}",
                         timesteps,
                         True,
@@ -779,39 +908,68 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                 )
                 continue
             if a.impl == "bench" and resolved.get("kernel") == "numpy" and (
-                    env_meta[e.id]["obs"] == "pixels" or resolved.get("device") != "cpu"):
-                where = (f"algorithms[{j}].env_hyperparams.{e.id}.kernel" if "kernel" in over
+                    env_meta[ek]["obs"] == "pixels" or resolved.get("device") != "cpu"):
+                where = (f"algorithms[{j}].env_hyperparams.{over_name}.kernel" if "kernel" in over
                          else f"algorithms[{j}].hyperparams.kernel")
-                why = f"{e.id} has pixel observations" if env_meta[e.id]["obs"] == "pixels" \
+                why = f"{ek} has pixel observations" if env_meta[ek]["obs"] == "pixels" \
                     else f"device is {resolved.get('device')}"
                 problems.append(Problem(where, f"the NumPy kernel needs an MLP policy on the CPU, and {why}; "
                                                f"allowed here: auto, torch", "numpy", True))
                 continue
-            if a.impl == "numpy" and env_meta[e.id]["obs"] == "pixels":
+            if resolved.get("policy") == "sequence" and not envs.is_sequence_task(ek):
+                where = (f"algorithms[{j}].env_hyperparams.{over_name}.policy" if "policy" in over
+                         else f"algorithms[{j}].hyperparams.policy")
+                problems.append(Problem(where, f"{ek} is not a sequence task; policy sequence reads tokens; allowed "
+                                               "here: mlp (sequence tasks: bench/Sort-v0, bench/Add-v0, "
+                                               "bench/Preference-v0)", "sequence", True))
+                continue
+            if a.impl == "numpy" and env_meta[ek]["obs"] == "pixels":
                 problems.append(Problem(f"algorithms[{j}].impl", f"the pure-NumPy REINFORCE is a linear policy on vector "
-                                        f"observations, and {e.id} has pixel observations; allowed here: impl bench",
+                                        f"observations, and {ek} has pixel observations; allowed here: impl bench",
                                         "numpy", True))
                 continue
             ev = e.eval or suite.defaults.eval
             for seed in suite.seed_list:
                 cell = Cell(
                     suite=suite.name,
-                    env_id=e.id,
+                    env_id=ek,
                     algo=a.algo,
                     impl=a.impl,
                     label=a.display,
                     seed=seed,
                     timesteps=timesteps,
-                    threshold=env_meta[e.id]["threshold"],
+                    threshold=env_meta[ek]["threshold"],
                     window=e.window or suite.defaults.window,
                     eval=ev.model_dump() if ev else None,
                     hyperparams=resolved,
                     resources=merge_resources(a.resources, e.resources),
                     diag_points=suite.defaults.diag_points,
                     cpu_seconds=e.cpu_seconds if e.cpu_seconds is not None else suite.defaults.cpu_seconds,
+                    entry=plugin.entry if plugin is not None else None,
+                    plugin_version=plugin.version if plugin is not None else None,
                 )
                 cells.append(_with_key(cell))
-    return cells, env_meta
+    return cells, env_meta, {suite.algorithms[j].algo: p for j, p in plugins.items()}
+
+
+def _trait_conflicts(declared: dict[str, Any], facts: dict[str, Any], key: str) -> list[tuple[str, str]]:
+    """``(trait, why)`` for each declared trait that the env's spaces contradict (``facts``:
+    :func:`bench.envs.space_facts`). Reward density cannot be checked; it is taken as stated."""
+    bad = []
+    if "action" in declared and declared["action"] != facts["action"]:
+        space = "Discrete" if facts["action"] == "discrete" else "Box"
+        bad.append(("action", f"{key} has a {space} action space; allowed: {facts['action']}"))
+    if declared.get("obs") == "pixels" and not (facts["obs_box"] and (facts["obs_ndim"] or 0) >= 2):
+        shape = f"a {facts['obs_ndim']}-dimensional Box" if facts["obs_box"] else "a non-Box space"
+        bad.append(("obs", f"{key}'s observations are {shape}; pixels needs an image (a Box of 2 or more "
+                           "dimensions); allowed: vector"))
+    if declared.get("obs") == "sequence" and not facts.get("obs_tokens"):
+        bad.append(("obs", f"{key}'s observations are not token ids (a MultiDiscrete space); allowed: vector"
+                           + (" or pixels" if facts["obs_box"] and (facts["obs_ndim"] or 0) >= 2 else "")))
+    if "horizon" in declared and facts["horizon"] is not None and declared["horizon"] != facts["horizon"]:
+        bad.append(("horizon", f"{key} is truncated at {facts['horizon']} steps; allowed: {facts['horizon']}, or "
+                               "kwargs max_episode_steps to change its time limit"))
+    return bad
 
 
 def _with_key(cell: Cell) -> Cell:
@@ -844,4 +1002,11 @@ def parse_only(text: str | None) -> dict[str, set[str]]:
 def select(cells: list[Cell], only: dict[str, set[str]]) -> list[Cell]:
     """Cells matching every given key (any of its values)."""
     attr = {"env": "env_id", "algo": "algo", "impl": "impl", "label": "label", "seed": "seed"}
-    return [c for c in cells if all(str(getattr(c, attr[k])) in vs for k, vs in only.items())]
+
+    def value(c: Cell, k: str) -> set[str]:
+        v = str(getattr(c, attr[k]))
+        # env=LunarLander-v3 picks every kwargs variant of the id (a key with kwargs holds commas,
+        # which --only cannot spell); env=<the whole key> picks one.
+        return {v, v.split("[", 1)[0]} if k == "env" else {v}
+
+    return [c for c in cells if all(value(c, k) & vs for k, vs in only.items())]

@@ -22,6 +22,7 @@ def export_suite(targets: list[Target], url: str, path: Path, *, name: str | Non
     import optuna
     import yaml
 
+    from bench.envs.registry import parse_env_key
     from bench.run.store import describe_url, normalise_url
 
     url = normalise_url(url)
@@ -45,8 +46,11 @@ def export_suite(targets: list[Target], url: str, path: Path, *, name: str | Non
         if t.objective == "auc":
             header.append("    auc: the report's normalised AUC over the budget (0 = random policy, 1 = threshold)")
         tuning_seeds |= set(t.seeds)
-        envs.setdefault(t.env_id, {"id": t.env_id, "threshold": t.threshold, "timesteps": t.timesteps, "window": t.window})
-        entry = algos.setdefault(t.label, {"algo": t.algo, "impl": t.impl, "label": t.label, "env_hyperparams": {}})
+        module, gym_id, kwargs = parse_env_key(t.env_id)
+        envs.setdefault(t.env_id, {"id": f"{module}:{gym_id}" if module else gym_id, **({"kwargs": kwargs} if kwargs else {}),
+                                   "threshold": t.threshold, "timesteps": t.timesteps, "window": t.window})
+        entry = algos.setdefault(t.label, {"algo": t.algo, "impl": t.impl, **({"entry": t.entry} if t.entry else {}),
+                                           "label": t.label, "env_hyperparams": {}})
         entry["env_hyperparams"][t.env_id] = dict(best.user_attrs["hyperparams"])
     n = max(len(t.seeds) for t in targets)
     first = max(tuning_seeds) + 1

@@ -100,7 +100,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from bench.run.record import Diverged, Recorder
-from bench.suites.spaces import Dim, TuneSpec, build_space, parse_space, sample
+from bench.suites.spaces import Dim, TuneSpec, build_space, parse_space, plugin_space, sample, suite_algos
 from bench.suites.suite import AVAILABLE, Cell, cell_key
 
 #: Optimisation direction of each objective.
@@ -164,6 +164,9 @@ class Target:
     pruner: dict[str, Any] = field(default_factory=dict)
     sampler_seed: int = 0
     suite: str | None = None
+    #: impl python: the plugin's ``module:function`` and its package version (as in :class:`Cell`).
+    entry: str | None = None
+    plugin_version: str | None = None
     #: The env's random-policy return (the report's anchor at ``threshold``); set by
     #: :func:`with_anchor` before trials run, ``None`` until then.
     random_return: float | None = None
@@ -186,14 +189,27 @@ class Target:
         }
         if self.objective == "auc":
             ident["random_return"] = self.random_return
+        if self.entry is not None:  # only for plugins, so every earlier study keeps its identity
+            ident["entry"] = self.entry
         return json.loads(json.dumps(ident))
+
+    def params(self, hyperparams: dict[str, Any]) -> Any:
+        """The typed hyperparameters of ``hyperparams`` on this target: the built-in's layers
+        (defaults ← zoo ← these), or a plugin's own model (defaults ← these)."""
+        if self.entry is not None:
+            from bench.algos.plugins import load
+
+            return load(self.entry).params.model_validate(hyperparams)
+        from bench.algos.hyperparams import resolve
+
+        return resolve(self.algo, self.env_id, hyperparams)
 
     def cell(self, hyperparams: dict[str, Any], seed: int) -> Cell:
         """The cell ``bench run`` would make for these resolved hyperparameters and seed."""
         c = Cell(
             suite=self.suite or "tune", env_id=self.env_id, algo=self.algo, impl=self.impl, label=self.label,
             seed=seed, timesteps=self.timesteps, threshold=self.threshold, window=self.window, eval=None,
-            hyperparams=hyperparams,
+            hyperparams=hyperparams, entry=self.entry, plugin_version=self.plugin_version,
         )
         from dataclasses import replace
 
@@ -277,32 +293,42 @@ def targets_from_suite(
         over["objective"] = objective
     if over:
         spec = TuneSpec.model_validate({**spec.model_dump(), **over})
-    algos = sorted({a.algo for a in suite.algorithms})
-    user, issues = parse_space(spec.space, algos)
+    from bench.algos.hyperparams import PARAMS
+
+    plugins = getattr(loaded, "plugins", {})
+    models = {**PARAMS, **{n: p.params for n, p in plugins.items()}}
+    algos = suite_algos(suite, models)
+    user, issues = parse_space(spec.space, algos, models=models)
     assert not issues, issues  # load_suite already reported these
     pairs = [(a, e) for a in suite.algorithms for e in suite.envs]
     if study is not None and len(pairs) > 1:
         raise BadInput(f"--study: names one study, but {loaded.path} has {len(pairs)} (algorithm, env) targets; leave it out")
     out = []
     for a, e in pairs:
-        fixed = {**a.hyperparams, **a.env_hyperparams.get(e.id, {})}
+        fixed = {**a.hyperparams, **a.env_overrides(e)}
         budget = timesteps or spec.timesteps or e.timesteps or suite.defaults.timesteps
-        n_envs = _n_envs(a.algo, e.id, fixed)
+        plugin = plugins.get(a.algo) if a.impl == "python" else None
+        n_envs = int(plugin.params.model_validate(fixed).n_envs) if plugin is not None else _n_envs(a.algo, e.key, fixed)
         if budget < n_envs:
-            raise BadInput(f"--timesteps: {budget} is smaller than one rollout of {a.display} on {e.id} (n_envs {n_envs})")
+            raise BadInput(f"--timesteps: {budget} is smaller than one rollout of {a.display} on {e.key} (n_envs {n_envs})")
         space = _for_impl(build_space(
             a.algo, user[a.algo], fixed=fixed, use_defaults=spec.default_space, n_envs=n_envs,
             timesteps=budget, checkpoints=spec.checkpoints,
+            defaults=plugin_space(a.algo, plugin.params)[0] if plugin is not None else None,
         ), a.impl)
         if not space:
-            raise BadInput(f"{loaded.path}: tune.space: nothing to search for {a.display}; set default_space: true or name a dimension")
+            hint = (" (the plugin declares no search_space on its hyperparameter model)" if plugin is not None else "")
+            raise BadInput(f"{loaded.path}: tune.space: nothing to search for {a.display}{hint}; set default_space: "
+                           "true or name a dimension")
         out.append(
             Target(
-                study=study or f"{suite.name}-{a.display}-{e.id}", algo=a.algo, impl=a.impl, label=a.display,
-                env_id=e.id, threshold=float(loaded.env_meta[e.id]["threshold"]), window=e.window or suite.defaults.window,
+                study=study or f"{suite.name}-{a.display}-{e.key}", algo=a.algo, impl=a.impl, label=a.display,
+                env_id=e.key, threshold=float(loaded.env_meta[e.key]["threshold"]), window=e.window or suite.defaults.window,
                 timesteps=int(budget), seeds=tuple(spec.seed_list), objective=spec.objective,
                 checkpoints=spec.checkpoints, space=space, fixed=fixed, pruner=spec.pruner.model_dump(),
                 sampler_seed=spec.sampler_seed, suite=suite.name,
+                entry=plugin.entry if plugin is not None else None,
+                plugin_version=plugin.version if plugin is not None else None,
             )
         )
     return out
@@ -429,7 +455,7 @@ def run_trial(trial: Any, target: Target) -> float:
     from pydantic import ValidationError
 
     from bench.algos.common import pin_one_thread
-    from bench.algos.hyperparams import key_view, resolve
+    from bench.algos.hyperparams import key_view
     from bench.run.runner import result_of, train_cell
     from bench.run.store import this_owner
 
@@ -437,12 +463,12 @@ def run_trial(trial: Any, target: Target) -> float:
         raise ValueError(f"target {target.study!r}: auc needs the random-policy return; resolve it with with_anchor()")
     pin_one_thread()
     trial.set_user_attr("worker", this_owner())
-    base = key_view(resolve(target.algo, target.env_id, target.fixed))
+    base = key_view(target.params(target.fixed))
     values = sample(trial, target.space, rollout_of=lambda v: {**base, **v}["n_steps"] * {**base, **v}["n_envs"])
     hyperparams = {**target.fixed, **values}
     trial.set_user_attr("hyperparams", hyperparams)
     try:
-        resolved = key_view(resolve(target.algo, target.env_id, hyperparams))
+        resolved = key_view(target.params(hyperparams))
     except ValidationError as e:
         err = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_url=False))
         trial.set_user_attr("error", f"invalid hyperparameters: {err}")

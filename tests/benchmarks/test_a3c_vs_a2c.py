@@ -5,7 +5,7 @@ Run with ``nox -s benchmark -- -k a3c`` (or ``pytest -o addopts= tests/benchmark
 worker / two envs in one process. Seeds are run interleaved (A2C then A3C per seed), each until
 the 20-episode trailing mean reaches 475 or 500k env steps, and each algorithm's samples-to-475 and
 wall-clock-to-475 (start-up of A3C's worker processes included) are written to
-``results/a3c-vs-a2c.json`` with the machine's load, which the README quotes.
+``results/a3c-vs-a2c.json`` with the machine's load, which docs/measurements.md quotes.
 This is the measurement behind the claim that asynchronous actors stabilise learning: at equal
 actor counts, does A3C reach the threshold in fewer samples, or only in less wall-clock time?
 """

@@ -6,7 +6,7 @@ The step is the one ``ppo.train`` takes on CartPole with the zoo's settings:
 backward (autograd, or the kernel's hand-written pass), global clipping and
 fused Adam over the flat buffer. Both paths run in this process on one torch
 and one BLAS thread, in interleaved rounds, each on its own copy of the same
-policy. The figures are the per-step times the README and ``npkernel.py`` quote.
+policy. The figures are the per-step times docs/performance.md and ``npkernel.py`` quote.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _per_call_us(fn, n: int = 2000) -> float:
 
 
 def test_where_the_torch_step_goes(benchmark):
-    """The per-op figures ``npkernel.py`` and the README quote: torch's and NumPy's tanh and
+    """The per-op figures ``npkernel.py`` and docs/performance.md quote: torch's and NumPy's tanh and
     256×64 @ 64×64 matmul, and the clipped loss alone (on leaf logits and values) through
     autograd, forward and backward; one thread each, medians of 5 rounds."""
     pin_one_thread()

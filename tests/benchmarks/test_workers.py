@@ -3,7 +3,7 @@
 Run with ``nox -s benchmark`` (or ``pytest -o addopts= tests/benchmarks --benchmark-only -s``).
 Each round runs ``bench run suites/smoke.yaml`` with ``--workers 1`` and then
 ``--workers 2`` into fresh stores, as a user would (a new process each, worker
-start-up included). The ratio of the medians is the figure the README quotes;
+start-up included). The ratio of the medians is the figure docs/testing.md quotes;
 the target is at most 0.65 on 2 cores.
 """
 

@@ -1,0 +1,1 @@
+"""An example bench plugin (see docs/plugins.md)."""
