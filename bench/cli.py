@@ -555,7 +555,7 @@ class Objective(str, Enum):
 @app.command()
 def tune(
     suite: Optional[Path] = typer.Argument(None, help="Suite YAML (its tune: block); or use --algo, --impl and --env."),
-    algo: Optional[str] = typer.Option(None, "--algo", help="reinforce | ac_mc | ac_td | a2c | a3c | npg | trpo | ppo | grpo (without a suite)."),
+    algo: Optional[str] = typer.Option(None, "--algo", help="reinforce | ac_mc | ac_td | a2c | a3c | npg | trpo | ppo | grpo | rloo (without a suite)."),
     impl: str = typer.Option("bench", "--impl", help="bench | sb3 | numpy (without a suite)."),
     env: Optional[str] = typer.Option(None, "--env", help="Gymnasium id (without a suite)."),
     timesteps: Optional[int] = typer.Option(None, "--timesteps", min=1, help="Env steps per seed per trial."),
@@ -781,6 +781,13 @@ def _choice(flag: str, value: Optional[str], allowed: tuple[str, ...]) -> Option
     return value
 
 
+def _interval_text(x: dict) -> str:
+    """A decision-matrix row's point with its interval, as the report prints it."""
+    from bench.analysis.report import _interval
+
+    return _interval(x["point"], x["lo"], x["hi"], x["kind"])
+
+
 @app.command()
 def recommend(
     action: Optional[str] = typer.Option(None, "--action", help="discrete | continuous (default: both)."),
@@ -804,7 +811,8 @@ def recommend(
 
     from bench.analysis import scoring
 
-    scored = scoring.score(scoring.load(url, log=lambda s: err.print(s, markup=False)))
+    data = scoring.load(url, log=lambda s: err.print(s, markup=False))
+    scored = scoring.score(data)
     rows = scoring.recommendation_rows(
         scoring.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))
     if fmt == "json":
@@ -846,6 +854,16 @@ def recommend(
         print(textwrap.fill(f"insufficient evidence (no measured env): {'; '.join(empty)}", width=100))
     for h in sorted({r["hardware"] for r in rows if r["hardware"]}):
         print(textwrap.fill(f"time: {h}", width=100))
+    seq_envs = sorted({e for r in shown if r["obs"] == "sequence" for e in r["envs"]})
+    if seq_envs:  # the language-model track's own criteria, lower is better (bench report's decision matrix)
+        from bench.analysis import claims
+
+        lm = claims.lm_criteria(scored, data.diagnostics, "sequence", seq_envs)
+        for crit in claims.LM_CRITERIA:
+            got = [f"{x['label']} {_interval_text(x)}{' ★' if x['mark'] == 'best' else ''}" for x in lm
+                   if x["criterion"] == crit and x["point"] == x["point"]]
+            if got:
+                print(textwrap.fill(f"{crit} (sequence tasks, lower is better): {'; '.join(got)}", width=100))
     print(textwrap.fill(
         f"A winner needs a permutation test at p < {scoring.ALPHA:g} and ≥ {scoring.MIN_SEEDS} runs per env on "
         f"≥ {scoring.MIN_ENVS} envs; otherwise 'leaning' or a tie (≈). Scores: normalised area under the learning "

@@ -47,6 +47,21 @@ def test_ac_td_is_one_env_a2c_and_ac_mc_is_value_baseline_reinforce():
     assert mc.ep_return == rf.ep_return and mc.diag == rf.diag and len(mc.ep_return) > 10
 
 
+def test_rloo_is_one_epoch_grpo_with_the_leave_one_out_advantage():
+    """``rloo`` names GRPO's module at advantage rloo and one epoch: same seed, same returns."""
+    assert MODULES["rloo"] == "grpo"
+    r = resolve("rloo", "CartPole-v1")
+    assert r.advantage == "rloo" and r.n_epochs == 1
+    g = PARAMS["grpo"]().model_dump()
+    assert {k: v for k, v in r.model_dump().items() if k not in ("advantage", "n_epochs")} == \
+        {k: v for k, v in g.items() if k not in ("advantage", "n_epochs")}
+    with pytest.raises(ValidationError, match="advantage"):
+        resolve("rloo", "CartPole-v1", {"advantage": "outcome"})  # that is GRPO
+    rl = _run("rloo", "CartPole-v1", 1500, seed=2)
+    gr = _run("grpo", "CartPole-v1", 1500, seed=2, advantage="rloo", n_epochs=1)
+    assert rl.ep_return == gr.ep_return and rl.diag == gr.diag and len(rl.ep_return) > 10
+
+
 class _Solved(Exception):
     pass
 

@@ -30,7 +30,7 @@ BAD = [
     ("not a mapping", "- just\n- a list\n", "", "must be a mapping"),
     ("unknown top-level key", GOOD + "nmae: x\n", "nmae", "unknown key; allowed: name"),
     ("missing algorithms", GOOD.split("algorithms:")[0], "algorithms", "missing required key"),
-    ("unknown algorithm", GOOD.replace("algo: ppo", "algo: dqn"), "algorithms[0].algo", "unknown algorithm; allowed: reinforce, ac_mc, ac_td, a2c, a3c, npg, trpo, ppo, grpo, or a plugin's own name"),
+    ("unknown algorithm", GOOD.replace("algo: ppo", "algo: dqn"), "algorithms[0].algo", "unknown algorithm; allowed: reinforce, ac_mc, ac_td, a2c, a3c, npg, trpo, ppo, grpo, rloo, or a plugin's own name"),
     ("unknown impl", GOOD.replace("impl: sb3", "impl: rllib"), "algorithms[0].impl", "'bench', 'sb3', 'numpy' or 'python'"),
     ("sb3 has no reinforce", GOOD.replace("algo: ppo", "algo: reinforce").replace("    hyperparams: {n_envs: 2, n_steps: 64, batch_size: 64}\n", ""),
      "algorithms[0].impl", "Stable-Baselines3 has no REINFORCE"),

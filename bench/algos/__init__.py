@@ -24,10 +24,12 @@ def _lazy(module: str) -> Callable[..., None]:
 #: algorithm name → the module that runs it. Two names are rungs of the textbook ladder
 #: REINFORCE → AC-MC → AC-TD → A2C → NPG → TRPO → PPO that another algorithm's module runs
 #: exactly, with their own defaults (bench.algos.hyperparams says which):
-#: ``ac_mc`` is REINFORCE with ``baseline: value``; ``ac_td`` is A2C with one env.
+#: ``ac_mc`` is REINFORCE with ``baseline: value``; ``ac_td`` is A2C with one env. ``rloo``
+#: (REINFORCE with a leave-one-out baseline over a group) is GRPO's module with ``advantage: rloo``.
 MODULES: dict[str, str] = {
     "reinforce": "reinforce", "ac_mc": "reinforce", "ac_td": "a2c", "a2c": "a2c",
     "a3c": "a3c", "npg": "npg", "trpo": "trpo", "ppo": "ppo", "grpo": "grpo",
+    "rloo": "grpo",
 }
 
 #: algorithm name → its ``train`` function (modules are imported on first use).

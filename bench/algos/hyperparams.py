@@ -576,9 +576,31 @@ class ACMCParams(REINFORCEParams):
     baseline: Literal["value"] = Field("value", description="Fixed: the learned V(s) (use algo reinforce for none/mean).")
 
 
+class RLOOParams(GRPOParams):
+    """REINFORCE with a leave-one-out baseline (RLOO; Kool et al. 2019, "Buy 4 REINFORCE samples, get
+    a baseline for free"; Ahmadian et al. 2024, "Back to Basics", for RL from human feedback): run by
+    GRPO's module (``bench.algos.grpo``) with ``advantage: rloo`` and one epoch.
+
+    Each update samples ``groups_per_update`` groups of ``group_size`` episodes, every episode of a
+    group from the same prompt (reset seed); episode i's advantage is its return minus the mean of
+    the other G − 1 returns of its group, unscaled. With ``n_epochs`` 1 the probability ratio is 1
+    at the only step, so the clipped surrogate's gradient is the REINFORCE gradient with that
+    baseline: this is the practitioner's "REINFORCE is enough" candidate, named on its own so that
+    recommendations do not pool it with GRPO's group-standardised, multi-epoch update. ``advantage:
+    mean`` (R_i minus the group mean, Kool et al.'s biased variant) is allowed for comparison. The KL
+    penalty to the frozen reference and the rest are GRPO's fields and defaults.
+    """
+
+    advantage: Literal["rloo", "mean"] = Field(
+        "rloo", description="rloo: R_i minus the mean of the other G − 1 returns of its group; mean: minus the group mean."
+    )
+    n_epochs: int = Field(1, gt=0, description="Gradient steps per batch (1: plain REINFORCE; more is PPO-style reuse).")
+
+
 PARAMS: dict[str, type[BaseModel]] = {
     "reinforce": REINFORCEParams, "ppo": PPOParams, "a2c": A2CParams, "trpo": TRPOParams,
     "npg": NPGParams, "ac_td": ACTDParams, "ac_mc": ACMCParams, "grpo": GRPOParams, "a3c": A3CParams,
+    "rloo": RLOOParams,
 }
 
 #: Hyperparameters added after stores of runs existed, with their defaults: :func:`key_view`
@@ -777,7 +799,7 @@ _ZOO_TRPO: dict[str, dict[str, Any]] = {
 # Neither has NPG, AC-TD or AC-MC (AC-TD is one-env A2C: the zoo's A2C values are for 8+ envs), A3C or GRPO.
 ZOO: dict[str, dict[str, dict[str, Any]]] = {
     "reinforce": {}, "ppo": _ZOO_PPO, "a2c": _ZOO_A2C, "trpo": _ZOO_TRPO, "npg": {}, "ac_td": {}, "ac_mc": {},
-    "grpo": {}, "a3c": {},
+    "grpo": {}, "a3c": {}, "rloo": {},
 }
 
 #: algo → bench env id → the zoo's ``n_timesteps`` for that entry (the budget it was tuned for).
@@ -787,6 +809,7 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
     "ac_td": {},
     "ac_mc": {},
     "grpo": {},  # no zoo entry
+    "rloo": {},  # no zoo entry
     "a3c": {},  # no zoo entry
     "ppo": {
         "ALE/Breakout-v5": 10_000_000,  # atari
@@ -871,7 +894,7 @@ def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
 CONTINUOUS_NORMALIZE: dict[str, Any] = {"Pendulum-v1": {"obs": True, "reward": False}}
 #: Algorithms whose continuous-control default is observation normalisation only (GRPO standardises
 #: returns within each group, so scaling rewards first has no use).
-NO_REWARD_NORMALIZE = ("grpo",)
+NO_REWARD_NORMALIZE = ("grpo", "rloo")
 
 
 def _continuous(env_id: str) -> bool:

@@ -210,6 +210,8 @@ DEFAULT_SPACES: dict[str, dict[str, Dim]] = {
 DEFAULT_SPACES["ac_td"] = dict(DEFAULT_SPACES["a2c"])
 DEFAULT_SPACES["ac_mc"] = {k: v for k, v in DEFAULT_SPACES["reinforce"].items() if k != "baseline"}
 DEFAULT_SPACES["npg"] = dict(DEFAULT_SPACES["trpo"])
+# RLOO is GRPO's module at one epoch by default: the ratio is 1, so clip_range does nothing there.
+DEFAULT_SPACES["rloo"] = {k: v for k, v in DEFAULT_SPACES["grpo"].items() if k not in ("clip_range", "n_epochs")}
 
 
 # --------------------------------------------------------------------------- #

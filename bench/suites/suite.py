@@ -9,7 +9,7 @@ A suite is a YAML grid of environments × algorithms × seeds::
       - id: CartPole-v1
         threshold: 475            # optional where the registry has one
     algorithms:
-      - algo: ppo                 # reinforce | ac_mc | ac_td | a2c | a3c | npg | trpo | ppo | grpo
+      - algo: ppo                 # reinforce | ac_mc | ac_td | a2c | a3c | npg | trpo | ppo | grpo | rloo
         impl: sb3                 # bench | sb3 | numpy (reinforce only)
         hyperparams: {n_envs: 8}
         env_hyperparams:
@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from bench.suites.problems import Problem, SeedsMixin
 from bench.suites.spaces import TuneSpec, check_tune
 
-ALGOS = ("reinforce", "ac_mc", "ac_td", "a2c", "a3c", "npg", "trpo", "ppo", "grpo")
+ALGOS = ("reinforce", "ac_mc", "ac_td", "a2c", "a3c", "npg", "trpo", "ppo", "grpo", "rloo")
 IMPLS = ("bench", "sb3", "numpy")
 #: Which implementations exist for each algorithm. SB3 and sb3-contrib have no REINFORCE, NPG, A3C
 #: or GRPO; AC-MC and AC-TD are names for the project's own modules (see bench.algos.MODULES);
@@ -58,6 +58,7 @@ AVAILABLE: dict[str, tuple[str, ...]] = {
     "ac_td": ("bench",),
     "a3c": ("bench",),
     "grpo": ("bench",),
+    "rloo": ("bench",),
     "a2c": ("bench", "sb3"),
     "npg": ("bench",),
     "trpo": ("bench", "sb3"),
@@ -69,6 +70,7 @@ _MISSING: dict[tuple[str, str], str] = {
     ("npg", "sb3"): "Stable-Baselines3 and sb3-contrib have no NPG",
     ("a3c", "sb3"): "Stable-Baselines3 has no A3C",
     ("grpo", "sb3"): "Stable-Baselines3 has no GRPO",
+    ("rloo", "sb3"): "Stable-Baselines3 has no RLOO",
     ("ac_mc", "sb3"): "Stable-Baselines3 has no REINFORCE with a value baseline (ac_mc)",
     ("ac_td", "sb3"): "ac_td is the project's name for one-env A2C; for SB3 use algo a2c with n_envs 1",
 }
@@ -238,7 +240,7 @@ class AlgoEntry(_Strict):
     )
     algo: str = Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_]*$",
                       description="A built-in algorithm (reinforce | ac_mc | ac_td | a2c | a3c | npg | trpo | ppo | "
-                                  "grpo), or the name of a plugin (impl: python).")
+                                  "grpo | rloo), or the name of a plugin (impl: python).")
     entry: str | None = Field(
         None, min_length=1, max_length=300,
         description="impl python: the plugin's `module.path:function`; without it, the entry point named `algo` "
