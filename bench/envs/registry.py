@@ -138,8 +138,14 @@ REGISTRY: dict[str, EnvSpec] = {
 #: `results/reference/`); HalfCheetah-v5 826 µs (sb3 PPO, `results/speed-halfcheetah.json`).
 #: LunarLander-v3 500 µs: sb3 PPO's 469 µs, the slowest of the three implementations measured so far
 #: at 1e6 steps (own PPO 162, own TRPO 300; `results/reference/box2d`, 2026-11-24, contended runs).
+#: The sequence tasks (a step is a token): own PPO with ``policy: sequence`` is the slowest label of
+#: ``results/reference/sequence`` (40,960 tokens, 10 seeds, 2026-11-24, contended runs): mean CPU µs
+#: per token 672 on Sort, 641 on Add, 522 on Preference (SB3 PPO's MLP 145, 147, 103).
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
+    "bench/Sort-v0": 700.0,
+    "bench/Add-v0": 700.0,
+    "bench/Preference-v0": 600.0,
     "LunarLander-v3": 500.0,
     "CartPole-v1": 200.0,
     "Pendulum-v1": 250.0,
@@ -345,7 +351,7 @@ def get_spec(env_id: str) -> EnvSpec:
         # A token task: one reward at the end of the answer (sparse), the context as observation.
         thr = SEQUENCE_TASKS[gym_id]
         return EnvSpec(id=env_id, family="sequence", action="discrete", obs="sequence", reward="sparse",
-                       horizon=cap, threshold=thr, registered=False,
+                       horizon=cap, threshold=thr, registered=False, time_scale_us=TIME_SCALE_US.get(gym_id),
                        threshold_source="chosen: 0.9 exact match" if thr is not None else "none: set one in the suite")
     if isinstance(act_space, gym.spaces.Discrete):
         action: Literal["discrete", "continuous"] = "discrete"
