@@ -339,3 +339,50 @@ def test_ppo_with_a_separate_value_model_trains_it_and_counts_it():
     # The separate value model (trunk and value head, its own Adam state) roughly doubles what is trained.
     assert b["params_bytes"] > 1.8 * a["params_bytes"] and b["optimizer_bytes"] > 1.8 * a["optimizer_bytes"]
     assert "value/explained_variance" in s
+
+
+def test_the_report_adds_memory_and_reward_hacking_for_sequence_tasks(tmp_path):
+    """Issue 17: a category of sequence tasks gets the model-memory and reward-hacking columns, from real runs."""
+    import subprocess
+    import sys
+
+    from bench import analysis
+    from bench.analysis import claims
+
+    f = tmp_path / "p.yaml"
+    f.write_text("name: pref\nseeds: 2\ndefaults: {timesteps: 2048, window: 20}\nenvs:\n  - id: bench/Preference-v0\n"
+                 "    threshold: 1.5\nalgorithms:\n"
+                 "  - {algo: ppo, impl: bench, hyperparams: {policy: sequence, kl_coef: 0.01, n_envs: 8, n_steps: 32, "
+                 "batch_size: 128, n_epochs: 1}}\n"
+                 "  - {algo: rloo, impl: bench, hyperparams: {policy: sequence, kl_coef: 0.01, group_size: 4, "
+                 "groups_per_update: 4}}\n")
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    p = subprocess.run([sys.executable, "-m", "bench", "run", str(f), "--store", url, "--workers", "2"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    data = analysis.load(url)
+    scored = analysis.score(data)
+    (cat, envs), = analysis.categories(scored).items()
+    rows = claims.lm_criteria(scored, data.diagnostics, cat, envs, n_boot=200)
+    mem = {r["label"]: r for r in rows if r["criterion"] == "model memory (KiB)"}
+    hack = {r["label"]: r for r in rows if r["criterion"] == "reward hacking"}
+    assert set(mem) == set(hack) == {"ppo-bench", "rloo-bench"}
+    # PPO holds a value head and its optimiser state beside the policy, reference and reward model: more bytes.
+    assert mem["ppo-bench"]["point"] > mem["rloo-bench"]["point"] > 0 and mem["rloo-bench"]["mark"] == "best"
+    # Each run's gap growth, by hand from its diagnostics, is what the column aggregates (2 runs: a range).
+    m = claims.measures(scored, data.diagnostics)
+    for lb, r in hack.items():
+        per_run = m.loc[m["label"] == lb, "hacking"].to_numpy(float)
+        assert per_run.size == 2 and np.isfinite(per_run).all()
+        assert r["kind"] == "range" and r["lo"] == per_run.min() and r["hi"] == per_run.max()
+    out = tmp_path / "rep"
+    p = subprocess.run([sys.executable, "-m", "bench", "report", "pref", "--store", url, "--out", str(out)],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    html = (out / "index.html").read_text()
+    assert "<th>model memory (KiB)</th>" in html and "<th>reward hacking</th>" in html
+    p = subprocess.run([sys.executable, "-m", "bench", "recommend", "--obs", "sequence", "--store", url],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "model memory (KiB) (sequence tasks, lower is better): ppo-bench" in p.stdout
+    assert "reward hacking (sequence tasks, lower is better): ppo-bench" in p.stdout

@@ -254,3 +254,74 @@ def rows(results: list[ClaimResult]) -> list[dict[str, Any]]:
                             runs=c.runs, why=c.why, envs=", ".join(r.envs),
                             per_env="; ".join(f"{e} {d:+.3g} (p {pv:.2g})" for e, d, pv in c.per_env)))
     return out
+
+
+#: The language-model track's criteria beside the usual ones (issue 17), both lower-is-better and in
+#: their own units, so they stand in the decision matrix of a category that holds sequence tasks only.
+LM_CRITERIA: dict[str, str] = {
+    "model memory (KiB)": "median bytes of every model a run held (policy, frozen reference, value model, reward "
+                          "models and optimiser state; provenance model_memory), in KiB; the same for every seed, "
+                          "so no interval",
+    "reward hacking": "IQM over runs of the growth of proxy − true score (the true score on the proxy's scale) from "
+                      "a run's first 3 updates to its last 5, on the tasks with a learned reward model; lower is "
+                      "better, 0 = no gap opened",
+}
+
+
+def lm_criteria(scored: scoring.Scored, diagnostics: pd.DataFrame, category: str, envs: list[str], *,
+                n_boot: int = scoring.N_BOOT) -> list[dict[str, Any]]:
+    """Decision-matrix rows (columns of :func:`bench.analysis.scoring.decision_matrix`) for
+    :data:`LM_CRITERIA` on ``envs``, where any of them is a sequence task; else none.
+
+    Memory is exact per configuration: the lowest is marked ``best`` when strictly below every other
+    label. Reward hacking is an IQM over runs with a stratified bootstrap interval (a range below 5
+    runs), marked by the permutation test as every other criterion (lowest is best)."""
+    seq = [e for e in envs if scored.traits.get(e, {}).get("obs") == "sequence"]
+    if not seq:
+        return []
+    m = measures(scored, diagnostics)
+    m = m[m["env"].isin(seq) & m["final_norm"].notna()]
+    rows: list[dict[str, Any]] = []
+    base = lambda lb, g: dict(category=category, label=lb, algo=g["algo"].iloc[0], impl=g["impl"].iloc[0],  # noqa: E731
+                              cat_envs=len(envs), n_runs=len(g), mark="", p=np.nan, note="")
+    mem = []
+    for lb, g in m.groupby("label", sort=True):
+        b = g["model_bytes"].dropna()
+        mem.append(dict(base(lb, g), criterion="model memory (KiB)", point=float(b.median()) / 2**10 if len(b) else np.nan,
+                        lo=np.nan, hi=np.nan, kind="none", n_envs=int(g.loc[g["model_bytes"].notna(), "env"].nunique()),
+                        note="" if len(b) else "not recorded"))
+    live = [r for r in mem if np.isfinite(r["point"])]
+    if len(live) > 1:
+        low = min(r["point"] for r in live)
+        tops = [r for r in live if r["point"] == low]
+        for r in tops:
+            r["mark"] = "best" if len(tops) == 1 else "tie"
+    rows += mem
+
+    crit = scoring.Criterion("hacking", stats.aggregate_task_mean_iqm, LM_CRITERIA["reward hacking"])
+    with_rm = [e for e in seq if m.loc[m["env"] == e, "hacking"].notna().any()]
+    hack, tasks = [], {}
+    for lb, g in m.groupby("label", sort=True):
+        t = [g.loc[(g["env"] == e) & g["hacking"].notna(), "hacking"].to_numpy(float) for e in with_rm]
+        if not with_rm or not all(x.size for x in t):
+            hack.append(dict(base(lb, g), criterion="reward hacking", point=np.nan, lo=np.nan, hi=np.nan, kind="none",
+                             n_envs=0, note="no learned-reward task" if not with_rm else "no proxy/true scores"))
+            continue
+        ci = scoring.estimate(t, crit, n_boot=n_boot)
+        tasks[lb] = t
+        hack.append(dict(base(lb, g), criterion="reward hacking", point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind,
+                         n_envs=len(with_rm)))
+    live = [r for r in hack if np.isfinite(r["point"])]
+    if len(live) > 1:
+        top = min(live, key=lambda r: r["point"])
+        tied = []
+        for r in live:
+            if r is not top:
+                r["p"] = scoring.compare(tasks[top["label"]], tasks[r["label"]], crit).p_value
+                if r["p"] >= scoring.ALPHA:
+                    tied.append(r)
+                    r["mark"] = "tie"
+        enough = len(with_rm) >= scoring.MIN_ENVS and all(
+            x.size >= scoring.MIN_SEEDS for r in live for x in tasks[r["label"]])
+        top["mark"] = "tie" if tied else ("best" if enough else "lead")
+    return rows + hack

@@ -261,7 +261,10 @@ def fig_decision(dm: pd.DataFrame, category: str) -> str:
     plt, sns = _plt()
     d = dm[dm["category"] == category]
     labels = sorted(d["label"].unique())
-    crits = list(an.CRITERIA) + [an.SENSITIVITY]
+    from bench.analysis.claims import LM_CRITERIA
+
+    crits = _criteria_of(dm, category)
+    lower_better = {an.SENSITIVITY, *LM_CRITERIA}
     colour = pd.DataFrame(np.nan, index=labels, columns=crits)
     ann = pd.DataFrame("", index=labels, columns=crits)
     for crit in crits:
@@ -270,7 +273,7 @@ def fig_decision(dm: pd.DataFrame, category: str) -> str:
         if vals.notna().sum():
             span = (vals.max() - vals.min()) or 1.0
             scaled = (vals - vals.min()) / span
-            colour[crit] = (1 - scaled) if crit == an.SENSITIVITY else scaled  # lower sensitivity is better
+            colour[crit] = (1 - scaled) if crit in lower_better else scaled  # lower sensitivity, memory, hacking are better
         for lb, r in col.iterrows():
             if r["point"] != r["point"]:
                 ann.loc[lb, crit] = r["note"] or "n/a"
@@ -408,12 +411,17 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         dm = an.decision_matrix(scored, data.sensitivity)
 
     cats = an.categories(scored) if not dm.empty else {}
-    decision = [dict(category=cat, envs=", ".join(envs), figure=fig_decision(dm, cat),
+    from bench.analysis import claims as cl
+
+    # Sequence tasks add the language-model track's criteria (model memory, reward hacking).
+    lm = [row for cat, envs in cats.items() for row in cl.lm_criteria(scored, data.diagnostics, cat, envs)]
+    if lm:
+        dm = pd.concat([dm, pd.DataFrame(lm, columns=dm.columns)], ignore_index=True)
+    decision = [dict(category=cat, envs=", ".join(envs), figure=fig_decision(dm, cat), criteria=_criteria_of(dm, cat),
                      wall_warning=sorted(e for e in envs if e in warn), rows=_decision_rows(dm, cat))
                 for cat, envs in cats.items()]
     recs = an.recommend(scored)
     inventory, failures = _inventory(data)
-    from bench.analysis import claims as cl
 
     # The claims of the suites asked for; by default of every claim suite in the store (which the
     # rest of the report leaves out, see scoring.load).
@@ -433,7 +441,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         store=_describe(data.store_url), suites=data.suites, inventory=inventory, failures=failures,
         provenance=_provenance(data), warnings=warn, notes=data.notes, envs=env_sections, across=across,
         decision=decision, criteria=[(k, v.meaning) for k, v in an.CRITERIA.items()], sensitivity=an.SENSITIVITY,
-        criteria_names=list(an.CRITERIA) + [an.SENSITIVITY],
+        lm_criteria=list(cl.LM_CRITERIA.items()) if lm else [],
         recs=an.recommendation_rows(recs), n_runs=len(data.runs), n_pooled=int(len(runs)),
         n_boot=an.N_BOOT, anchors=data.anchors, rules=_rules(), contended=int(runs["contended"].sum()) if len(runs) else 0,
         hardware_line=an.hardware_line(scored), track=_track_record(recs), claims=claim_rows,
@@ -511,13 +519,22 @@ def _published_rows(g: pd.DataFrame, env_id: str, budget: int, last_eval: dict[s
     return rows
 
 
+def _criteria_of(dm: pd.DataFrame, category: str) -> list[str]:
+    """The decision matrix's columns for one category: every criterion, the sensitivity, then any
+    language-model-track criterion its rows hold."""
+    from bench.analysis.claims import LM_CRITERIA
+
+    have = set(dm.loc[dm["category"] == category, "criterion"])
+    return list(an.CRITERIA) + [an.SENSITIVITY] + [c for c in LM_CRITERIA if c in have]
+
+
 def _decision_rows(dm: pd.DataFrame, category: str) -> list[dict[str, Any]]:
     """The decision matrix of one category as table rows: one per label, one cell per criterion."""
     d = dm[dm["category"] == category]
     rows = []
     for lb, g in d.groupby("label", sort=True):
         cells = []
-        for crit in list(an.CRITERIA) + [an.SENSITIVITY]:
+        for crit in _criteria_of(dm, category):
             x = g[g["criterion"] == crit].iloc[0]
             if x["point"] != x["point"]:
                 cells.append(dict(text=x["note"] or "n/a", mark="", title=x["note"]))
