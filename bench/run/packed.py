@@ -94,7 +94,7 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
             frames[name] = df.drop(columns=["id"]) if name == "diagnostics" else df
     db.dispose()
     for name, df in frames.items():
-        df.to_parquet(tmp / f"{name}.parquet", index=False, compression=_COMPRESSION)
+        _write(df, tmp / f"{name}.parquet")
     runs = frames["runs"]
     done = runs[runs["status"] == "done"] if len(runs) else runs
     manifest = {
@@ -113,6 +113,29 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
     return manifest
+
+
+def _write(df, path: Path) -> None:
+    """One table as zstd Parquet, losslessly encoded for what these tables hold.
+
+    Most bytes are per-episode float columns (returns, cumulative CPU and wall seconds) and
+    increasing integers (steps, indices). Parquet's default dictionary encoding does little for
+    either; byte-stream splitting the floats (their exponent bytes then compress well) and
+    delta-encoding the integers cut the shipped reference by about 40% with the same values
+    read back (measured on the classic, Box2D and sequence packs, 2026-11-24).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    enc = {}
+    for f in table.schema:
+        if pa.types.is_floating(f.type):
+            enc[f.name] = "BYTE_STREAM_SPLIT"
+        elif pa.types.is_integer(f.type):
+            enc[f.name] = "DELTA_BINARY_PACKED"
+    pq.write_table(table, path, compression=_COMPRESSION, column_encoding=enc,
+                   use_dictionary=[c for c in table.column_names if c not in enc])
 
 
 def fingerprint(packs: list[Path]) -> str:
