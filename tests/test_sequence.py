@@ -364,6 +364,8 @@ def test_the_report_adds_memory_and_reward_hacking_for_sequence_tasks(tmp_path):
     scored = analysis.score(data)
     (cat, envs), = analysis.categories(scored).items()
     rows = claims.lm_criteria(scored, data.diagnostics, cat, envs, n_boot=200)
+    # Only a category of sequence tasks alone: a mixed one would compare labels that ran none.
+    assert claims.lm_criteria(scored, data.diagnostics, "all environments", [*envs, "CartPole-v1"]) == []
     mem = {r["label"]: r for r in rows if r["criterion"] == "model memory (KiB)"}
     hack = {r["label"]: r for r in rows if r["criterion"] == "reward hacking"}
     assert set(mem) == set(hack) == {"ppo-bench", "rloo-bench"}

@@ -271,13 +271,14 @@ LM_CRITERIA: dict[str, str] = {
 def lm_criteria(scored: scoring.Scored, diagnostics: pd.DataFrame, category: str, envs: list[str], *,
                 n_boot: int = scoring.N_BOOT) -> list[dict[str, Any]]:
     """Decision-matrix rows (columns of :func:`bench.analysis.scoring.decision_matrix`) for
-    :data:`LM_CRITERIA` on ``envs``, where any of them is a sequence task; else none.
+    :data:`LM_CRITERIA` on ``envs``, where they are all sequence tasks; else none (a mixed category,
+    such as "all environments", would compare labels that ran no sequence task).
 
     Memory is exact per configuration: the lowest is marked ``best`` when strictly below every other
     label. Reward hacking is an IQM over runs with a stratified bootstrap interval (a range below 5
     runs), marked by the permutation test as every other criterion (lowest is best)."""
     seq = [e for e in envs if scored.traits.get(e, {}).get("obs") == "sequence"]
-    if not seq:
+    if not seq or len(seq) < len(envs):
         return []
     m = measures(scored, diagnostics)
     m = m[m["env"].isin(seq) & m["final_norm"].notna()]

@@ -535,7 +535,11 @@ def _decision_rows(dm: pd.DataFrame, category: str) -> list[dict[str, Any]]:
     for lb, g in d.groupby("label", sort=True):
         cells = []
         for crit in _criteria_of(dm, category):
-            x = g[g["criterion"] == crit].iloc[0]
+            got = g[g["criterion"] == crit]
+            if got.empty:  # a criterion this label has no row for (it ran none of what it measures)
+                cells.append(dict(text="n/a", mark="", title="not measured for this label"))
+                continue
+            x = got.iloc[0]
             if x["point"] != x["point"]:
                 cells.append(dict(text=x["note"] or "n/a", mark="", title=x["note"]))
                 continue
