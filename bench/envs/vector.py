@@ -46,6 +46,11 @@ VEC_ENV_MODES: tuple[str, ...] = ("sync", "async", "vector", "envpool")
 _CARTPOLE_VECTOR = "gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv"
 
 
+def envpool_installed() -> bool:
+    """Whether the optional ``envpool`` package can be imported (it has wheels for Linux x86-64 only)."""
+    return importlib.util.find_spec("envpool") is not None
+
+
 def vec_env_problem(env_id: str, mode: str) -> str | None:
     """Why ``env_id`` (an env key) cannot be stepped in ``mode``, in one sentence, or None if it can.
 
@@ -69,7 +74,7 @@ def vec_env_problem(env_id: str, mode: str) -> str | None:
             return (f"{gym_id}'s vector entry point {ep} is not one bench can reset in the same step; "
                     "allowed here: sync, async (vector: CartPole-v0, CartPole-v1)")
     if mode == "envpool":
-        if importlib.util.find_spec("envpool") is None:
+        if not envpool_installed():
             return "the envpool package is not installed (pip install envpool); allowed here: sync, async"
         import envpool
 
