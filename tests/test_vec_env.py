@@ -227,43 +227,7 @@ algorithms:
 """
 
 
-def _one_line_exit_2(tmp_path, text: str, path: str, words: str) -> None:
-    f = tmp_path / "bad.yaml"
-    f.write_text(text)
-    db = tmp_path / "results" / "bench.db"
-    res = CliRunner().invoke(app, ["run", str(f), "--store", f"sqlite:///{db}"])
-    assert res.exit_code == 2, res.output
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, lines
-    assert lines[0].startswith(f"{f}:") and f": {path}:" in lines[0] and words in lines[0], lines
-    assert "Traceback" not in res.output + res.stderr
-    assert not db.parent.exists()
-
-
-@pytest.mark.parametrize("path,edit,words", [
-    ("defaults.vec_env", lambda s: s.replace("window: 5}", "window: 5, vec_env: warp}"),
-     "'sync', 'async', 'vector' or 'envpool' (got 'warp')"),
-    ("envs[0].vec_env", lambda s: s.replace("  - id: CartPole-v1\n", "  - id: Pendulum-v1\n    vec_env: vector\n"),
-     "Pendulum-v1 has no vector entry point"),
-    ("algorithms[0].hyperparams.vec_env", lambda s: s.replace("n_epochs: 1}", "n_epochs: 1, vec_env: async}", 1),
-     "env stepping is set per env"),
-    ("envs[0].vec_env", lambda s: s.replace("  - id: CartPole-v1\n", "  - id: ALE/Pong-v5\n    threshold: 0\n"
-                                                                      "    vec_env: async\n"), "allowed for Atari: sync"),
-])
-def test_bad_vec_env_is_one_line_exit_2(tmp_path, path, edit, words):
-    _one_line_exit_2(tmp_path, edit(SUITE), path, words)
-
-
-def test_envpool_without_the_package_is_one_line_exit_2(tmp_path, monkeypatch):
-    monkeypatch.setattr(vector_mod, "envpool_installed", lambda: False)
-    _one_line_exit_2(tmp_path, SUITE.replace("window: 5}", "window: 5, vec_env: envpool}"), "defaults.vec_env",
-                     "the envpool package is not installed (pip install envpool)")
-
-
-def test_a3c_cannot_step_async(tmp_path):
-    text = SUITE.split("algorithms:")[0] + "algorithms:\n  - algo: a3c\n    impl: bench\n"
-    _one_line_exit_2(tmp_path, text.replace("window: 5}", "window: 5, vec_env: async}"), "defaults.vec_env",
-                     "allowed for a3c: sync, vector, envpool")
+# The one-line refusals of bad vec_env values are in tests/test_suite_validation.py (BAD).
 
 
 def test_sync_keeps_keys_and_other_modes_change_them(tmp_path):
