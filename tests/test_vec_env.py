@@ -268,3 +268,32 @@ def test_speed_refuses_a_bad_vec_env():
     res = CliRunner().invoke(app, ["speed", "--env", "Pendulum-v1", "--vec-env", "vector"])
     assert res.exit_code == 2
     assert "--vec-env" in res.stderr and "no vector entry point" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_tune_steps_envs_as_the_suite_says(tmp_path):
+    from bench.tune.study import targets_from_suite
+
+    f = tmp_path / "t.yaml"
+    f.write_text(SUITE.replace("window: 5}", "window: 5, vec_env: vector}") + "tune:\n  trials: 1\n  default_space: true\n")
+    (own, sb3) = targets_from_suite(load_suite(f))
+    assert own.fixed["vec_env"] == sb3.fixed["vec_env"] == "vector" and own.params(own.fixed).vec_env == "vector"
+    f.write_text(SUITE + "tune:\n  trials: 1\n  default_space: true\n")
+    assert all("vec_env" not in t.fixed for t in targets_from_suite(load_suite(f)))  # sync: identities unchanged
+
+
+def test_report_states_the_stepping_of_each_label():
+    import pandas as pd
+
+    from bench.analysis.report import _stepping
+    from bench.analysis.scoring import hardware_of
+
+    done = pd.DataFrame({"label": ["ppo-bench", "ppo-sb3", "old"], "meta": [
+        {"vec_env": "envpool", "vec_env_note": "envpool 1.2.5 steps its own C++ implementation"},
+        {"vec_env": "envpool", "vec_env_note": "envpool 1.2.5 steps its own C++ implementation"},
+        {},  # a run from before the option: sync
+    ]})
+    assert _stepping(done) == ["envpool: ppo-bench, ppo-sb3", "sync: old",
+                               "note: envpool 1.2.5 steps its own C++ implementation"]
+    meta = {"cpu_model": "EPYC", "torch_threads": 1}
+    assert hardware_of(meta) == hardware_of({**meta, "vec_env": "sync"}) == "EPYC · 1 torch thread(s)"
+    assert hardware_of({**meta, "vec_env": "vector"}) == "EPYC · 1 torch thread(s) · vector env stepping"
