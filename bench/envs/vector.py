@@ -28,6 +28,7 @@ step counts as the per-env monitors of ``sync``.
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -186,9 +187,7 @@ class EnvPoolVectorEnv(gym.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
 
     def _make(self, seed: int) -> Any:
-        import warnings
-
-        import envpool
+        import envpool  # optional: vec_env_problem has checked that it is installed
 
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*precision lowered.*")  # envpool's float64 Box bounds
