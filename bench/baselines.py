@@ -1,7 +1,8 @@
 """Stable-Baselines3 baselines, recorded exactly like the project's own algorithms.
 
 :func:`train_sb3` runs one SB3 (PPO, A2C) or sb3-contrib (TRPO) training run on
-envs from :func:`bench.envs.make_env`, whose ``EpisodeMonitor`` feeds the
+envs from :func:`bench.envs.make_env` / :func:`bench.envs.make_vec_env` (stepped as the
+hyperparameter ``vec_env`` says, see :func:`sb3_vec_env`), whose episode monitor feeds the
 recorder its env steps and raw episode returns: the very code that measures the
 project's own implementations. SB3's logger output is mapped onto the bench's
 namespaced diagnostics (``loss/value``, ``policy/entropy`` ...) and the recorder's
@@ -31,7 +32,7 @@ from pydantic import BaseModel
 
 from bench.algos.hyperparams import A2CParams, NetArch, PPOParams, TRPOParams
 
-__all__ = ["train_sb3", "SB3_KEYS", "policy_kwargs", "schedule"]
+__all__ = ["train_sb3", "sb3_vec_env", "SB3_KEYS", "policy_kwargs", "schedule"]
 
 #: SB3 logger key → (bench diagnostics key, sign). Keys not listed (time/*, rollout/*,
 #: train/std, train/n_updates, train/clip_range ...) are dropped.
@@ -218,6 +219,78 @@ def _callback_class() -> type:
     return AfterUpdate
 
 
+def _adapter_class() -> type:
+    from stable_baselines3.common.vec_env import VecEnv
+
+    class GymVectorVecEnv(VecEnv):
+        """An SB3 ``VecEnv`` over a Gymnasium vector env with same-step autoreset (:func:`bench.envs.make_vec_env`).
+
+        SB3's conventions, as its ``DummyVecEnv`` keeps them: ``step_wait`` returns
+        ``dones = terminated | truncated`` with the reset observation of a finished
+        sub-env, its last observation in ``infos[i]["terminal_observation"]`` and
+        ``infos[i]["TimeLimit.truncated"] = truncated and not terminated`` (which SB3's
+        on-policy collection reads to bootstrap V(s') at time limits). SB3 seeds
+        with ``seed(s)`` → sub-env ``i`` gets ``s + i``, exactly what a Gymnasium
+        vector env's ``reset(seed=s)`` does, so the seed is passed on as one int.
+        """
+
+        def __init__(self, venv: Any) -> None:
+            self.venv = venv
+            super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
+            self._actions: np.ndarray | None = None
+
+        def reset(self) -> np.ndarray:
+            seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
+            obs, _ = self.venv.reset(seed=seed, options=self._options[0] or None)
+            self.reset_infos = [{} for _ in range(self.num_envs)]
+            self._reset_seeds()
+            self._reset_options()
+            return obs
+
+        def step_async(self, actions: np.ndarray) -> None:
+            self._actions = actions
+
+        def step_wait(self) -> Any:
+            obs, reward, terminated, truncated, info = self.venv.step(self._actions)
+            dones = np.logical_or(terminated, truncated)
+            infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+            for i in np.flatnonzero(dones):
+                infos[i]["terminal_observation"] = info["final_obs"][i]
+                infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            return obs, np.asarray(reward, dtype=np.float32), dones, infos
+
+        def close(self) -> None:
+            self.venv.close()
+
+        def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+            # The vector env's attribute for every sub-env asked (SB3 asks for render_mode and the like).
+            return [getattr(self.venv, attr_name, None) for _ in self._get_indices(indices)]
+
+        def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+            setattr(self.venv, attr_name, value)
+
+        def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list[Any]:
+            raise NotImplementedError(f"env_method({method_name!r}): the sub-envs of a vector env are not reachable")
+
+        def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+            return [False for _ in self._get_indices(indices)]
+
+    return GymVectorVecEnv
+
+
+def sb3_vec_env(env_id: str, n_envs: int, *, recorder: Any, vec_env: str) -> Any:
+    """The SB3 ``VecEnv`` of a run: SB3's ``DummyVecEnv`` over :func:`bench.envs.make_env` for ``sync`` (as
+    every run before the option existed), else an SB3 ``VecEnv`` over :func:`bench.envs.make_vec_env`'s
+    vector env, so that SB3 steps envs exactly as the project's own algorithms do in that mode."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from bench.envs import make_env, make_vec_env
+
+    if vec_env == "sync":
+        return DummyVecEnv([partial(make_env, env_id, recorder=recorder) for _ in range(n_envs)])
+    return _adapter_class()(make_vec_env(env_id, n_envs, recorder=recorder, vec_env=vec_env))
+
+
 def _check_device(device: str) -> None:
     # SB3 silently falls back to the CPU when CUDA is missing; a benchmark must not
     # report CPU wall-clock under a "cuda" label.
@@ -246,9 +319,9 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
     Raises whatever training raises, including :class:`bench.run.record.Diverged`.
     """
     from stable_baselines3.common.logger import Logger
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import VecNormalize
 
-    from bench.envs import get_spec, make_env
+    from bench.envs import get_spec
 
     p: Any = params
     _check_device(p.device)
@@ -261,7 +334,7 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
         # Episodes are counted by bench's EpisodeMonitor, not SB3's Monitor.
         warnings.filterwarnings("ignore", message=r".*not wrapped with a ``Monitor`` wrapper.*")
 
-        venv: Any = DummyVecEnv([partial(make_env, env_id, recorder=recorder) for _ in range(p.n_envs)])
+        venv: Any = sb3_vec_env(env_id, p.n_envs, recorder=recorder, vec_env=p.vec_env)
         vecnorm: VecNormalize | None = None
         if p.normalize_obs or p.normalize_reward:
             vecnorm = VecNormalize(venv, norm_obs=p.normalize_obs, norm_reward=p.normalize_reward, gamma=p.gamma)

@@ -504,12 +504,13 @@ def speed(
     seeds: int = typer.Option(0, "--seeds", min=0, help="Also compare median samples-to-threshold over this many seeds."),
     sample_timesteps: Optional[int] = typer.Option(None, "--sample-timesteps", min=1, help="Budget of those runs."),
     kernel: str = typer.Option("auto", "--kernel", help="The own implementation's kernel: auto, numpy or torch (autograd)."),
+    vec_env: str = typer.Option("sync", "--vec-env", help="Env stepping for both implementations: sync, async, vector, envpool."),
     out_json: Optional[Path] = typer.Option(None, "--json", help="Also write the measurements as JSON."),
 ) -> None:
     """Own implementation vs SB3: env-steps/s side by side in one process, one torch and BLAS thread each."""
     from dataclasses import asdict
 
-    from bench.envs import env_exists
+    from bench.envs import env_exists, vec_env_problem
     from bench.run.speed import compare, median_steps
 
     algos = [a.strip() for a in algo.split(",") if a.strip()]
@@ -520,12 +521,15 @@ def speed(
         raise _bad_input(f"--env: unknown environment {env!r}; allowed: a registered Gymnasium id (see `bench envs`)")
     if kernel not in ("auto", "numpy", "torch"):
         raise _bad_input(f"--kernel: {kernel!r} is not a kernel; allowed: auto, numpy, torch")
+    why = vec_env_problem(env, vec_env)
+    if why is not None:
+        raise _bad_input(f"--vec-env: {vec_env!r}: {why}")
     results = []
     for a in algos:
         results.append(compare(a, env, timesteps=timesteps, rounds=rounds, sample_seeds=seeds,
-                               sample_timesteps=sample_timesteps, overrides={"kernel": kernel},
+                               sample_timesteps=sample_timesteps, overrides={"kernel": kernel, "vec_env": vec_env},
                                progress=lambda s: err.print(s)))
-    t = Table(title=f"own (kernel {kernel}) vs SB3 on {env}: env-steps/s (median of {rounds}), one thread, "
+    t = Table(title=f"own (kernel {kernel}) vs SB3 on {env}, {vec_env} env stepping: env-steps/s (median of {rounds}), one thread, "
                     f"same hyperparameters")
     for col in ("algo", "own steps/s", "sb3 steps/s", "ratio", "own median steps-to-threshold", "sb3 median"):
         t.add_column(col)
@@ -542,7 +546,7 @@ def speed(
 
         from bench.run.runner import run_metadata
 
-        out_json.write_text(json.dumps({"results": [asdict(r) | {"ratio": r.ratio, "kernel": kernel} for r in results],
+        out_json.write_text(json.dumps({"results": [asdict(r) | {"ratio": r.ratio, "kernel": kernel, "vec_env": vec_env} for r in results],
                                         "meta": run_metadata(), "machine": platform.machine()}, indent=2))
 
 

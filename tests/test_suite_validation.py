@@ -75,6 +75,19 @@ BAD = [
      "defaults.cpu_seconds", "finite number"),
     ("negative time scale", GOOD.replace("  - id: CartPole-v1", "  - id: CartPole-v1\n    time_scale_us: -1"),
      "envs[0].time_scale_us", "greater than 0"),
+    # Env stepping (vec_env, bench.envs.vector)
+    ("unknown env stepping", GOOD.replace("window: 10}", "window: 10, vec_env: warp}"), "defaults.vec_env",
+     "'sync', 'async', 'vector' or 'envpool' (got 'warp')"),
+    ("vector without a vector entry point", GOOD.replace("  - id: CartPole-v1\n", "  - id: Pendulum-v1\n    vec_env: vector\n"),
+     "envs[0].vec_env", "Pendulum-v1 has no vector entry point (gym.make_vec's vectorization_mode='vector_entry_point'); "
+                        "allowed here: sync, async"),
+    ("env stepping as a hyperparameter", GOOD.replace("batch_size: 64}", "batch_size: 64, vec_env: async}"),
+     "algorithms[0].hyperparams.vec_env", "env stepping is set per env"),
+    ("Atari steps only sync", GOOD.replace("  - id: CartPole-v1\n", "  - id: ALE/Pong-v5\n    vec_env: async\n"),
+     "envs[0].vec_env", "allowed for Atari: sync"),
+    ("a3c cannot step async", GOOD.replace("algo: ppo", "algo: a3c").replace("impl: sb3", "impl: bench")
+     .replace("    hyperparams: {n_envs: 2, n_steps: 64, batch_size: 64}\n", "").replace("window: 10}", "window: 10, vec_env: async}"),
+     "defaults.vec_env", "allowed for a3c: sync, vector, envpool"),
 ]
 
 
@@ -100,6 +113,15 @@ def test_bad_suite_gives_one_clear_line_and_writes_nothing(tmp_path, name, text,
     assert "Traceback" not in res.output + res.stderr
     assert not db.exists() and not db.parent.exists(), "the store must not be created"
     assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
+def test_envpool_without_the_package_is_one_line(tmp_path, monkeypatch):
+    from bench.envs import vector
+
+    monkeypatch.setattr(vector, "envpool_installed", lambda: False)
+    test_bad_suite_gives_one_clear_line_and_writes_nothing(
+        tmp_path, "envpool missing", GOOD.replace("window: 10}", "window: 10, vec_env: envpool}"), "defaults.vec_env",
+        "the envpool package is not installed (pip install envpool); allowed here: sync, async")
 
 
 def test_several_problems_give_one_line_each(tmp_path):

@@ -130,7 +130,7 @@ def _worker(rank: int, env_id: str, p: A3CParams, seed: int, timesteps: int, sha
         device = pick_device(p.device)
         rng = seed_everything(seed + rank)
         tally = _Tally()
-        envs = make_vec_env(env_id, p.n_envs, recorder=tally)
+        envs = make_vec_env(env_id, p.n_envs, recorder=tally, vec_env=p.vec_env)
         norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
                           obs=p.normalize_obs, reward=p.normalize_reward)
         policy = make_policy(envs, p).to(device)

@@ -99,7 +99,7 @@ def setup(env_id: str, p: Any, seed: int, recorder: Any, *, share_features: bool
     normaliser and the policy, built from the shared hyperparameter fields of ``p``."""
     device = pick_device(p.device)
     rng = seed_everything(seed)
-    envs = make_vec_env(env_id, p.n_envs, recorder=recorder)
+    envs = make_vec_env(env_id, p.n_envs, recorder=recorder, vec_env=p.vec_env)
     norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
                       obs=p.normalize_obs, reward=p.normalize_reward)
     policy = make_policy(envs, p, share_features=share_features).to(device)

@@ -212,7 +212,7 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
     # The start of every run (common.setup's order), with G training envs recording like every algorithm's.
     device = pick_device(p.device)
     rng = seed_everything(seed)
-    envs = make_vec_env(env_id, p.group_size, recorder=recorder)
+    envs = make_vec_env(env_id, p.group_size, recorder=recorder, vec_env=p.vec_env)
     norm = Normalizer(envs.single_observation_space.shape, p.group_size, p.gamma, obs=p.normalize_obs, reward=False)
     policy = make_policy(envs, p).to(device)
     seq = p.policy == "sequence"

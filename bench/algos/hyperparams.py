@@ -146,7 +146,7 @@ def _error(field: str, message: str, value: Any) -> ValidationError:
 class _OnPolicyParams(_Strict):
     """Fields every on-policy algorithm shares. Defaults here are overridden per algorithm."""
 
-    n_envs: int = Field(1, ge=1, description="Parallel training envs (a DummyVecEnv); one rollout is n_steps × n_envs transitions.")
+    n_envs: int = Field(1, ge=1, description="Parallel training envs (stepped as vec_env says); one rollout is n_steps × n_envs transitions.")
     learning_rate: float = Field(3e-4, gt=0, description="Optimizer step size (for TRPO: of the value function only).")
     lr_schedule: Schedule = Field(
         "constant",
@@ -173,6 +173,12 @@ class _OnPolicyParams(_Strict):
         description="VecNormalize on the training envs: true (obs and reward), false, or {obs: bool, reward: bool}.",
     )
     device: Literal["cpu", "cuda", "auto"] = Field("cpu", description="Torch device for the networks.")
+    vec_env: Literal["sync", "async", "vector", "envpool"] = Field(
+        "sync",
+        description="How the training envs are stepped (bench.envs.vector): sync, in-process one after another; "
+                    "async, subprocesses; vector, the env's NumPy-vectorised implementation; envpool, envpool's. "
+                    "Suites set it per env (envs[i].vec_env, defaults.vec_env), the same for every implementation.",
+    )
     kernel: Literal["auto", "torch", "numpy"] = Field(
         "auto",
         description=(
@@ -606,7 +612,7 @@ PARAMS: dict[str, type[BaseModel]] = {
 #: Hyperparameters added after stores of runs existed, with their defaults: :func:`key_view`
 #: leaves them out of a cell's stored values (and hence its key) while at their default,
 #: so every key computed before they existed still names the same run.
-LATE_DEFAULTS: dict[str, Any] = {"ent_schedule": "constant", "ent_schedule_rate": 5.0}
+LATE_DEFAULTS: dict[str, Any] = {"ent_schedule": "constant", "ent_schedule_rate": 5.0, "vec_env": "sync"}
 
 
 def key_view(params: BaseModel) -> dict[str, Any]:

@@ -289,7 +289,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
     """Train the NumPy REINFORCE on ``env_id`` until at least ``timesteps`` env steps (whole batches of episodes)."""
     p = params
     rng = np.random.default_rng(seed)
-    envs = make_vec_env(env_id, p.n_envs, recorder=recorder)
+    envs = make_vec_env(env_id, p.n_envs, recorder=recorder, vec_env=p.vec_env)
     norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma, obs=p.normalize_obs,
                       reward=p.normalize_reward)
     space = envs.single_action_space

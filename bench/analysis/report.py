@@ -330,8 +330,24 @@ def _provenance(data: an.Data) -> dict[str, Any]:
         versions=versions, commits=commits,
         hardware=sorted({an.hardware_of(m) + f" · {m.get('cpu_count', '?')} cores · host {m.get('host', '?')}" for m in metas}),
         python=sorted({m.get("python", "?") for m in metas}),
+        stepping=_stepping(done),
         dates=f"{starts[0]} → {ends[-1]}" if starts and ends else "—",
     )
+
+
+def _stepping(done: Any) -> list[str]:
+    """One line per env stepping mode of the done runs (``vec_env`` in their meta; none recorded: sync), with the
+    labels that used it and any note (envpool: its envs are not Gymnasium's)."""
+    if done.empty:
+        return []
+    by_mode: dict[str, set[str]] = {}
+    notes: set[str] = set()
+    for label, m in zip(done["label"], done["meta"]):
+        by_mode.setdefault(m.get("vec_env", "sync"), set()).add(str(label))
+        if m.get("vec_env_note"):
+            notes.add(m["vec_env_note"])
+    lines = [f"{mode}: {', '.join(sorted(labels))}" for mode, labels in sorted(by_mode.items())]
+    return lines + [f"note: {n}" for n in sorted(notes)]
 
 
 def _inventory(data: an.Data) -> tuple[list[dict], list[dict]]:

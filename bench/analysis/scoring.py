@@ -875,9 +875,11 @@ def leave_one_env_out(scored: Scored, crit: Criterion, envs: list[str], *, n_boo
 # Provenance
 # --------------------------------------------------------------------------- #
 def hardware_of(meta: dict[str, Any]) -> str:
-    """What time figures depend on: the CPU model, torch threads and (where recorded) BLAS threads."""
+    """What time figures depend on: the CPU model, torch threads, (where recorded) BLAS threads, and the env
+    stepping where it is not the default sync (runs from before the option have none: sync)."""
     blas = f" · {meta['blas_threads']} BLAS thread(s)" if meta.get("blas_threads") is not None else ""
-    return f"{meta.get('cpu_model', '?')} · {meta.get('torch_threads', '?')} torch thread(s){blas}"
+    stepping = f" · {meta['vec_env']} env stepping" if meta.get("vec_env", "sync") != "sync" else ""
+    return f"{meta.get('cpu_model', '?')} · {meta.get('torch_threads', '?')} torch thread(s){blas}{stepping}"
 
 
 def hardware_line(scored: Scored) -> str:

@@ -1,5 +1,6 @@
 """Environments: the registry of known ids with their traits (:mod:`.registry`) and the
-one env factory every implementation uses (:mod:`.factory`).
+one env factory every implementation uses (:mod:`.factory`), with its vector-env
+backends (:mod:`.vector`).
 
 The public names of both are re-exported here, so ``from bench.envs import get_spec,
 make_env`` is the way to use them. Neither submodule imports this package.
@@ -22,6 +23,7 @@ from bench.envs.registry import (
     space_facts,
     list_specs,
 )
+from bench.envs.vector import VEC_ENV_MODES, VecEnvMode, vec_env_problem
 
 __all__ = [
     "ATARI_FRAME_SKIP",
@@ -44,6 +46,9 @@ __all__ = [
     "make_vec_env",
     "evaluate_policy",
     "is_sequence_task",
+    "VEC_ENV_MODES",
+    "VecEnvMode",
+    "vec_env_problem",
 ]
 
 # The language-model-style tasks (bench/Sort-v0, bench/Add-v0, bench/Preference-v0): registered on import,

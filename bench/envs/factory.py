@@ -17,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, make_raw, require
+from bench.envs.vector import VectorEpisodeMonitor, make_vector_backend, vec_env_problem
 
 __all__ = ["RecorderLike", "EpisodeMonitor", "EpisodicLife", "make_env", "make_vec_env", "evaluate_policy"]
 
@@ -165,25 +166,45 @@ def make_vec_env(
     recorder: RecorderLike | None = None,
     training: bool = True,
     autoreset_mode: gym.vector.AutoresetMode = gym.vector.AutoresetMode.SAME_STEP,
-) -> gym.vector.SyncVectorEnv:
-    """``n_envs`` copies of :func:`make_env` in one in-process vector env.
+    vec_env: str = "sync",
+) -> gym.vector.VectorEnv:
+    """``n_envs`` copies of ``env_id`` in one vector env, stepped as ``vec_env`` says.
 
-    Synchronous on purpose: runs are already parallel across processes, so
-    subprocess envs would only add overhead. All copies share ``recorder``, so
-    ``recorder.steps`` counts transitions over all of them. With the default
-    ``SAME_STEP`` autoreset a finished sub-env is reset within the same
-    ``step()`` and its last observation is in ``info["final_obs"]``.
+    ``sync`` (the default): :func:`make_env` copies in one in-process
+    ``SyncVectorEnv``; runs are already parallel across processes, so this is
+    the cheapest for cheap envs. ``async``, ``vector``, ``envpool``: see
+    :mod:`bench.envs.vector`. All copies share ``recorder``, so ``recorder.steps``
+    counts transitions over all of them, and a recorder sees the same episodes at
+    the same step counts in every mode, given the same transitions. With
+    ``SAME_STEP`` autoreset (the default, and the only one outside ``sync``) a
+    finished sub-env is reset within the same ``step()`` and its last
+    observation is in ``info["final_obs"]``.
 
     :raises KeyError: ``env_id`` is not a registered Gymnasium id.
-    :raises ValueError: ``n_envs`` < 1.
+    :raises ValueError: ``n_envs`` < 1, or ``env_id`` cannot be stepped in ``vec_env``
+        (or not with ``autoreset_mode``).
     """
     if n_envs < 1:
         raise ValueError(f"n_envs must be >= 1, got {n_envs}")
     require(env_id)
-    fns: list[Callable[[], gym.Env]] = [
-        functools.partial(make_env, env_id, recorder=recorder, training=training) for _ in range(n_envs)
-    ]
-    return gym.vector.SyncVectorEnv(fns, autoreset_mode=autoreset_mode)
+    if vec_env == "sync":
+        fns: list[Callable[[], gym.Env]] = [
+            functools.partial(make_env, env_id, recorder=recorder, training=training) for _ in range(n_envs)
+        ]
+        return gym.vector.SyncVectorEnv(fns, autoreset_mode=autoreset_mode)
+    why = vec_env_problem(env_id, vec_env)
+    if why is not None:
+        raise ValueError(f"vec_env {vec_env}: {why}")
+    if autoreset_mode != gym.vector.AutoresetMode.SAME_STEP:
+        raise ValueError(f"vec_env {vec_env} resets in the same step; allowed autoreset_mode: SAME_STEP (or vec_env sync)")
+    venv: gym.vector.VectorEnv
+    if vec_env == "async":
+        # Spawned, not forked: forking after torch and BLAS have started threads is unsafe (as the runner's pool).
+        plain = [functools.partial(make_env, env_id, training=training) for _ in range(n_envs)]
+        venv = gym.vector.AsyncVectorEnv(plain, autoreset_mode=autoreset_mode, context="spawn")
+    else:
+        venv = make_vector_backend(env_id, n_envs, vec_env)
+    return VectorEpisodeMonitor(venv, recorder) if recorder is not None else venv
 
 
 def evaluate_policy(

@@ -109,6 +109,20 @@ def run_metadata() -> dict[str, Any]:
             "pid": os.getpid()}
 
 
+def stepping_meta(cell: Cell) -> dict[str, Any]:
+    """How the run's envs were stepped (``vec_env``, bench.envs.vector), with a note where the envs are not Gymnasium's."""
+    mode = cell.hyperparams.get("vec_env", "sync")
+    out: dict[str, Any] = {"vec_env": mode}
+    if mode == "envpool":
+        try:
+            version = importlib_metadata.version("envpool")
+        except importlib_metadata.PackageNotFoundError:
+            version = "?"
+        out["vec_env_note"] = (f"envpool {version} steps its own C++ implementation of the env: dynamics, start "
+                               "states and time limits may differ from Gymnasium's")
+    return out
+
+
 def _blas_threads() -> int | None:
     """Threads of the BLAS libraries NumPy loaded (the NumPy kernel's matmuls), or None if none is."""
     from threadpoolctl import threadpool_info
@@ -206,7 +220,8 @@ def result_of(cell: Cell, recorder: Any, started: float) -> Any:
     }
     meta = run_metadata()
     meta.update(started_at=_iso(started), finished_at=_iso(time.time()), updates=recorder.updates,
-                stopped_by=recorder.stopped_by, model_memory=recorder.model_memory(), **recorder.contention())
+                stopped_by=recorder.stopped_by, model_memory=recorder.model_memory(), **recorder.contention(),
+                **stepping_meta(cell))
     return RunResult(
         summary=summary,
         episodes={"step": recorder.ep_step, "wall_s": recorder.ep_wall, "cpu_s": recorder.ep_cpu, "ret": recorder.ep_return,

@@ -145,6 +145,10 @@ def merge_resources(*parts: Resources | None) -> dict[str, float]:
     return out
 
 
+#: Env stepping modes (bench.envs.vector.VEC_ENV_MODES; a test keeps the two equal).
+VecEnvMode = Literal["sync", "async", "vector", "envpool"]
+
+
 class Defaults(_Strict):
     """Values every env inherits unless it sets its own."""
 
@@ -161,6 +165,13 @@ class Defaults(_Strict):
         description="Episodes in the trailing mean used for threshold crossing and final return.",
     )
     eval: EvalSpec | None = Field(None, description="Periodic deterministic evaluation; off by default.")
+    vec_env: VecEnvMode = Field(
+        "sync",
+        description="How every implementation steps the training envs: sync (in-process, one after another), async "
+                    "(subprocesses), vector (the env's NumPy-vectorised implementation, Gymnasium's "
+                    "vector_entry_point: CartPole), envpool (envpool's C++ envs; its dynamics may differ). A "
+                    "value other than sync is part of the cell key.",
+    )
     diag_points: int = Field(
         DIAG_POINTS, ge=0, le=1_000_000,
         description="Per-update diagnostics are stored as at most this many points per key per run, each the mean "
@@ -207,6 +218,7 @@ class EnvEntry(_Strict):
                     "time_scale_us); the registry has measured values for some envs (`bench envs`).",
     )
     eval: EvalSpec | None = Field(None, description="Overrides defaults.eval.")
+    vec_env: VecEnvMode | None = Field(None, description="Overrides defaults.vec_env.")
     resources: Resources | None = Field(None, description="Ray resources per run on this env; not part of the key.")
 
 
@@ -785,6 +797,10 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             )
         if (e.timesteps or suite.defaults.timesteps) is None:
             problems.append(Problem(f"{path}.timesteps", "no budget; set envs[i].timesteps or defaults.timesteps"))
+        mode = e.vec_env or suite.defaults.vec_env
+        why = envs.vec_env_problem(ek, mode)
+        if why is not None:
+            problems.append(Problem(f"{path}.vec_env" if e.vec_env else "defaults.vec_env", why, mode, True))
         meta = {
             "threshold": threshold,
             "threshold_source": "suite" if e.threshold is not None else spec.threshold_source,
@@ -860,6 +876,25 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     )
                 )
 
+    for j, a in enumerate(suite.algorithms):
+        for i, e in enumerate(suite.envs):
+            mode = e.vec_env or suite.defaults.vec_env
+            where = f"envs[{i}].vec_env" if e.vec_env else "defaults.vec_env"
+            if mode != "sync" and a.impl == "python":
+                problems.append(Problem(where, f"a plugin (algorithms[{j}], impl python) steps its own envs; allowed for "
+                                               f"{a.display}: sync", mode, True))
+            elif mode == "async" and a.algo == "a3c":
+                problems.append(Problem(where, f"A3C's workers are daemon processes, which cannot start async envs' "
+                                               f"subprocesses (algorithms[{j}]); allowed for a3c: sync, vector, envpool",
+                                        mode, True))
+        for where, block in [("hyperparams", a.hyperparams)] + [
+            (f"env_hyperparams.{k}", v) for k, v in a.env_hyperparams.items()
+        ]:
+            if "vec_env" in block:
+                problems.append(Problem(f"algorithms[{j}].{where}.vec_env", "env stepping is set per env, the same "
+                                        "for every implementation; allowed: envs[i].vec_env or defaults.vec_env",
+                                        block["vec_env"], True))
+
     if problems:
         return [], env_meta, {}
 
@@ -872,10 +907,13 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             over = a.env_overrides(e)
             over_name = ek if ek in a.env_hyperparams else e.id
             plugin = plugins.get(j)
+            mode = e.vec_env or suite.defaults.vec_env
+            # Only a mode other than sync enters the hyperparameters (and hence the key): sync is a late default.
+            stepping = {"vec_env": mode} if mode != "sync" else {}
             try:
                 # A plugin has no zoo layer: its model's defaults, then the suite's values.
                 params = (plugin.params.model_validate({**a.hyperparams, **over}) if plugin is not None
-                          else resolve(a.algo, ek, a.hyperparams, over))
+                          else resolve(a.algo, ek, {**a.hyperparams, **stepping}, over))
             except ValidationError as err:
                 for p in _problems_from_pydantic(err):
                     key = p.path.split(".")[0] if p.path else ""

@@ -306,6 +306,9 @@ def targets_from_suite(
     out = []
     for a, e in pairs:
         fixed = {**a.hyperparams, **a.env_overrides(e)}
+        mode = e.vec_env or suite.defaults.vec_env
+        if mode != "sync":  # env stepping, as bench run steps this env (sync stays out: earlier studies keep their identity)
+            fixed["vec_env"] = mode
         budget = timesteps or spec.timesteps or e.timesteps or suite.defaults.timesteps
         plugin = plugins.get(a.algo) if a.impl == "python" else None
         n_envs = int(plugin.params.model_validate(fixed).n_envs) if plugin is not None else _n_envs(a.algo, e.key, fixed)
