@@ -59,7 +59,7 @@ def test_smoke_suite_twice_then_export(tmp_path):
         assert eps["step"].is_monotonic_increasing and eps["wall_s"].is_monotonic_increasing
         names = set(db.diagnostics_of(key)["name"])
         assert "loss/policy" in names
-        assert ("loss/value" in names) == (df.loc[df.key == key, "algo"].item() != "grpo")  # GRPO has no critic
+        assert ("loss/value" in names) == (df.loc[df.key == key, "algo"].item() not in ("grpo", "rloo"))  # no critic
     import json
 
     meta = json.loads(df["meta"].iloc[0])
