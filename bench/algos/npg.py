@@ -160,7 +160,7 @@ class StepResult(NamedTuple):
     surrogate: float  # L(θ_old) (the advantage mean, as the ratio is 1)
     grad_norm: float  # ‖g‖
     accepted: bool  # NPG: whether a step was taken at all (xᵀFx positive and finite)
-    kl: float  # measured mean KL(π_old ‖ π_new) of the step taken, 0 when none
+    kl: float  # measured mean KL(π_new ‖ π_old) of the step taken (sb3-contrib's direction), 0 when none
     fraction: float  # step taken / β (TRPO's shrinkᵏ; NPG's 1), 0 when none
     line_search_iters: int  # surrogate/KL evaluations made (NPG: 0)
 
@@ -175,7 +175,7 @@ def npg_step(policy: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, old_
         return StepResult(st.surrogate, st.grad_norm, False, 0.0, 0.0, 0)
     set_parameters_(params, st.theta0 + st.beta * st.x)
     with torch.no_grad():
-        kl = float(st.old.kl(policy.dist(obs)).mean())  # measured, for the record only
+        kl = float(policy.dist(obs).kl(st.old).mean())  # measured, for the record only (TRPO's direction)
     return StepResult(st.surrogate, st.grad_norm, True, kl, 1.0, 0)
 
 
