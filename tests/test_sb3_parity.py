@@ -293,3 +293,98 @@ def test_trpo_line_search_bounds_the_kl_sb3_contrib_bounds():
     assert res.accepted and res.fraction == 1.0 and res.line_search_iters == 1
     assert res.kl == pytest.approx(d + math.exp(-2 * d) / 2 - 0.5, rel=1e-4)
     assert float(pol.log_std.detach()[0]) == pytest.approx(-d, rel=1e-6)
+
+
+# --------------------------------------------------------------------------- #
+# Deliberate differences, pinned (docs/parity.md, "Differences, line by line")
+# --------------------------------------------------------------------------- #
+def test_conjugate_gradient_from_zero_is_sb3_contribs_from_its_random_start():
+    """sb3-contrib starts CG at 1e-4·N(0, I), own at 0: after the same iterations the solutions agree to ~1e-4."""
+    from sb3_contrib.common.utils import conjugate_gradient_solver
+
+    g = torch.Generator().manual_seed(0)
+    M = torch.randn(50, 50, generator=g)
+    A = M.T @ M / 50 + 0.1 * torch.eye(50)
+    b = torch.randn(50, generator=g)
+    for iters in (5, 15):
+        mine = trpo.conjugate_gradient(lambda v: A @ v, b, iters)
+        torch.manual_seed(1)
+        theirs = conjugate_gradient_solver(lambda v: A @ v, b, max_iter=iters)
+        assert float((mine - theirs).norm() / mine.norm()) < 1e-3
+        with pytest.MonkeyPatch.context() as m:  # from the same start, the same solver
+            m.setattr(torch, "randn_like", torch.zeros_like)
+            torch.testing.assert_close(mine, conjugate_gradient_solver(lambda v: A @ v, b, max_iter=iters))
+
+
+def test_linear_schedules_run_one_update_ahead_of_sb3s():
+    """Own schedules use the progress at the start of the update (1 − k/n); SB3's, the progress after its
+    rollout (1 − (k+1)·batch/budget): own update k gets SB3's value of update k−1, and never 0."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from bench.run.record import Recorder
+
+    p = resolve("a2c", "CartPole-v1", {"n_envs": 2, "n_steps": 5, "lr_schedule": "linear", "kernel": "torch"})
+    rec = Recorder()
+    a2c.train("CartPole-v1", p, seed=0, timesteps=50, recorder=rec)
+    own = [v for _, k, v in rec.diag if k == "train/learning_rate"]
+
+    class LearningRates(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lrs: list[float] = []
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _after_update(self) -> None:
+            self.lrs.append(self.model.policy.optimizer.param_groups[0]["lr"])
+
+        def _on_rollout_start(self) -> None:
+            if self.model._n_updates:
+                self._after_update()
+
+        def _on_training_end(self) -> None:
+            self._after_update()
+
+    cb = LearningRates()
+    _sb3_model("a2c", "CartPole-v1", p, 2).learn(50, callback=cb)
+    lr, n = p.learning_rate, 5
+    assert own == pytest.approx([lr * (1 - k / n) for k in range(n)])
+    assert cb.lrs == pytest.approx([lr * (1 - (k + 1) / n) for k in range(n)])
+
+
+def test_normalizer_equals_vecnormalize_step_by_step_but_for_the_final_observation():
+    """Own Normalizer, in the Collector's order, against SB3's VecNormalize on the same raw stream: observations
+    and rewards equal; a truncated episode's final observation is normalised with the statistics before the
+    step's update (own) or after it (SB3), a difference of one batch in the running statistics."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNormalize
+
+    from bench.algos.common import Normalizer
+
+    class KeepRaw(VecEnvWrapper):
+        def reset(self):
+            return self.venv.reset()
+
+        def step_wait(self):
+            obs, r, d, infos = self.venv.step_wait()
+            self.raw = (obs.copy(), r.copy(), d.copy(), [i.get("terminal_observation") for i in infos])
+            return obs, r, d, infos
+
+    n = 3
+    venv = KeepRaw(DummyVecEnv([partial(gym.make, "MountainCar-v0", max_episode_steps=7) for _ in range(n)]))
+    venv.seed(0)
+    vn = VecNormalize(venv, gamma=0.99)
+    mine = Normalizer((2,), n, 0.99, obs=True, reward=True)
+    obs0 = vn.reset()
+    raw0 = vn.get_original_obs()
+    np.testing.assert_allclose(mine.obs(raw0, update=True), obs0, rtol=1e-6)
+    rng = np.random.default_rng(0)
+    gaps = []
+    for _ in range(30):
+        obs, r, d, infos = vn.step(rng.integers(0, 3, n))
+        raw_obs, raw_r, done, raw_final = venv.raw
+        np.testing.assert_allclose(mine.reward(raw_r, done), r, rtol=1e-6)
+        for i in np.flatnonzero(done):  # all truncations here (7 steps never reach the flag)
+            gaps.append(np.abs(mine.obs(raw_final[i][None], update=False)[0] - infos[i]["terminal_observation"]).max())
+        np.testing.assert_allclose(mine.obs(raw_obs, update=True), obs, rtol=1e-5, atol=1e-6)
+    assert len(gaps) == 12 and 0 < max(gaps) < 0.5
