@@ -13,6 +13,17 @@ with global gradient-norm clipping. Options follow SB3's A2C, whose names the
 config uses: RMSprop (α 0.99, the paper's optimizer) or Adam, linear learning-rate
 decay, advantage standardisation over the rollout (off by default, not in the
 paper), and VecNormalize-style observation/reward normalisation (``normalize``).
+
+Against SB3's A2C (issue 19; ``tests/test_sb3_parity.py`` compares three updates from the
+same weights and rollouts, to 2e-6): the same loss and scaling (c_v times the *mean* squared
+error, c_v 0.5), the same advantage standardisation (ddof 1, + 1e-8), clipping of the global
+norm before the step, and SB3's optimizer, torch's RMSprop (α 0.99, ε ``rms_prop_eps`` 1e-5,
+not centred, no momentum, squared-gradient average started at 0), not the zoo's Atari
+``RMSpropTFLike`` (ε inside the root, average started at 1), which neither implementation runs.
+Two differences, both deliberate (docs/parity.md, "Differences, line by line"): a linear
+schedule takes the progress at the start of update k (1 − k/n, so the first update gets the
+full rate and none gets 0) where SB3 takes it after the rollout (1 − (k+1)/n), and the
+normaliser's order (:class:`~bench.algos.common.Collector`).
 """
 
 from __future__ import annotations

@@ -193,6 +193,15 @@ class Collector:
     With a ``kernel`` (:class:`bench.algos.npkernel.ActorCriticKernel`) the policy
     acts through NumPy on the same parameters, sampling from ``rng``; otherwise
     through torch, sampling from torch's generator.
+
+    One known difference from SB3's ``VecNormalize`` + ``collect_rollouts`` (kept, see
+    docs/parity.md, "Differences, line by line"): a truncated episode's final observation is
+    normalised with the statistics *before* this step's update, SB3's after it. The two
+    differ by one batch of ``n_envs`` observations in a running count of every observation
+    seen, at least a time limit's worth per env at the first truncation: the normalised
+    final observation moves by about 1/(time limit) of the batch's deviation from the running
+    mean then (MountainCar 1/200, MuJoCo 1/1000), and less at every later one. Changing it
+    would change every seed of every normalised run with time limits.
     """
 
     def __init__(self, envs: gym.vector.VectorEnv, policy: ActorCritic, normalizer: Normalizer, *, seed: int,

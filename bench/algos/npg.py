@@ -160,7 +160,7 @@ class StepResult(NamedTuple):
     surrogate: float  # L(θ_old) (the advantage mean, as the ratio is 1)
     grad_norm: float  # ‖g‖
     accepted: bool  # NPG: whether a step was taken at all (xᵀFx positive and finite)
-    kl: float  # measured mean KL(π_old ‖ π_new) of the step taken, 0 when none
+    kl: float  # measured mean KL(π_new ‖ π_old) of the step taken (sb3-contrib's direction), 0 when none
     fraction: float  # step taken / β (TRPO's shrinkᵏ; NPG's 1), 0 when none
     line_search_iters: int  # surrogate/KL evaluations made (NPG: 0)
 
@@ -175,13 +175,36 @@ def npg_step(policy: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, old_
         return StepResult(st.surrogate, st.grad_norm, False, 0.0, 0.0, 0)
     set_parameters_(params, st.theta0 + st.beta * st.x)
     with torch.no_grad():
-        kl = float(st.old.kl(policy.dist(obs)).mean())  # measured, for the record only
+        kl = float(policy.dist(obs).kl(st.old).mean())  # measured, for the record only (TRPO's direction)
     return StepResult(st.surrogate, st.grad_norm, True, kl, 1.0, 0)
 
 
 # --------------------------------------------------------------------------- #
 # Training loop (shared with TRPO)
 # --------------------------------------------------------------------------- #
+def fit_critic(policy: ActorCritic, critic: FlatParams, optimizer: torch.optim.Optimizer,
+               kern: ActorCriticKernel | None, obs: torch.Tensor, returns: torch.Tensor, *, epochs: int,
+               batch_size: int, generator: torch.Generator) -> list[float]:
+    """``epochs`` passes of shuffled minibatches of ``batch_size`` (the last one shorter when it does not
+    divide ``B``) minimising E[(V(s) − R)²] with ``optimizer`` over the critic's parameters ``critic``,
+    as sb3-contrib's TRPO fits its critic. ``obs (B, ...)``, ``returns (B,)``; returns each minibatch's loss."""
+    losses = []
+    batch = returns.shape[0]
+    obs_np, ret_np = (obs.numpy(), returns.numpy()) if kern is not None else (None, None)  # the kernel is CPU-only
+    for _epoch in range(epochs):
+        for idx in torch.randperm(batch, generator=generator).split(batch_size):
+            if kern is None:
+                v_loss = (policy.value(obs[idx]) - returns[idx]).pow(2).mean()
+                critic.zero_grad()
+                v_loss.backward()
+                losses.append(float(v_loss.detach()))
+            else:  # the same loss and gradient through the NumPy kernel
+                i = idx.numpy()
+                losses.append(kern.value_step(obs_np[i], ret_np[i]))
+            optimizer.step()
+    return losses
+
+
 #: ``step(policy, obs, actions, old_logp, adv) -> StepResult``: the policy update on one batch.
 PolicyStep = Callable[[ActorCritic, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], StepResult]
 
@@ -243,19 +266,8 @@ def train_natural(env_id: str, p: Any, step_fn: PolicyStep, prefix: str, *, seed
         step = step_fn(policy, s_obs, s_act, s_logp, s_adv)
 
         # -- 2. critic: n_critic_updates epochs of shuffled minibatches -----------
-        v_losses = []
-        obs_np = obs.numpy() if kern is not None else None  # the kernel runs on the CPU only
-        for _epoch in range(p.n_critic_updates):
-            for idx in torch.randperm(batch, generator=gen).split(p.batch_size):
-                if kern is None:
-                    v_loss = (policy.value(obs[idx]) - returns[idx]).pow(2).mean()
-                    critic.zero_grad()
-                    v_loss.backward()
-                    v_losses.append(float(v_loss.detach()))
-                else:  # the same loss and gradient through the NumPy kernel
-                    i = idx.numpy()
-                    v_losses.append(kern.value_step(obs_np[i], ret_np[i]))
-                optimizer.step()
+        v_losses = fit_critic(policy, critic, optimizer, kern, obs, returns, epochs=p.n_critic_updates,
+                              batch_size=p.batch_size, generator=gen)
 
         # -- diagnostics ---------------------------------------------------------
         with torch.no_grad():

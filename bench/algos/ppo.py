@@ -14,7 +14,11 @@ clipping, and VecNormalize-style observation/reward normalisation
 (``normalize``; the zoo turns it on for continuous control).
 Implementation details follow Huang et al. 2022, "The 37 Implementation Details
 of PPO", and SB3 2.9, so that ``impl: bench`` and ``impl: sb3`` with the same
-hyperparameters run the same algorithm.
+hyperparameters run the same algorithm. One deliberate difference (docs/parity.md,
+"Differences, line by line"): a linear learning-rate or clip-range schedule takes the
+progress at the start of update k, 1 − k/n, where SB3 takes it after the update's rollout,
+1 − (k+1)·batch/budget; own PPO's schedule runs one update ahead and never reaches 0 (SB3's
+last update of a budget that is a whole number of rollouts has learning rate 0).
 """
 
 from __future__ import annotations
