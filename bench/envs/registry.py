@@ -138,6 +138,8 @@ REGISTRY: dict[str, EnvSpec] = {
 #: `results/reference/`); HalfCheetah-v5 826 µs (sb3 PPO, `results/speed-halfcheetah.json`).
 #: LunarLander-v3 500 µs: sb3 PPO's 469 µs, the slowest of the three implementations measured so far
 #: at 1e6 steps (own PPO 162, own TRPO 300; `results/reference/box2d`, 2026-11-24, contended runs).
+#: LunarLanderContinuous-v3 300 µs: sb3 TRPO's 251 µs, the slowest label of its 1e6-step runs in
+#: ``results/reference/box2d`` (own TRPO 109, sb3 A2C 173, sb3 PPO 126; 2026-11-24, contended runs).
 #: The sequence tasks (a step is a token): own PPO with ``policy: sequence`` is the slowest label of
 #: ``results/reference/sequence`` (40,960 tokens, 10 seeds, 2026-11-24, contended runs): mean CPU µs
 #: per token 672 on Sort, 641 on Add, 522 on Preference (SB3 PPO's MLP 145, 147, 103).
@@ -147,6 +149,7 @@ TIME_SCALE_US: dict[str, float] = {
     "bench/Add-v0": 700.0,
     "bench/Preference-v0": 600.0,
     "LunarLander-v3": 500.0,
+    "LunarLanderContinuous-v3": 300.0,
     "CartPole-v1": 200.0,
     "Pendulum-v1": 250.0,
     "MountainCar-v0": 250.0,
