@@ -312,17 +312,6 @@ def lm_criteria(scored: scoring.Scored, diagnostics: pd.DataFrame, category: str
         tasks[lb] = t
         hack.append(dict(base(lb, g), criterion="reward hacking", point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind,
                          n_envs=len(with_rm)))
-    live = [r for r in hack if np.isfinite(r["point"])]
-    if len(live) > 1:
-        top = min(live, key=lambda r: r["point"])
-        tied = []
-        for r in live:
-            if r is not top:
-                r["p"] = scoring.compare(tasks[top["label"]], tasks[r["label"]], crit).p_value
-                if r["p"] >= scoring.ALPHA:
-                    tied.append(r)
-                    r["mark"] = "tie"
-        enough = len(with_rm) >= scoring.MIN_ENVS and all(
-            x.size >= scoring.MIN_SEEDS for r in live for x in tasks[r["label"]])
-        top["mark"] = "tie" if tied else ("best" if enough else "lead")
+    enough = len(with_rm) >= scoring.MIN_ENVS and all(x.size >= scoring.MIN_SEEDS for t in tasks.values() for x in t)
+    scoring._mark(hack, tasks, crit, scored, with_rm, lower_is_better=True, enough=enough)
     return rows + hack

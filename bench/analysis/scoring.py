@@ -568,11 +568,12 @@ def categories(scored: Scored) -> dict[str, list[str]]:
 
 
 def _mark(rows: list[dict], tasks: dict[str, list[np.ndarray]], crit: Criterion, scored: Scored, envs: list[str],
-          lower_is_better: bool = False) -> None:
+          lower_is_better: bool = False, enough: bool | None = None) -> None:
     """Marks by test, never by interval overlap: the top point estimate is ``best`` when every other
     label is significantly worse (permutation test at :data:`ALPHA`) and the evidence is enough
     (:data:`MIN_SEEDS`, :data:`MIN_ENVS`), ``lead`` when it is ahead without that evidence; labels the
-    test cannot tell from it are ``tie`` (the top one too). ``p`` is each label's p-value against the top."""
+    test cannot tell from it are ``tie`` (the top one too). ``p`` is each label's p-value against the top.
+    ``enough`` overrides the evidence check, for a measure that is not a column of ``scored.runs``."""
     live = [r for r in rows if np.isfinite(r["point"])]
     if len(live) < 2:
         return
@@ -587,7 +588,8 @@ def _mark(rows: list[dict], tasks: dict[str, list[np.ndarray]], crit: Criterion,
             tied.append(r)
     for r in tied:
         r["mark"] = "tie"
-    enough = _enough(scored, [r["label"] for r in live], crit.column, envs, "label")
+    if enough is None:
+        enough = _enough(scored, [r["label"] for r in live], crit.column, envs, "label")
     top["mark"] = "tie" if tied else ("best" if enough else "lead")
 
 
