@@ -41,7 +41,8 @@ def _sb3_model(algo: str, env_id: str, p, n_envs: int):
 
     venv = DummyVecEnv([partial(gym.make, env_id) for _ in range(n_envs)])
     cls = {"a2c": A2C, "trpo": TRPO}[algo]
-    model = cls("MlpPolicy", venv, policy_kwargs=policy_kwargs(p, continuous=env_id == "Pendulum-v1"), seed=0,
+    continuous = isinstance(venv.action_space, gym.spaces.Box)
+    model = cls("MlpPolicy", venv, policy_kwargs=policy_kwargs(p, continuous=continuous), seed=0,
                 device="cpu", **_algo_kwargs(algo, p))
     model.set_logger(configure(folder=None, format_strings=[]))
     return model
@@ -203,7 +204,8 @@ def _own_trpo_update(pol: ActorCritic, ro: Rollout, p, critic: FlatParams, opt, 
     adv = (adv - adv.mean()) / (adv.std() + 1e-8)
     res = trpo.policy_step(pol, obs, actions, ro.logp.reshape(B), adv, target_kl=p.target_kl,
                            cg_max_steps=p.cg_max_steps, cg_damping=p.cg_damping,
-                           shrink=p.line_search_shrinking_factor, max_iter=p.line_search_max_iter)
+                           shrink=p.line_search_shrinking_factor, max_iter=p.line_search_max_iter,
+                           kl_per_dim=p.kl_action_dims == "mean")
     npg.fit_critic(pol, critic, opt, kern, obs, ret, epochs=p.n_critic_updates, batch_size=p.batch_size,
                    generator=torch.Generator().manual_seed(0))
     return res
@@ -219,7 +221,11 @@ def _own_trpo_update(pol: ActorCritic, ro: Rollout, p, critic: FlatParams, opt, 
     # rejected and the line search shrinks it; under sb3-contrib's KL(π_θ ‖ π_old) it is accepted.
     # Measured on the first update: KL(π_old ‖ π_θ) 0.055 > δ = 0.05 > KL(π_θ ‖ π_old) 0.041.
     ("Pendulum-v1", {"target_kl": 0.05, "cg_damping": 0.1}),
-], ids=["cartpole", "pendulum", "pendulum-sharpening"])
+    # Two action dimensions: sb3-contrib's KL is the mean over them (SB3's per-dimension Normal, then
+    # .mean()), half the KL between the action distributions. Own TRPO summed them before issue 19's
+    # LunarLanderContinuous-v3 finding; with the sum this case fails (the steps differ by about √2).
+    ("LunarLanderContinuous-v3", {}),
+], ids=["cartpole", "pendulum", "pendulum-sharpening", "lunarcontinuous-2d"])
 @pytest.mark.parametrize("kernel", ["numpy", "torch"])
 def test_trpo_updates_equal_sb3_contribs(env_id, over, kernel, monkeypatch):
     """Two TRPO updates on the same rollouts: same actor (line search included) and critic as sb3-contrib's.
@@ -260,6 +266,43 @@ def test_trpo_updates_equal_sb3_contribs(env_id, over, kernel, monkeypatch):
     assert all(f > 0 for f in fractions)  # steps were taken (a rejected step would compare nothing)
     if "target_kl" in over:
         assert fractions[0] == 1.0  # the full step: accepted under KL(π_θ ‖ π_old), not under KL(π_old ‖ π_θ)
+
+
+def test_kl_action_dims_sum_bounds_the_kl_between_action_distributions():
+    """``kl_action_dims: sum`` (the paper's): a step's KL between the d-dimensional action distributions stays
+    below δ, where the default (sb3-contrib's mean over dimensions) lets it reach up to d·δ."""
+    space = gym.spaces.Box(-1, 1, (4,), np.float32)
+    d = 3
+    kls = {}
+    for mode in ("mean", "sum"):
+        torch.manual_seed(0)
+        pol = ActorCritic(space, gym.spaces.Box(-1, 1, (d,), np.float32), share_features=False)
+        obs = torch.randn(256, 4)
+        with torch.no_grad():
+            pd = pol.dist(obs)
+            a = pd.sample()
+            logp = pd.log_prob(a)
+        adv = a[:, 0] - a[:, 1] + 0.5 * a[:, 2]  # a clear direction in every dimension
+        adv = (adv - adv.mean()) / adv.std()
+        old = npg.frozen_dist(pol, obs)
+        res = trpo.policy_step(pol, obs, a, logp, adv, target_kl=0.01, cg_max_steps=15, cg_damping=0.1,
+                               shrink=0.8, max_iter=10, kl_per_dim=mode == "mean")
+        assert res.accepted
+        with torch.no_grad():
+            kls[mode] = float(pol.dist(obs).kl(old).mean())  # the KL between the action distributions
+        assert res.kl == pytest.approx(kls[mode] / (d if mode == "mean" else 1), rel=1e-5)
+    assert kls["sum"] < 0.01 < kls["mean"] < d * 0.01
+    assert npg.mean_kl(old, old, per_dim=True) == 0.0
+
+
+def test_sb3_trpo_refuses_kl_action_dims_sum(tmp_path):
+    from bench.suites.suite import SuiteError, load_suite
+
+    f = tmp_path / "s.yaml"
+    f.write_text("name: s\nseeds: 1\ndefaults: {timesteps: 2048}\nenvs: [{id: Pendulum-v1}]\n"
+                 "algorithms: [{algo: trpo, impl: sb3, hyperparams: {kl_action_dims: sum}}]\n")
+    with pytest.raises(SuiteError, match=r"algorithms\[0\]\.hyperparams\.kl_action_dims.*allowed for impl sb3: mean"):
+        load_suite(f)
 
 
 def test_trpo_line_search_bounds_the_kl_sb3_contrib_bounds():

@@ -96,6 +96,16 @@ def frozen_dist(policy: ActorCritic, obs: torch.Tensor) -> Pd:
     return pd if isinstance(pd, CategoricalPd) else GaussianPd(pd.mean, pd.log_std.detach().clone())
 
 
+def mean_kl(p: Pd, q: Pd, *, per_dim: bool = False) -> torch.Tensor:
+    """E[KL(p ‖ q)] over the batch (a scalar). A diagonal Gaussian's KL is the sum of its ``d`` per-dimension
+    KLs; with ``per_dim`` it is their mean instead, as sb3-contrib's TRPO measures it (``kl_divergence`` of
+    SB3's per-dimension ``Normal`` then ``.mean()`` over samples and dimensions). Categorical KLs are unchanged."""
+    kl = p.kl(q)
+    if per_dim and isinstance(p, GaussianPd):
+        kl = kl / p.mean.shape[-1]
+    return kl.mean()
+
+
 def kl_gradient(policy: ActorCritic, obs: torch.Tensor, params: list[torch.nn.Parameter]) -> torch.Tensor:
     """Flat ∇θ E[KL(π_old ‖ π_θ)] at θ = θ_old, with its graph kept for Fisher-vector products."""
     old = frozen_dist(policy, obs)
@@ -138,14 +148,16 @@ class NaturalStep(NamedTuple):
 
 
 def natural_step(policy: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
-                 adv: torch.Tensor, *, target_kl: float, cg_max_steps: int, cg_damping: float) -> NaturalStep:
-    """Direction and size of the natural-gradient step of ``policy.actor_parameters()`` (nothing applied)."""
+                 adv: torch.Tensor, *, target_kl: float, cg_max_steps: int, cg_damping: float,
+                 kl_per_dim: bool = False) -> NaturalStep:
+    """Direction and size of the natural-gradient step of ``policy.actor_parameters()`` (nothing applied).
+    ``kl_per_dim``: the Fisher is that of :func:`mean_kl` with ``per_dim`` (TRPO's ``kl_action_dims: mean``)."""
     params = policy.actor_parameters()
     old = frozen_dist(policy, obs)
     pd = policy.dist(obs)
     surr = (torch.exp(pd.log_prob(actions) - old_logp) * adv).mean()
     g = flat_grad(surr, params, retain_graph=True)
-    x, xFx = natural_direction(flat_grad(old.kl(pd).mean(), params, create_graph=True), params, g,
+    x, xFx = natural_direction(flat_grad(mean_kl(old, pd, per_dim=kl_per_dim), params, create_graph=True), params, g,
                                cg_damping=cg_damping, cg_max_steps=cg_max_steps)
     surr0, gnorm = float(surr.detach()), float(g.norm())
     del pd  # free the graph (natural_direction's double-backward graph is gone)

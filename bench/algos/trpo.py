@@ -33,6 +33,16 @@ by line"):
   drops by Δ: KL(old ‖ new) ≈ Δ² + ⅔|Δ|³, KL(new ‖ old) ≈ Δ² − ⅔|Δ|³). On CartPole the
   two directions disagreed on the first accepted step in 11% of updates (own measurement,
   docs/parity.md), so the benchmark follows sb3-contrib, whose runs it pools with these.
+- **The KL of a d-dimensional Gaussian policy is averaged over its action dimensions**
+  (``kl_action_dims: mean``, the default), as sb3-contrib measures it: SB3's diagonal Gaussian
+  is a per-dimension torch ``Normal``, and sb3-contrib takes ``kl_divergence(...).mean()`` over
+  samples *and* dimensions. So δ bounds the KL per dimension, and one step may move the policy by
+  up to d·δ in the KL between action distributions (the paper's quantity, ``kl_action_dims:
+  sum``). The Fisher used by CG is that of the same averaged KL (F/d), so the damping weighs d
+  times more against it. One-dimensional and discrete policies are unaffected. Own TRPO used the
+  paper's sum until issue 19's parity check: on LunarLanderContinuous-v3 (d = 2) it solved 0/5
+  seeds against sb3-contrib's 4/5, its log-std falling half as fast; the zoo's ``target_kl``
+  values were tuned under the mean, and pooling own with sb3-contrib needs the same trust region.
 - **CG starts from x₀ = 0** (plain CG); sb3-contrib starts from 1e-4·N(0, I) to avoid a
   0/0 when g is tiny, which :func:`~bench.algos.npg.conjugate_gradient` guards against by
   stopping on a zero residual. Deliberate: it moves x by about 1e-4 relative.
@@ -50,7 +60,7 @@ import torch
 from bench.algos.hyperparams import TRPOParams
 from bench.algos.npg import (  # noqa: F401  (re-exported: TRPO's natural-gradient pieces are NPG's)
     NaturalStep, StepResult, conjugate_gradient, fisher_vector_product, flat_grad, frozen_dist, kl_gradient,
-    natural_direction, natural_step, set_parameters_, train_natural,
+    mean_kl, natural_direction, natural_step, set_parameters_, train_natural,
 )
 from bench.algos.policy import ActorCritic
 from bench.run.record import RecorderProtocol
@@ -58,14 +68,15 @@ from bench.run.record import RecorderProtocol
 
 def policy_step(policy: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
                 adv: torch.Tensor, *, target_kl: float, cg_max_steps: int, cg_damping: float,
-                shrink: float, max_iter: int) -> StepResult:
+                shrink: float, max_iter: int, kl_per_dim: bool = False) -> StepResult:
     """One TRPO update of ``policy.actor_parameters()`` on a fixed batch (in place):
     NPG's full step β·x, then backtracking β·shrinkᵏ until the surrogate improves
     and the mean KL(π_θ ‖ π_old) < δ (sb3-contrib's rule; the module docstring says why),
-    else θ_old is restored."""
+    else θ_old is restored. ``kl_per_dim``: a Gaussian's KL is averaged over its action
+    dimensions, in the Fisher and the line search alike (``kl_action_dims: mean``)."""
     params = policy.actor_parameters()
     st = natural_step(policy, obs, actions, old_logp, adv, target_kl=target_kl, cg_max_steps=cg_max_steps,
-                      cg_damping=cg_damping)
+                      cg_damping=cg_damping, kl_per_dim=kl_per_dim)
     if st.beta == 0.0:
         return StepResult(st.surrogate, st.grad_norm, False, 0.0, 0.0, 0)
 
@@ -75,7 +86,7 @@ def policy_step(policy: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, o
             set_parameters_(params, st.theta0 + (frac * st.beta) * st.x)
             new = policy.dist(obs)
             new_surr = float((torch.exp(new.log_prob(actions) - old_logp) * adv).mean())
-            kl = float(new.kl(st.old).mean())
+            kl = float(mean_kl(new, st.old, per_dim=kl_per_dim))
             if kl < target_kl and new_surr > st.surrogate:
                 return StepResult(st.surrogate, st.grad_norm, True, kl, frac, k + 1)
             frac *= shrink
@@ -91,6 +102,7 @@ def train(env_id: str, params: TRPOParams, *, seed: int, timesteps: int, recorde
              adv: torch.Tensor) -> StepResult:
         return policy_step(policy, obs, actions, old_logp, adv, target_kl=p.target_kl,
                            cg_max_steps=p.cg_max_steps, cg_damping=p.cg_damping,
-                           shrink=p.line_search_shrinking_factor, max_iter=p.line_search_max_iter)
+                           shrink=p.line_search_shrinking_factor, max_iter=p.line_search_max_iter,
+                           kl_per_dim=p.kl_action_dims == "mean")
 
     train_natural(env_id, p, step, "trpo", seed=seed, timesteps=timesteps, recorder=recorder)

@@ -854,6 +854,10 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     problems.append(Problem(f"{path}.{where}.ent_schedule",
                                             "Stable-Baselines3 has no entropy-coefficient schedule; allowed for "
                                             "impl sb3: constant", block["ent_schedule"], True))
+                if a.algo == "trpo" and block.get("kl_action_dims", "mean") != "mean":
+                    problems.append(Problem(f"{path}.{where}.kl_action_dims",
+                                            "sb3-contrib's TRPO averages the KL over action dimensions; allowed for "
+                                            "impl sb3: mean", block["kl_action_dims"], True))
         if a.impl in ("sb3", "numpy"):
             for where, block in [("hyperparams", a.hyperparams)] + [
                 (f"env_hyperparams.{k}", v) for k, v in a.env_hyperparams.items()
