@@ -67,9 +67,39 @@ def schedule(value: float, kind: str) -> float | Callable[[float], float]:
     return value
 
 
-def policy_kwargs(params: BaseModel, *, continuous: bool) -> dict[str, Any]:
-    """SB3 ``policy_kwargs`` from the structured fields."""
+def _minatar_extractor_class() -> type:
+    """SB3 features extractor wrapping the own :class:`~bench.algos.policy.MinAtarCNN`, so both
+    implementations run the same torso on small frames (built lazily: SB3 is imported on use)."""
+    import torch
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    from bench.algos.policy import MinAtarCNN
+
+    class MinAtarExtractor(BaseFeaturesExtractor):
+        def __init__(self, observation_space: Any, features_dim: int = 128) -> None:
+            super().__init__(observation_space, features_dim)
+            # SB3's ortho_init re-initialises it with gain √2, as the own policy does.
+            self.cnn = MinAtarCNN(*observation_space.shape, ortho=False)
+
+        def forward(self, observations: torch.Tensor) -> torch.Tensor:
+            return self.cnn(observations)
+
+    return MinAtarExtractor
+
+
+def policy_kwargs(params: BaseModel, *, continuous: bool, frames: tuple[int, ...] | None = None,
+                  separate_critic: bool = False) -> dict[str, Any]:
+    """SB3 ``policy_kwargs`` from the structured fields.
+
+    ``frames``: the ``(C, H, W)`` observation shape of a pixel env. Frames too small for the Nature CNN
+    (MinAtar's 10×10) get the own policy's MinAtar CNN with the heads right on its 128 features, as
+    :class:`~bench.algos.policy.ActorCritic` builds them (SB3 would otherwise add 64-64 layers after a
+    custom extractor). ``separate_critic`` (TRPO on pixels): a CNN of its own for the critic, as the own
+    TRPO has, so that fitting the critic trains features and never moves the policy.
+    """
     import torch.nn as nn
+
+    from bench.algos.policy import NATURE_MIN_SIZE
 
     kw: dict[str, Any] = {
         "activation_fn": {"tanh": nn.Tanh, "relu": nn.ReLU}[params.activation],  # type: ignore[attr-defined]
@@ -80,6 +110,12 @@ def policy_kwargs(params: BaseModel, *, continuous: bool) -> dict[str, Any]:
         kw["net_arch"] = dict(pi=list(arch.pi), vf=list(arch.vf))
     elif arch is not None:
         kw["net_arch"] = list(arch)
+    if frames is not None:
+        if min(frames[1:]) < NATURE_MIN_SIZE:
+            kw["features_extractor_class"] = _minatar_extractor_class()
+            kw["net_arch"] = []
+        if separate_critic:
+            kw["share_features_extractor"] = False
     if continuous:
         kw["log_std_init"] = params.log_std_init  # type: ignore[attr-defined]
     return kw
@@ -343,7 +379,8 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
             model = _model_class(algo)(
                 policy,
                 venv,
-                policy_kwargs=policy_kwargs(params, continuous=continuous),
+                policy_kwargs=policy_kwargs(params, continuous=continuous, separate_critic=algo == "trpo",
+                                            frames=venv.observation_space.shape if spec.obs == "pixels" else None),
                 seed=seed,
                 device=p.device,
                 verbose=0,

@@ -1,7 +1,7 @@
 """The policy the project's own algorithms share: networks, action distributions,
 and what a policy-gradient step reports.
 
-- :class:`ActorCritic`: an MLP (vector observations) or Nature CNN (pixels) policy
+- :class:`ActorCritic`: an MLP (vector observations) or CNN (pixels: the Nature CNN, or MinAtar's for small frames) policy
   and value function, exposing ``actor_parameters()`` and ``critic_parameters()``
   explicitly (TRPO needs the split; nothing is picked by parameter name).
 - :class:`CategoricalPd` / :class:`GaussianPd`: the two action distributions,
@@ -66,6 +66,37 @@ class NatureCNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x.float() / 255.0)
+
+
+class MinAtarCNN(nn.Module):
+    """The MinAtar torso (Young & Tian 2019, section 4): one 3×3 convolution with 16 filters, stride 1,
+    ReLU, then a fully connected layer of 128 ReLU units: (C, H, W) frames of 0/1 object channels → 128
+    features. No 1/255 scaling: the frames are already 0/1."""
+
+    def __init__(self, in_channels: int, height: int, width: int, ortho: bool = True):
+        super().__init__()
+        g = math.sqrt(2)
+        self.net = nn.Sequential(
+            _init(nn.Conv2d(in_channels, 16, 3, stride=1), g, ortho), nn.ReLU(),
+            nn.Flatten(),
+            _init(nn.Linear(16 * (height - 2) * (width - 2), 128), g, ortho), nn.ReLU(),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x.float())
+
+
+#: The Nature CNN's three convolutions (8/4, 4/2, 3/1) need frames of at least 36×36.
+NATURE_MIN_SIZE = 36
+
+
+def pixel_torso(obs_space: gym.spaces.Box, ortho: bool = True) -> tuple[nn.Module, int]:
+    """The CNN for uint8 ``(C, H, W)`` frames and its feature count: the Nature CNN (512) for frames of at
+    least 36×36 (Atari's 84×84), else the MinAtar CNN (128), which every implementation then uses."""
+    c, h, w = obs_space.shape
+    if min(h, w) >= NATURE_MIN_SIZE:
+        return NatureCNN(c, ortho), 512
+    return MinAtarCNN(c, h, w, ortho), 128
 
 
 class CategoricalPd:
@@ -139,7 +170,7 @@ class ActorCritic(nn.Module):
     """Policy π(a|s) and value V(s).
 
     Vector observations: two separate MLPs (``net_arch`` ``{pi, vf}`` or one list for
-    both; default [64, 64], SB3's). Pixels: one Nature CNN shared by both heads
+    both; default [64, 64], SB3's). Pixels: one CNN (:func:`pixel_torso`) shared by both heads
     (SB3's CnnPolicy), unless ``share_features=False`` (TRPO fits the critic
     separately and must not move the policy while doing so).
     Continuous actions get a state-independent log-std parameter.
@@ -161,10 +192,10 @@ class ActorCritic(nn.Module):
         n_out = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
         self.pixels = obs_space.dtype == np.uint8 and len(obs_space.shape) == 3
         if self.pixels:
-            self.pi_features = NatureCNN(obs_space.shape[0], ortho_init)
-            self.vf_features = self.pi_features if share_features else NatureCNN(obs_space.shape[0], ortho_init)
-            self.pi = _init(nn.Linear(512, n_out), 0.01, ortho_init)
-            self.vf = _init(nn.Linear(512, 1), 1.0, ortho_init)
+            self.pi_features, n_feat = pixel_torso(obs_space, ortho_init)
+            self.vf_features = self.pi_features if share_features else pixel_torso(obs_space, ortho_init)[0]
+            self.pi = _init(nn.Linear(n_feat, n_out), 0.01, ortho_init)
+            self.vf = _init(nn.Linear(n_feat, 1), 1.0, ortho_init)
         else:
             pi_arch, vf_arch = _arch(net_arch)
             d = int(np.prod(obs_space.shape))
@@ -191,6 +222,16 @@ class ActorCritic(nn.Module):
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.vf(self.vf_features(obs)).squeeze(-1)
+
+    def dist_value(self, obs: torch.Tensor) -> tuple[Pd, torch.Tensor]:
+        """``(dist(obs), value(obs))`` with a shared CNN run once, not once per head: on pixels the torso is
+        most of the cost (profiled on MinAtar, issue 18: calling ``dist`` and ``value`` separately ran it twice
+        forward and backward). Vector observations have no shared torso: this is the two calls."""
+        if not self.shared:
+            return self.dist(obs), self.value(obs)
+        f = self.pi_features(obs)
+        out = self.pi(f)
+        return (CategoricalPd(out) if self.discrete else GaussianPd(out, self.log_std)), self.vf(f).squeeze(-1)
 
 
 def _arch(net_arch: Any) -> tuple[list[int], list[int]]:

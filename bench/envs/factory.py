@@ -16,10 +16,10 @@ from typing import Any, Callable, Protocol
 import gymnasium as gym
 import numpy as np
 
-from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, make_raw, require
+from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, is_minatar, make_raw, require
 from bench.envs.vector import VectorEpisodeMonitor, make_vector_backend, vec_env_problem
 
-__all__ = ["RecorderLike", "EpisodeMonitor", "EpisodicLife", "make_env", "make_vec_env", "evaluate_policy"]
+__all__ = ["RecorderLike", "EpisodeMonitor", "ChannelFirstFrames", "EpisodicLife", "make_env", "make_vec_env", "evaluate_policy"]
 
 
 class RecorderLike(Protocol):
@@ -65,6 +65,19 @@ class EpisodeMonitor(gym.Wrapper):
             self._ret = 0.0
             self._len = 0
         return obs, reward, terminated, truncated, info
+
+
+class ChannelFirstFrames(gym.ObservationWrapper):
+    """MinAtar: ``(H, W, C)`` bool object channels → ``(C, H, W)`` uint8 0/1, the layout and dtype the
+    CNNs of every implementation take (the frames the registry calls pixels)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        h, w, c = env.observation_space.shape
+        self.observation_space = gym.spaces.Box(0, 1, (c, h, w), np.uint8)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.moveaxis(observation, -1, 0), dtype=np.uint8)
 
 
 class EpisodicLife(gym.Wrapper):
@@ -120,7 +133,8 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
     ``module:EnvId``, with ``gym.make`` kwargs in brackets when it has any.
 
     Non-Atari: ``gym.make(id, **kwargs)`` (with its registered ``TimeLimit``), then an
-    :class:`EpisodeMonitor` when ``recorder`` is given.
+    :class:`EpisodeMonitor` when ``recorder`` is given. MinAtar ids also get
+    :class:`ChannelFirstFrames` (and keep the package's sticky actions and difficulty ramping).
 
     Atari (ale_py ids), the Nature DQN preprocessing (Mnih et al. 2015) on ALE v5:
 
@@ -140,6 +154,8 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
     gspec = require(env_id)
     if not is_atari(gspec):
         env = make_raw(env_id)
+        if is_minatar(gspec):
+            env = ChannelFirstFrames(env)
         return EpisodeMonitor(env, recorder) if recorder is not None else env
 
     env = make_raw(env_id, frameskip=1)

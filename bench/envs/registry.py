@@ -40,9 +40,10 @@ __all__ = [
     "space_facts",
     "require",
     "is_atari",
+    "is_minatar",
 ]
 
-Family = Literal["classic", "box2d", "mujoco", "atari", "sequence", "other"]
+Family = Literal["classic", "box2d", "mujoco", "atari", "minatar", "sequence", "other"]
 
 #: Atari: agent steps per env step (AtariPreprocessing's action repeat), Mnih et al. 2015.
 ATARI_FRAME_SKIP = 4
@@ -57,7 +58,7 @@ class EnvSpec:
     """Traits of one environment, as the benchmark reports and groups them.
 
     :param id: the Gymnasium id.
-    :param family: ``classic`` | ``box2d`` | ``mujoco`` | ``atari`` | ``other``.
+    :param family: ``classic`` | ``box2d`` | ``mujoco`` | ``atari`` | ``minatar`` | ``sequence`` | ``other``.
     :param action: ``discrete`` or ``continuous`` action space.
     :param obs: ``vector`` or ``pixels`` observations (as the learner sees them), or ``sequence``: the
         token context of a language-model-style task (:mod:`bench.envs.sequence`).
@@ -124,8 +125,29 @@ REGISTRY: dict[str, EnvSpec] = {
                 "human tester, Mnih et al. 2015"),
         EnvSpec("ALE/Pong-v5", "atari", "discrete", "pixels", "dense", _ATARI_HORIZON, 9.3,
                 "human tester, Mnih et al. 2015"),
+        # MinAtar (Young & Tian 2019, arXiv:1903.03176; the `minatar` package, GPL-3.0, an optional extra:
+        # pip install -e '.[minatar]'). 10×10 frames, one channel per kind of object; the factory hands them
+        # to the learner channel-first as uint8 0/1, and the policies use the paper's small CNN. v1 ids:
+        # the minimal action sets (Breakout 3, Asterix 5, Freeway 3), as gymnax and PureJaxRL use. Sticky
+        # actions (p = 0.1) and difficulty ramping on: the package's and the paper's defaults. No episode
+        # cap but Freeway's own 2,500 frames. Thresholds: the paper's DQN after 5M frames (the MinAtar
+        # README's learning curves, img/learning_curves.gif: 30 runs, 100-episode moving average, read off
+        # the plot to the nearest unit): Breakout 10, Asterix 17, Freeway 50. Random policy (1,000 episodes,
+        # README): Breakout 0.5.
+        EnvSpec("MinAtar/Breakout-v1", "minatar", "discrete", "pixels", "dense", None, 10.0,
+                "Young & Tian 2019 DQN at 5M frames (read off README plot)"),
+        EnvSpec("MinAtar/Asterix-v1", "minatar", "discrete", "pixels", "dense", None, 17.0,
+                "Young & Tian 2019 DQN at 5M frames (read off README plot)"),
+        # Sparse: +1 per crossing of the road, about one per 3,500 random steps (measured: 0.7 per
+        # 2,500-frame episode); Atari's Freeway is a hard-exploration, sparse-reward game in Bellemare
+        # et al. 2016's taxonomy ("Unifying Count-Based Exploration and Intrinsic Motivation", table 1).
+        EnvSpec("MinAtar/Freeway-v1", "minatar", "discrete", "pixels", "sparse", 2500, 50.0,
+                "Young & Tian 2019 DQN at 5M frames (read off README plot)"),
     ]
 }
+
+#: Where MinAtar ids come from, for a one-line hint when the optional extra is missing.
+MINATAR_PREFIX = "MinAtar/"
 
 
 #: CPU microseconds per env step that fix each env's time axis (``EnvSpec.time_scale_us``).
@@ -253,14 +275,28 @@ def _register_ale() -> None:
     gym.register_envs(ale_py)
 
 
+@functools.cache
+def _register_minatar() -> bool:
+    """Register the MinAtar ids (``MinAtar/<Game>-v0|v1``) once, if the optional ``minatar`` package is
+    installed; whether it is."""
+    try:
+        import minatar.gym
+    except ImportError:
+        return False
+    if "MinAtar/Breakout-v1" not in gym.registry:  # registering twice would warn
+        minatar.gym.register_envs()
+    return True
+
+
 def env_exists(env_id: str) -> bool:
-    """Whether the id of the env key ``env_id`` is a registered Gymnasium id (ALE ids included),
-    after importing its ``module:`` part if it has one.
+    """Whether the id of the env key ``env_id`` is a registered Gymnasium id (ALE and, with the optional
+    extra, MinAtar ids included), after importing its ``module:`` part if it has one.
 
     :raises KeyError: the key's module cannot be imported.
     :raises ValueError: the key's bracketed kwargs do not parse.
     """
     _register_ale()
+    _register_minatar()
     module, gym_id, _ = parse_env_key(env_id)
     if module:
         _import_module(module)
@@ -270,12 +306,16 @@ def env_exists(env_id: str) -> bool:
 def close_matches(env_id: str, n: int = 3) -> list[str]:
     """Registered ids that look like ``env_id``'s, best first, for "did you mean" hints."""
     _register_ale()
+    _register_minatar()
     return difflib.get_close_matches(parse_env_key(env_id)[1], list(gym.registry), n=n, cutoff=0.6)
 
 
 def require(env_id: str) -> gym.envs.registration.EnvSpec:
     """The Gymnasium spec of the env key's id, or a :class:`KeyError` that says what is allowed."""
     if not env_exists(env_id):
+        if parse_env_key(env_id)[1].startswith(MINATAR_PREFIX) and not _register_minatar():
+            raise KeyError(f"{parse_env_key(env_id)[1]!r} is a MinAtar id, and MinAtar is not installed; allowed: "
+                           "install the optional extra (pip install -e '.[minatar]', GPL-3.0), or another env")
         near = close_matches(env_id)
         hint = f" Did you mean {', '.join(near)}?" if near else ""
         raise KeyError(
@@ -292,6 +332,11 @@ def make_raw(env_id: str, **extra: Any) -> gym.Env:
     return gym.make(gym_id, **{**extra, **kwargs})
 
 
+def is_minatar(gspec: gym.envs.registration.EnvSpec) -> bool:
+    """A MinAtar env (by entry point, so every game and version of the package counts)."""
+    return isinstance(gspec.entry_point, str) and gspec.entry_point.startswith("minatar")
+
+
 def is_atari(gspec: gym.envs.registration.EnvSpec) -> bool:
     # By entry point rather than by the "ALE/" prefix, so legacy ids such as
     # BreakoutNoFrameskip-v4 (also registered by ale_py) get the same preprocessing.
@@ -302,6 +347,8 @@ def _family(gspec: gym.envs.registration.EnvSpec) -> Family:
     ep = gspec.entry_point if isinstance(gspec.entry_point, str) else ""
     if is_atari(gspec):
         return "atari"
+    if is_minatar(gspec):
+        return "minatar"
     for name in ("classic_control", "box2d", "mujoco"):
         if ep.startswith(f"gymnasium.envs.{name}"):
             return "classic" if name == "classic_control" else name  # type: ignore[return-value]
@@ -364,8 +411,9 @@ def get_spec(env_id: str) -> EnvSpec:
         raise ValueError(
             f"{env_id} has a {type(act_space).__name__} action space; allowed: Discrete or Box"
         )
+    # Frames: uint8 (Atari) or bool (MinAtar's one-hot object channels) boxes of two or more dimensions.
     pixels = (
-        isinstance(obs_space, gym.spaces.Box) and obs_space.dtype == np.uint8 and len(obs_space.shape) >= 2
+        isinstance(obs_space, gym.spaces.Box) and obs_space.dtype in (np.uint8, np.bool_) and len(obs_space.shape) >= 2
     )
     if is_atari(gspec):
         frames = int({**gspec.kwargs, **kwargs}.get("max_num_frames_per_episode", ATARI_MAX_FRAMES))
