@@ -93,9 +93,9 @@ def a2c_gradient(ro: Rollout, policy: ActorCritic, flat: FlatParams, kern: Actor
     returns = torch.from_numpy(ret_np).to(device)
 
     if kern is None:
-        pd = policy.dist(obs)
+        pd, values = policy.dist_value(obs)
         logp = pd.log_prob(actions)
-        pg_loss, v_loss = a2c_losses(logp, advantages, policy.value(obs), returns)
+        pg_loss, v_loss = a2c_losses(logp, advantages, values, returns)
         entropy = pd.entropy().mean()
         loss = pg_loss + p.vf_coef * v_loss - ent_coef * entropy
         flat.zero_grad()

@@ -229,10 +229,9 @@ class Collector:
         """Sample from π(·|obs): ``(actions, log π, V)`` as NumPy arrays."""
         if self.kernel is not None:
             return self.kernel.act(obs, self.rng)
-        o = self._t(obs)
-        pd = self.policy.dist(o)
+        pd, v = self.policy.dist_value(self._t(obs))
         a = pd.sample()
-        return a.cpu().numpy(), pd.log_prob(a).cpu().numpy(), self.policy.value(o).cpu().numpy()
+        return a.cpu().numpy(), pd.log_prob(a).cpu().numpy(), v.cpu().numpy()
 
     def _value(self, obs: np.ndarray) -> np.ndarray:
         if self.kernel is not None:

@@ -121,13 +121,13 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
 
         def torch_grads(idx: torch.Tensor) -> PGStats:
             """The loss on minibatch ``idx`` and its gradient into ``flat.grad``, through autograd."""
-            pd = policy.dist(obs[idx])
+            pd, values = policy.dist_value(obs[idx])
             logp = pd.log_prob(actions[idx])
             adv = advantages[idx]
             if p.normalize_advantage and len(idx) > 1:
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8)
             pg_loss, v_loss, clip_frac = ppo_losses(
-                logp, old_logp[idx], adv, policy.value(obs[idx]), old_values[idx], returns[idx],
+                logp, old_logp[idx], adv, values, old_values[idx], returns[idx],
                 clip, p.clip_range_vf,
             )
             entropy = pd.entropy().mean()

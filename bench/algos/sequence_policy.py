@@ -238,6 +238,11 @@ class SequenceActorCritic(nn.Module):
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return (self.critic if self.critic is not None else self.net)(obs.long())[1]
 
+    def dist_value(self, obs: torch.Tensor) -> tuple[Any, torch.Tensor]:
+        """``(dist(obs), value(obs))``, as two passes: one pass would change the float rounding of the shared
+        encoder's gradients, and with it every seed of the shipped sequence reference."""
+        return self.dist(obs), self.value(obs)
+
     @torch.no_grad()
     def ref_logp(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """log π_ref(a|s) of the frozen reference, for observations ``(..., T)`` and actions ``(...)``."""
