@@ -23,6 +23,9 @@ EXPECTED_IDS = [
     "Humanoid-v5",
     "ALE/Breakout-v5",
     "ALE/Pong-v5",
+    "MinAtar/Breakout-v1",
+    "MinAtar/Asterix-v1",
+    "MinAtar/Freeway-v1",
 ]
 
 
@@ -45,7 +48,9 @@ def test_registry_ids_in_order():
 @pytest.mark.parametrize("env_id", EXPECTED_IDS)
 def test_registry_agrees_with_gymnasium(env_id):
     spec = envs.REGISTRY[env_id]
-    assert envs.env_exists(env_id)  # first: it registers the ALE ids gym.spec needs
+    if env_id.startswith("MinAtar/"):
+        pytest.importorskip("minatar")
+    assert envs.env_exists(env_id)  # first: it registers the ALE (and MinAtar) ids gym.spec needs
     g = gym.spec(env_id)
     if g.reward_threshold is not None:
         assert spec.threshold == pytest.approx(float(g.reward_threshold))
@@ -54,6 +59,8 @@ def test_registry_agrees_with_gymnasium(env_id):
         assert spec.threshold is not None and "Gymnasium" not in spec.threshold_source
     if env_id.startswith("ALE/"):
         assert spec.horizon == g.kwargs["max_num_frames_per_episode"] // 4 == 27_000
+    elif env_id.startswith("MinAtar/"):  # no TimeLimit; Freeway ends itself after 2,500 frames
+        assert g.max_episode_steps is None and spec.horizon == (2500 if "Freeway" in env_id else None)
     else:
         assert spec.horizon == g.max_episode_steps
 
@@ -64,7 +71,7 @@ def test_registry_traits():
     assert mc.reward == "sparse" and mc.threshold == -110.0
     assert (pong.family, pong.action, pong.obs) == ("atari", "discrete", "pixels")
     assert envs.REGISTRY["ALE/Breakout-v5"].threshold == 31.8 and pong.threshold == 9.3
-    assert [s.id for s in envs.list_specs() if s.reward == "sparse"] == ["MountainCar-v0"]
+    assert [s.id for s in envs.list_specs() if s.reward == "sparse"] == ["MountainCar-v0", "MinAtar/Freeway-v1"]
 
 
 def test_inferred_spec_for_unregistered_id():
