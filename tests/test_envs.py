@@ -59,8 +59,8 @@ def test_registry_agrees_with_gymnasium(env_id):
         assert spec.threshold is not None and "Gymnasium" not in spec.threshold_source
     if env_id.startswith("ALE/"):
         assert spec.horizon == g.kwargs["max_num_frames_per_episode"] // 4 == 27_000
-    elif env_id.startswith("MinAtar/"):  # no TimeLimit; Freeway ends itself after 2,500 frames
-        assert g.max_episode_steps is None and spec.horizon == (2500 if "Freeway" in env_id else None)
+    elif env_id.startswith("MinAtar/"):  # no TimeLimit; Freeway ends itself on step 2,501
+        assert g.max_episode_steps is None and spec.horizon == (2501 if "Freeway" in env_id else None)
     else:
         assert spec.horizon == g.max_episode_steps
 

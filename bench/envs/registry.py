@@ -130,10 +130,10 @@ REGISTRY: dict[str, EnvSpec] = {
         # to the learner channel-first as uint8 0/1, and the policies use the paper's small CNN. v1 ids:
         # the minimal action sets (Breakout 3, Asterix 5, Freeway 3), as gymnax and PureJaxRL use. Sticky
         # actions (p = 0.1) and difficulty ramping on: the package's and the paper's defaults. No episode
-        # cap but Freeway's own 2,500 frames. Thresholds: the paper's DQN after 5M frames (the MinAtar
-        # README's learning curves, img/learning_curves.gif: 30 runs, 100-episode moving average, read off
-        # the plot to the nearest unit): Breakout 10, Asterix 17, Freeway 50. Random policy (1,000 episodes,
-        # README): Breakout 0.5.
+        # cap but Freeway's own: it terminates on step 2,501 (its timer of 2,500 frames runs out).
+        # Thresholds: the paper's DQN after 5M frames (the MinAtar README's learning curves,
+        # img/learning_curves.gif: 30 runs, 100-episode moving average, read off the plot to the nearest
+        # unit): Breakout 10, Asterix 17, Freeway 50. Random policy (1,000 episodes, README): Breakout 0.5.
         EnvSpec("MinAtar/Breakout-v1", "minatar", "discrete", "pixels", "dense", None, 10.0,
                 "Young & Tian 2019 DQN at 5M frames (read off README plot)"),
         EnvSpec("MinAtar/Asterix-v1", "minatar", "discrete", "pixels", "dense", None, 17.0,
@@ -141,7 +141,7 @@ REGISTRY: dict[str, EnvSpec] = {
         # Sparse: +1 per crossing of the road, about one per 3,500 random steps (measured: 0.7 per
         # 2,500-frame episode); Atari's Freeway is a hard-exploration, sparse-reward game in Bellemare
         # et al. 2016's taxonomy ("Unifying Count-Based Exploration and Intrinsic Motivation", table 1).
-        EnvSpec("MinAtar/Freeway-v1", "minatar", "discrete", "pixels", "sparse", 2500, 50.0,
+        EnvSpec("MinAtar/Freeway-v1", "minatar", "discrete", "pixels", "sparse", 2501, 50.0,
                 "Young & Tian 2019 DQN at 5M frames (read off README plot)"),
     ]
 }
