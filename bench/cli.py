@@ -510,7 +510,7 @@ def speed(
     """Own implementation vs SB3: env-steps/s side by side in one process, one torch and BLAS thread each."""
     from dataclasses import asdict
 
-    from bench.envs import env_exists, vec_env_problem
+    from bench.envs import env_exists, missing_extra, vec_env_problem
     from bench.run.speed import compare, median_steps
 
     algos = [a.strip() for a in algo.split(",") if a.strip()]
@@ -518,7 +518,9 @@ def speed(
     if bad or not algos:
         raise _bad_input(f"--algo: {', '.join(bad) or repr(algo)} not comparable with SB3; allowed: ppo, a2c, trpo")
     if not env_exists(env):
-        raise _bad_input(f"--env: unknown environment {env!r}; allowed: a registered Gymnasium id (see `bench envs`)")
+        extra = missing_extra(env)
+        raise _bad_input(f"--env: {env!r} is {extra}" if extra else
+                         f"--env: unknown environment {env!r}; allowed: a registered Gymnasium id (see `bench envs`)")
     if kernel not in ("auto", "numpy", "torch"):
         raise _bad_input(f"--kernel: {kernel!r} is not a kernel; allowed: auto, numpy, torch")
     why = vec_env_problem(env, vec_env)

@@ -13,10 +13,17 @@ import torch
 from bench.envs import registry
 
 
-def test_minatar_id_without_the_extra_is_one_line_naming_it(monkeypatch):
+def test_minatar_id_without_the_extra_is_one_line_naming_it(monkeypatch, tmp_path):
+    from bench.suites.suite import SuiteError, load_suite
+
     monkeypatch.setattr(registry, "_register_minatar", lambda: False)
     with pytest.raises(KeyError, match=r"MinAtar is not installed; allowed: install the optional extra"):
         registry.require("MinAtar/NotAGame-v1")
+    f = tmp_path / "s.yaml"
+    f.write_text("name: s\nseeds: 1\ndefaults: {timesteps: 1000}\nenvs: [{id: MinAtar/NotAGame-v1}]\n"
+                 "algorithms: [{algo: ppo, impl: bench}]\n")
+    with pytest.raises(SuiteError, match=r"envs\[0\]\.id: a MinAtar id, and MinAtar is not installed; allowed: install"):
+        load_suite(f)
 
 
 @pytest.mark.parametrize("size", [10, 84])

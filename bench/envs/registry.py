@@ -41,6 +41,7 @@ __all__ = [
     "require",
     "is_atari",
     "is_minatar",
+    "missing_extra",
 ]
 
 Family = Literal["classic", "box2d", "mujoco", "atari", "minatar", "sequence", "other"]
@@ -288,6 +289,14 @@ def _register_minatar() -> bool:
     return True
 
 
+def missing_extra(env_id: str) -> str | None:
+    """Why an unknown id is unknown when an optional extra would register it (MinAtar), else ``None``."""
+    if parse_env_key(env_id)[1].startswith(MINATAR_PREFIX) and not _register_minatar():
+        return ("a MinAtar id, and MinAtar is not installed; allowed: install the optional extra "
+                "(pip install -e '.[minatar]', GPL-3.0), or another env")
+    return None
+
+
 def env_exists(env_id: str) -> bool:
     """Whether the id of the env key ``env_id`` is a registered Gymnasium id (ALE and, with the optional
     extra, MinAtar ids included), after importing its ``module:`` part if it has one.
@@ -313,9 +322,9 @@ def close_matches(env_id: str, n: int = 3) -> list[str]:
 def require(env_id: str) -> gym.envs.registration.EnvSpec:
     """The Gymnasium spec of the env key's id, or a :class:`KeyError` that says what is allowed."""
     if not env_exists(env_id):
-        if parse_env_key(env_id)[1].startswith(MINATAR_PREFIX) and not _register_minatar():
-            raise KeyError(f"{parse_env_key(env_id)[1]!r} is a MinAtar id, and MinAtar is not installed; allowed: "
-                           "install the optional extra (pip install -e '.[minatar]', GPL-3.0), or another env")
+        extra = missing_extra(env_id)
+        if extra is not None:
+            raise KeyError(f"{parse_env_key(env_id)[1]!r}: {extra}")
         near = close_matches(env_id)
         hint = f" Did you mean {', '.join(near)}?" if near else ""
         raise KeyError(

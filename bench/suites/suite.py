@@ -771,6 +771,10 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             problems.append(Problem(f"{path}.id", str(err.args[0]), e.id, True))
             continue
         if not exists:
+            extra = envs.missing_extra(ek)
+            if extra is not None:
+                problems.append(Problem(f"{path}.id", extra, e.id, True))
+                continue
             near = envs.close_matches(ek)
             hint = f"did you mean {', '.join(near)}? " if near else ""
             problems.append(
