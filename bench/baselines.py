@@ -68,12 +68,12 @@ def schedule(value: float, kind: str) -> float | Callable[[float], float]:
 
 
 def _minatar_extractor_class() -> type:
-    """SB3 features extractor wrapping the own :class:`~bench.algos.policy.MinAtarCNN`, so both
+    """SB3 features extractor wrapping :class:`~bench.envs.minatar.MinAtarCNN`, the module the own policies use, so both
     implementations run the same torso on small frames (built lazily: SB3 is imported on use)."""
     import torch
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
-    from bench.algos.policy import MinAtarCNN
+    from bench.envs.minatar import MinAtarCNN
 
     class MinAtarExtractor(BaseFeaturesExtractor):
         def __init__(self, observation_space: Any, features_dim: int = 128) -> None:
@@ -99,7 +99,7 @@ def policy_kwargs(params: BaseModel, *, continuous: bool, frames: tuple[int, ...
     """
     import torch.nn as nn
 
-    from bench.algos.policy import NATURE_MIN_SIZE
+    from bench.envs.minatar import NATURE_MIN_SIZE
 
     kw: dict[str, Any] = {
         "activation_fn": {"tanh": nn.Tanh, "relu": nn.ReLU}[params.activation],  # type: ignore[attr-defined]

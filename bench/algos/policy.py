@@ -23,6 +23,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+# The MinAtar network sits with its envs, so that SB3's side builds the very same module.
+from bench.envs.minatar import NATURE_MIN_SIZE, MinAtarCNN
+
 #: log √(2π), the Gaussian log-density's constant (torch path and NumPy kernel alike).
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -66,28 +69,6 @@ class NatureCNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x.float() / 255.0)
-
-
-class MinAtarCNN(nn.Module):
-    """The MinAtar torso (Young & Tian 2019, section 4): one 3×3 convolution with 16 filters, stride 1,
-    ReLU, then a fully connected layer of 128 ReLU units: (C, H, W) frames of 0/1 object channels → 128
-    features. No 1/255 scaling: the frames are already 0/1."""
-
-    def __init__(self, in_channels: int, height: int, width: int, ortho: bool = True):
-        super().__init__()
-        g = math.sqrt(2)
-        self.net = nn.Sequential(
-            _init(nn.Conv2d(in_channels, 16, 3, stride=1), g, ortho), nn.ReLU(),
-            nn.Flatten(),
-            _init(nn.Linear(16 * (height - 2) * (width - 2), 128), g, ortho), nn.ReLU(),
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x.float())
-
-
-#: The Nature CNN's three convolutions (8/4, 4/2, 3/1) need frames of at least 36×36.
-NATURE_MIN_SIZE = 36
 
 
 def pixel_torso(obs_space: gym.spaces.Box, ortho: bool = True) -> tuple[nn.Module, int]:
