@@ -141,7 +141,8 @@ REGISTRY: dict[str, EnvSpec] = {
                 "Young & Tian 2019 DQN at 5M frames (read off README plot)"),
         # Sparse: +1 per crossing of the road, about one per 3,500 random steps (measured: 0.7 per
         # 2,500-frame episode); Atari's Freeway is a hard-exploration, sparse-reward game in Bellemare
-        # et al. 2016's taxonomy ("Unifying Count-Based Exploration and Intrinsic Motivation", table 1).
+        # et al. 2016's taxonomy of Atari games by exploration ("Unifying Count-Based Exploration and
+        # Intrinsic Motivation").
         EnvSpec("MinAtar/Freeway-v1", "minatar", "discrete", "pixels", "sparse", 2501, 50.0,
                 "Young & Tian 2019 DQN at 5M frames (read off README plot)"),
     ]
