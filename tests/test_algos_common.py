@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algos.common import Normalizer, RunningMeanStd, explained_variance, gae, grad_noise_ratio
+from bench.algos.common import (FlatParams, Normalizer, RunningMeanStd, explained_variance, fused_adam_step, gae,
+                                grad_noise_ratio)
 from bench.algos.policy import CategoricalPd, GaussianPd
 from bench.algos.ppo import ppo_losses
 
@@ -198,3 +199,52 @@ def test_grad_noise_ratio_on_a_known_case():
     assert w.grad is None  # the diagnostic leaves gradients alone
     with pytest.raises(ValueError):
         grad_noise_ratio(lambda idx: w.sum(), [w], 10, 1)
+
+
+@pytest.mark.parametrize("scale", [1e-4, 0.3, 1.0, 7.0, 1e3])
+def test_flat_clip_is_bit_for_bit_clip_grad_norm(scale):
+    """The float32 scalar coefficient makes the same roundings as torch's tensor expression, on
+    gradients below, near and far above the limit."""
+    rng = np.random.default_rng(0)
+    for trial in range(50):
+        g = torch.from_numpy((rng.standard_normal(9219) * scale * rng.uniform(0.5, 2)).astype(np.float32))
+        p = torch.nn.Parameter(torch.zeros(9219))
+        flat = FlatParams([p])
+        flat.grad.copy_(g)
+        ref = torch.nn.Parameter(torch.zeros(9219))
+        ref.grad = g.clone()
+        want = torch.nn.utils.clip_grad_norm_([ref], 0.5)
+        got = flat.clip_grad_norm(0.5)
+        assert got == float(want)
+        assert torch.equal(flat.grad, ref.grad), trial
+
+
+@pytest.mark.parametrize("schedule", [False, True])
+def test_fused_adam_step_is_bit_for_bit_optimizer_step(schedule):
+    """The direct call gives the parameters and state that ``Adam.step`` gives, step after step,
+    with the learning rate changed through param_groups between steps."""
+    torch.manual_seed(0)
+    a, b = torch.nn.Parameter(torch.randn(500)), None
+    b = torch.nn.Parameter(a.detach().clone())
+    opt_a = torch.optim.Adam([a], lr=3e-3, eps=1e-5, fused=True)
+    opt_b = torch.optim.Adam([b], lr=3e-3, eps=1e-5, fused=True)
+    fast = fused_adam_step(opt_b)
+    assert fast != opt_b.step  # the direct path, not the fallback
+    for k in range(30):
+        g = torch.randn(500) * (k + 1)
+        a.grad, b.grad = g.clone(), g.clone()
+        if schedule:
+            for o in (opt_a, opt_b):
+                o.param_groups[0]["lr"] = 3e-3 * (1 - k / 30)
+        opt_a.step()
+        fast()
+        assert torch.equal(a, b), k
+    sa, sb = opt_a.state[a], opt_b.state[b]
+    assert all(torch.equal(sa[key], sb[key]) for key in ("step", "exp_avg", "exp_avg_sq"))
+
+
+def test_fused_adam_step_falls_back_to_step_where_it_does_not_apply():
+    p = torch.nn.Parameter(torch.zeros(3))
+    for opt in (torch.optim.Adam([p], lr=1e-3), torch.optim.Adam([p], lr=1e-3, fused=True, amsgrad=True),
+                torch.optim.RMSprop([p], lr=1e-3)):
+        assert fused_adam_step(opt) == opt.step

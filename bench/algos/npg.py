@@ -35,7 +35,8 @@ import numpy as np
 import torch
 from torch.nn.utils import parameters_to_vector
 
-from bench.algos.common import Collector, FlatParams, explained_variance, gae, grad_noise_ratio, linear, setup
+from bench.algos.common import (Collector, FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio,
+                                linear, setup)
 from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.algos.policy import ActorCritic, CategoricalPd, GaussianPd, Pd
 from bench.algos.hyperparams import NPGParams
@@ -202,6 +203,7 @@ def fit_critic(policy: ActorCritic, critic: FlatParams, optimizer: torch.optim.O
     as sb3-contrib's TRPO fits its critic. ``obs (B, ...)``, ``returns (B,)``; returns each minibatch's loss."""
     losses = []
     batch = returns.shape[0]
+    adam_step = fused_adam_step(optimizer)  # optimizer.step(), bit for bit, without its per-call Python layer
     obs_np, ret_np = (obs.numpy(), returns.numpy()) if kern is not None else (None, None)  # the kernel is CPU-only
     for _epoch in range(epochs):
         for idx in torch.randperm(batch, generator=generator).split(batch_size):
@@ -213,7 +215,7 @@ def fit_critic(policy: ActorCritic, critic: FlatParams, optimizer: torch.optim.O
             else:  # the same loss and gradient through the NumPy kernel
                 i = idx.numpy()
                 losses.append(kern.value_step(obs_np[i], ret_np[i]))
-            optimizer.step()
+            adam_step()
     return losses
 
 

@@ -28,8 +28,8 @@ import math
 import numpy as np
 import torch
 
-from bench.algos.common import (Collector, FlatParams, ent_coef_at, explained_variance, gae, grad_noise_ratio, linear,
-                                setup)
+from bench.algos.common import (Collector, FlatParams, ent_coef_at, explained_variance, fused_adam_step, gae,
+                                grad_noise_ratio, linear, setup)
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
 from bench.algos.policy import PGStats
 from bench.algos.hyperparams import PPOParams
@@ -78,6 +78,7 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
     # Trained parameters only: a sequence policy carries frozen parts (an unused head) beside them.
     flat = FlatParams([q for q in policy.parameters() if q.requires_grad])
     optimizer = torch.optim.Adam([flat.param], lr=p.learning_rate, eps=1e-5, fused=True)
+    adam_step = fused_adam_step(optimizer)  # optimizer.step(), bit for bit, without its per-call Python layer
     # Every model the run holds: the trained policy and value, Adam's state, and in the language-model setting
     # the frozen reference and the reward models of preference tasks.
     recorder.note_models([q for q in policy.parameters() if q.requires_grad], [optimizer],
@@ -168,8 +169,8 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
                 if p.target_kl is not None and st.approx_kl > 1.5 * p.target_kl:
                     stop = True  # SB3's rule: stop the epochs once KL exceeds 1.5 × target, before stepping
                     break
-                gnorms.append(float(flat.clip_grad_norm(p.max_grad_norm)))
-                optimizer.step()
+                gnorms.append(flat.clip_grad_norm(p.max_grad_norm))
+                adam_step()
                 steps.append(st)
             if stop:
                 break
