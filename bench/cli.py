@@ -533,7 +533,8 @@ def speed(
                                progress=lambda s: err.print(s)))
     t = Table(title=f"own (kernel {kernel}) vs SB3 on {env}, {vec_env} env stepping: env-steps/s (median of {rounds}), one thread, "
                     f"same hyperparameters")
-    for col in ("algo", "own steps/s", "sb3 steps/s", "ratio", "own median steps-to-threshold", "sb3 median"):
+    for col in ("algo", "own steps/s", "sb3 steps/s", "ratio", "own median steps-to-threshold", "sb3 median",
+                "own median CPU s to threshold", "sb3 median"):
         t.add_column(col)
     for r in results:
         t.add_row(
@@ -541,6 +542,8 @@ def speed(
             _fmt(float(sorted(r.sb3_steps_per_s)[len(r.sb3_steps_per_s) // 2]), 0), f"{r.ratio:.2f}x",
             _fmt(median_steps(r.own_steps_to_threshold), 0) if seeds else "",
             _fmt(median_steps(r.sb3_steps_to_threshold), 0) if seeds else "",
+            _fmt(median_steps(r.own_cpu_s_to_threshold), 2) if seeds else "",
+            _fmt(median_steps(r.sb3_cpu_s_to_threshold), 2) if seeds else "",
         )
     out.print(t)
     if out_json is not None:

@@ -34,3 +34,23 @@ def test_tiny_side_by_side_run_writes_both_speeds(tmp_path):
     assert len(res["own_steps_per_s"]) == 1 and len(res["sb3_steps_per_s"]) == 1
     assert res["own_steps_per_s"][0] > 0 and res["sb3_steps_per_s"][0] > 0
     assert res["ratio"] == pytest.approx(res["own_steps_per_s"][0] / res["sb3_steps_per_s"][0])
+
+
+def test_time_to_threshold_is_the_cpu_time_of_the_crossing_episode():
+    """Each seed's steps and CPU seconds to threshold come from the same (first crossing) episode, for
+    both implementations; a threshold no run can reach gives None for both."""
+    from bench.run.speed import compare
+
+    res = compare("a2c", "CartPole-v1", timesteps=400, rounds=1, sample_seeds=2, sample_timesteps=800,
+                  threshold=12.0, window=2, overrides={"kernel": "numpy"})
+    for steps, secs in ((res.own_steps_to_threshold, res.own_cpu_s_to_threshold),
+                        (res.sb3_steps_to_threshold, res.sb3_cpu_s_to_threshold)):
+        assert len(steps) == len(secs) == 2
+        assert any(n is not None for n in steps)  # random CartPole episodes last ~22 steps: 12 is reached
+        for n, t in zip(steps, secs):
+            assert (n is None) == (t is None)
+            if n is not None:
+                assert 0 < n <= 800 and 0 < t < 60
+    never = compare("a2c", "CartPole-v1", timesteps=400, rounds=1, sample_seeds=1, sample_timesteps=400,
+                    threshold=1e9, window=2)
+    assert never.own_cpu_s_to_threshold == [None] and never.sb3_cpu_s_to_threshold == [None]

@@ -28,6 +28,10 @@ class SpeedResult:
     sb3_steps_per_s: list[float] = field(default_factory=list)
     own_steps_to_threshold: list[int | None] = field(default_factory=list)
     sb3_steps_to_threshold: list[int | None] = field(default_factory=list)
+    #: CPU seconds of the ``train`` call (set-up included, one thread) when the trailing mean first reached the
+    #: threshold; None where it never did. Time to threshold is what a user waits for: speed at equal samples.
+    own_cpu_s_to_threshold: list[float | None] = field(default_factory=list)
+    sb3_cpu_s_to_threshold: list[float | None] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -97,14 +101,16 @@ def compare(
             raise ValueError(f"{env_id} has no threshold; pass one to compare samples-to-threshold")
         budget = sample_timesteps or timesteps
         for s in range(sample_seeds):
-            for fn, out in ((own, res.own_steps_to_threshold), (sb3, res.sb3_steps_to_threshold)):
+            for fn, out, out_s in ((own, res.own_steps_to_threshold, res.own_cpu_s_to_threshold),
+                                   (sb3, res.sb3_steps_to_threshold, res.sb3_cpu_s_to_threshold)):
                 _, rec = _timed(fn, seed=s, timesteps=budget)
                 i = first_crossing(np.asarray(rec.ep_return), thr, window)
                 out.append(None if i is None else rec.ep_step[i])
+                out_s.append(None if i is None else rec.ep_cpu[i])
             progress(f"{algo} {env_id} seed {s}: steps to {thr:g}: own {res.own_steps_to_threshold[-1]}, "
                      f"sb3 {res.sb3_steps_to_threshold[-1]}")
     return res
 
 
-def median_steps(xs: list[int | None]) -> float | None:
+def median_steps(xs: list[int | None] | list[float | None]) -> float | None:
     return _median_censored(xs)
