@@ -4,7 +4,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = {"classic": "suites/reference/classic.yaml", "box2d": "suites/reference/box2d.yaml",
          "mujoco": "suites/reference/mujoco.yaml", "atari": "suites/reference/atari.yaml",
-         "sequence": "suites/reference/sequence.yaml", "parity": "suites/parity.yaml"}
+         "sequence": "suites/reference/sequence.yaml", "parity": "suites/parity.yaml",
+         "minatar": "suites/reference/minatar.yaml"}
 rows = []
 for p in sorted((ROOT / "results/reference").iterdir()):
     if not (p / "pack.json").is_file():
