@@ -21,8 +21,9 @@ XLA runs on one thread (``XLA_FLAGS`` below), as every run in ``bench`` does.
     python benchmarks/jax_ppo_cartpole.py --seeds 0 1 2 3 4 --timesteps 100000 --json results/anchor-jax.json
 
 For each seed it prints and records: the compile seconds, env steps per second after compiling
-(the whole run's updates), and the env steps and seconds to a 20-episode mean return of 475,
-seconds counted both from the end of compiling and from process start (CPU seconds; one thread).
+(the whole run's updates), and the env steps and CPU seconds (one thread) to a 20-episode mean return
+of 475, counted from the end of compiling and with the compile added; the run metadata also has the CPU
+seconds that importing jax and gymnax took, once per process.
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ def run(seed: int, timesteps: int) -> dict[str, Any]:
         if not hit and len(window) == WINDOW and np.mean(window) >= THRESHOLD:
             now = time.process_time()
             hit = {"steps_to_475": (k + 1) * N_ENVS * N_STEPS, "cpu_s_to_475_after_compile": now - t0,
-                   "cpu_s_to_475_from_process_start": now}
+                   "cpu_s_to_475_with_compile": now - t0 + compile_s}
     train_s = time.process_time() - t0
     steps = n_updates * N_ENVS * N_STEPS
     return {"seed": seed, "timesteps": steps, "compile_s": compile_s, "train_cpu_s": train_s,
@@ -222,6 +223,7 @@ def main() -> None:
     ap.add_argument("--timesteps", type=int, default=100_000)
     ap.add_argument("--json", help="write the results here")
     a = ap.parse_args()
+    import_cpu_s = time.process_time()  # interpreter start, imports (jax, gymnax, optax) and argument parsing
     rows = []
     for s in a.seeds:
         r = run(s, a.timesteps)
@@ -229,7 +231,7 @@ def main() -> None:
         print(json.dumps(r))
     meta = {"jax": jax.__version__, "optax": optax.__version__, "python": platform.python_version(),
             "machine": platform.processor() or platform.machine(), "xla_flags": os.environ["XLA_FLAGS"],
-            "load_avg": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+            "import_cpu_s": import_cpu_s, "load_avg": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"runs": rows, "meta": meta}, f, indent=1)
