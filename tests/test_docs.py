@@ -67,17 +67,26 @@ def _num(s: str) -> float:
 
 def test_speed_table_matches_its_measurement_files_and_names_its_commands():
     page = (DOCS / "performance.md").read_text()
-    assert "2026-11-23" in page
-    for f in ("speed-cartpole.json", "speed-halfcheetah.json", "speed-cartpole-torch.json"):
+    assert "2026-11-24" in page
+    for f in ("speed-cartpole.json", "speed-halfcheetah.json", "speed-cartpole-torch.json", "speed-cartpole-vector.json",
+              "speed-cartpole-envpool.json", "speed-pong.json", "anchor-jax-cartpole.json"):
         assert f"--json results/{f}" in page  # the command that wrote each file
     rows = re.findall(r"\| (PPO|A2C|TRPO), ([\w-]+) \| ([\d,]+) \| ([\d,]+) \| \*\*([\d.]+)×\*\*", page)
     files = {"CartPole-v1": "speed-cartpole.json", "HalfCheetah-v5": "speed-halfcheetah.json"}
-    assert len(rows) == 4, rows
+    assert len(rows) == 6, rows
     for algo, env, own, sb3, ratio in rows:
         (r,) = [r for r in json.loads((ROOT / "results" / files[env]).read_text())["results"] if r["algo"] == algo.lower()]
         med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
         assert (round(med(r["own_steps_per_s"])), round(med(r["sb3_steps_per_s"]))) == (_num(own), _num(sb3)), algo
         assert f"{r['ratio']:.2f}" == ratio, (algo, env)
+    # The time-to-threshold table and the JAX anchor's figures are those of their files.
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    (ppo,) = [r for r in json.loads((ROOT / "results" / "speed-cartpole.json").read_text())["results"] if r["algo"] == "ppo"]
+    assert f"| {med(ppo['own_steps_to_threshold']):,} | **{med(ppo['own_cpu_s_to_threshold']):.2f}** |" in page
+    assert f"| {med(ppo['sb3_steps_to_threshold']):,} | {med(ppo['sb3_cpu_s_to_threshold']):.2f} |" in page
+    anchor = json.loads((ROOT / "results" / "anchor-jax-cartpole.json").read_text())["runs"]
+    assert f"**{round(med([a['steps_per_s_after_compile'] for a in anchor])):,} steps/s**" in page
+    assert f"**{med([a['cpu_s_to_475_after_compile'] for a in anchor]):.2f}** after its compile" in page
 
 
 def test_learning_bars_match_the_learning_log_and_name_their_command():
