@@ -248,3 +248,22 @@ def test_fused_adam_step_falls_back_to_step_where_it_does_not_apply():
     for opt in (torch.optim.Adam([p], lr=1e-3), torch.optim.Adam([p], lr=1e-3, fused=True, amsgrad=True),
                 torch.optim.RMSprop([p], lr=1e-3)):
         assert fused_adam_step(opt) == opt.step
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_running_mean_std_one_row_batches_are_bit_for_bit_mean_and_var(dtype):
+    """The one-env shortcut gives exactly what x.mean(0) and x.var(0) give, non-finite rows included."""
+    rng = np.random.default_rng(1)
+    fast, ref = RunningMeanStd((5,)), RunningMeanStd((5,))
+    for k in range(200):
+        x = (rng.standard_normal((1, 5)) * 10 ** rng.uniform(-3, 3)).astype(dtype)
+        if k == 150:
+            x[0, 2] = np.inf
+        with np.errstate(invalid="ignore"):  # inf − inf in the variance of the non-finite row
+            fast.update(x)
+            bm, bv, bc = x.mean(axis=0), x.var(axis=0), 1  # the general rule, by hand
+            delta, total = bm - ref.mean, ref.count + bc
+            ref.mean = ref.mean + delta * bc / total
+            ref.var, ref.count = (ref.var * ref.count + bv * bc + delta**2 * ref.count * bc / total) / total, total
+        np.testing.assert_array_equal(fast.mean, ref.mean)
+        np.testing.assert_array_equal(fast.var, ref.var)

@@ -166,7 +166,13 @@ class RunningMeanStd:
         self.count = 1e-4
 
     def update(self, x: np.ndarray) -> None:
-        bm, bv, bc = x.mean(axis=0), x.var(axis=0), x.shape[0]
+        if x.shape[0] == 1:
+            # One env (MuJoCo's zoo settings) updates every step: a one-row batch's mean is the row and its
+            # variance 0 (NaN where the row is not finite), the very floats mean() and var() return, without
+            # their ~30 µs of Python-level work per call, about a tenth of own PPO's HalfCheetah step.
+            bm, bv, bc = x[0], x[0] * 0, 1
+        else:
+            bm, bv, bc = x.mean(axis=0), x.var(axis=0), x.shape[0]
         delta, total = bm - self.mean, self.count + bc
         self.mean = self.mean + delta * bc / total
         m2 = self.var * self.count + bv * bc + delta**2 * self.count * bc / total
