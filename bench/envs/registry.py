@@ -167,8 +167,16 @@ MINATAR_PREFIX = "MinAtar/"
 #: The sequence tasks (a step is a token): own PPO with ``policy: sequence`` is the slowest label of
 #: ``results/reference/sequence`` (40,960 tokens, 10 seeds, 2026-11-24, contended runs): mean CPU µs
 #: per token 672 on Sort, 641 on Add, 522 on Preference (SB3 PPO's MLP 145, 147, 103).
+#: MinAtar (1e6 steps; a step is a frame): 1,300 µs, sb3-contrib TRPO's 1,279 µs per step on
+#: MinAtar/Breakout-v1, the slowest label, from 30k-step runs on a contended machine (2026-11-24); its
+#: 1e6-step reference runs are not done yet. The 1e6-step runs that are (``results/reference/minatar``)
+#: took 92-204 µs (own A2C to SB3 PPO), below what the 30k-step runs gave them (PPO: 286 own, 226-262
+#: SB3), so this is an upper bound, to lower once the TRPO cells have run.
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
+    "MinAtar/Breakout-v1": 1300.0,
+    "MinAtar/Asterix-v1": 1300.0,
+    "MinAtar/Freeway-v1": 1300.0,
     "bench/Sort-v0": 700.0,
     "bench/Add-v0": 700.0,
     "bench/Preference-v0": 600.0,
