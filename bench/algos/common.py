@@ -87,7 +87,7 @@ class FlatParams:
         """
         norm = np.float32(torch.linalg.vector_norm(self.grad).item())
         coef = (np.float32(1.0) / (norm + np.float32(1e-6))) * np.float32(max_norm)
-        if coef < 1.0:  # clamp(max=1): a factor of exactly 1 leaves the gradient as it is
+        if not coef >= 1.0:  # clamp(max=1): a factor of exactly 1 leaves the gradient as it is; NaN still multiplies
             self.grad.mul_(float(coef))
         return float(norm)
 
