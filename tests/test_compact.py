@@ -83,6 +83,35 @@ def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
     assert cache.stat().st_mtime_ns != stamp
 
 
+def test_episode_clocks_are_kept_to_the_millisecond_and_packed_as_exact_integers(tmp_path):
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bench.run import store as st
+
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9, wall_per_cpu=1.7)], seeds=2, suite="one")
+    ep = st.Store(url).episodes_frame("one")
+    # The synthetic clocks have every float digit; the store keeps three decimals.
+    for col in ("wall_s", "cpu_s"):
+        v = ep[col].to_numpy(dtype=float)
+        assert np.array_equal(v, np.round(v, 3)) and (np.diff(v) != 0).any()
+    packed.pack(url, "one", tmp_path / "one")
+    schema = pq.read_schema(tmp_path / "one" / "episodes.parquet")
+    assert pa.types.is_integer(schema.field("wall_ms").type) and pa.types.is_integer(schema.field("cpu_ms").type)
+    assert "wall_s" not in schema.names
+    back = st.Store(packed.unpack([tmp_path / "one"], tmp_path / "cache.db")).episodes_frame("one")
+    cols = ["key", "idx", "step", "wall_s", "cpu_s", "ret", "length"]
+    pd.testing.assert_frame_equal(ep[cols].reset_index(drop=True), back[cols].reset_index(drop=True), check_exact=True)
+    # A NULL CPU clock (a store from before it was recorded) stays NULL; finer digits are rounded.
+    raw = pd.DataFrame({"wall_s": [0.0004, 1.2345678, 2.0], "cpu_s": [None, 1.0006, 3.0]})
+    ms = packed.clocks_to_ms(raw)
+    assert ms["wall_ms"].tolist() == [0, 1235, 2000] and ms["cpu_ms"].isna().tolist() == [True, False, False]
+    again = packed.clocks_to_s(ms)
+    assert again["wall_s"].tolist() == [0.0, 1.235, 2.0] and np.isnan(again["cpu_s"][0]) and again["cpu_s"][1] == 1.001
+
+
 def test_packing_an_unknown_suite_says_so(tmp_path):
     url = f"sqlite:///{tmp_path / 'full.db'}"
     write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9)], seeds=1, suite="one")

@@ -80,6 +80,11 @@ INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 NAME_MAX = 64  # suites.name
 LABEL_MAX = 128  # suite_cells.label, runs.env_id
+#: Episode clocks (``episodes.wall_s``, ``episodes.cpu_s``) are kept to the millisecond. Finer digits
+#: are timer noise (a contended core moves them by far more), and they are most of a pack's bytes:
+#: rounded, a pack stores them as delta-encoded integer milliseconds, read back exactly
+#: (:mod:`bench.run.packed`). Issue 13 measured 26 of the shipped reference's 40 MB in these two columns.
+CLOCK_DECIMALS = 3
 
 
 class StoreError(Exception):
@@ -704,8 +709,8 @@ class Store:
                 c.execute(
                     episodes.insert(),
                     [
-                        dict(key=key, idx=i, step=int(s), wall_s=float(w), cpu_s=None if u is None else float(u), ret=float(r),
-                             length=int(n))
+                        dict(key=key, idx=i, step=int(s), wall_s=round(float(w), CLOCK_DECIMALS),
+                             cpu_s=None if u is None else round(float(u), CLOCK_DECIMALS), ret=float(r), length=int(n))
                         for i, (s, w, u, r, n) in enumerate(zip(ep["step"], ep["wall_s"], cpu, ep["ret"], ep["length"]))
                     ],
                 )
