@@ -189,3 +189,17 @@ def test_pixel_runs_fall_back_to_torch_and_numpy_is_refused(algo):
     with pytest.raises(ValueError, match="kernel 'numpy' needs an MLP policy on the CPU"):
         TRAIN[algo]("ALE/Pong-v5", resolve(algo, "ALE/Pong-v5", over | {"kernel": "numpy"}), seed=0, timesteps=32,
                     recorder=Recorder())
+
+
+def test_row_reductions_are_numpy_s_own_floats():
+    # The column-by-column sums and maxima give exactly what NumPy's axis-1 reductions give (rows of
+    # fewer than 8 are summed left to right; wider rows go to NumPy itself), for every head width.
+    from bench.algos.npkernel import _row_max, _row_sum
+
+    rng = np.random.default_rng(3)
+    for k in range(1, 12):
+        for _ in range(20):
+            x = (rng.standard_normal((257, k)) * 10.0 ** rng.uniform(-4, 4, (257, k))).astype(np.float32)
+            assert np.array_equal(_row_sum(x), x.sum(axis=1)), k
+            assert np.array_equal(_row_max(x), x.max(axis=1)), k
+            assert _row_sum(x).dtype == np.float32

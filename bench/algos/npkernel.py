@@ -162,7 +162,7 @@ class ActorCriticKernel:
         """``(log π(a|s) (B,), z = (a − μ)/σ (B, k), 1/σ (k,))`` for the diagonal Gaussian."""
         inv_std = np.exp(-self.log_std)
         z = (actions - mean) * inv_std
-        return (-0.5 * z * z - self.log_std - LOG_SQRT_2PI).sum(axis=1), z, inv_std
+        return _row_sum(-0.5 * z * z - self.log_std - LOG_SQRT_2PI), z, inv_std
 
     def log_prob(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         return self.log_prob_of(self.pi.forward(obs)[0], actions)
@@ -210,7 +210,7 @@ class ActorCriticKernel:
             logp_all = _log_softmax(out)
             p = np.exp(logp_all)
             logp = logp_all[_rows(B), actions]
-            ent = -(p * logp_all).sum(axis=1)  # (B,)
+            ent = -_row_sum(p * logp_all)  # (B,)
             entropy = _mean(ent)
         else:
             logp, z, inv_std = self._gaussian(out, actions)
@@ -295,7 +295,39 @@ def _ones(n: int) -> np.ndarray:
     return v
 
 
+#: Below this many columns a row reduction runs as one NumPy op per column (see :func:`_row_sum`).
+_COLUMN_LOOP_MAX = 7
+
+
+def _row_sum(x: np.ndarray) -> np.ndarray:
+    """``x.sum(axis=1)`` ``(B, k) → (B,)``, the same floats, faster for the few columns of an action head.
+
+    NumPy reduces a row of fewer than 8 elements left to right (pairwise summation starts at 8), so
+    adding the columns one by one is the same sum, bit for bit (``tests/test_npkernel.py``). Along a
+    2-wide axis the ufunc reduction costs ~3.6 µs for 256 rows where one column add costs ~0.6 µs.
+    """
+    k = x.shape[1]
+    if k > _COLUMN_LOOP_MAX:
+        return x.sum(axis=1)
+    s = x[:, 0].copy()
+    for j in range(1, k):
+        s += x[:, j]
+    return s
+
+
+def _row_max(x: np.ndarray) -> np.ndarray:
+    """``x.max(axis=1)`` ``(B, k) → (B,)``; a maximum is exact in any order, and column by column it
+    costs ~0.7 µs for 256 × 2 where the axis-1 reduction costs ~8 µs."""
+    k = x.shape[1]
+    if k > _COLUMN_LOOP_MAX:
+        return x.max(axis=1)
+    m = x[:, 0].copy()
+    for j in range(1, k):
+        np.maximum(m, x[:, j], out=m)
+    return m
+
+
 def _log_softmax(x: np.ndarray) -> np.ndarray:
     """Row-wise log-softmax ``(B, k)``, shifted by the row max for stability."""
-    z = x - x.max(axis=1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    z = x - _row_max(x)[:, None]
+    return z - np.log(_row_sum(np.exp(z)))[:, None]
