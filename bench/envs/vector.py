@@ -191,7 +191,11 @@ class EnvPoolVectorEnv(gym.vector.VectorEnv):
 
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*precision lowered.*")  # envpool's float64 Box bounds
-            return envpool.make_gymnasium(self._gym_id, num_envs=self.num_envs, seed=int(seed))
+            # One worker thread, not envpool's default of one per env: bench's runs are single-threaded so
+            # that process CPU seconds measure them, and on 2 cores a pool of 8 threads costs more than it
+            # steps (CartPole, quiet machine, 2026-11-24: 84k against 70k env steps per CPU second; each
+            # spinning worker adds CPU seconds beside the wall clock). docs/performance.md#env-stepping.
+            return envpool.make_gymnasium(self._gym_id, num_envs=self.num_envs, seed=int(seed), num_threads=1)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if seed is not None:
