@@ -83,7 +83,7 @@ LABEL_MAX = 128  # suite_cells.label, runs.env_id
 #: Episode clocks (``episodes.wall_s``, ``episodes.cpu_s``) are kept to the millisecond. Finer digits
 #: are timer noise (a contended core moves them by far more), and they are most of a pack's bytes:
 #: rounded, a pack stores them as delta-encoded integer milliseconds, read back exactly
-#: (:mod:`bench.run.packed`). Issue 13 measured 26 of the shipped reference's 40 MB in these two columns.
+#: (:mod:`bench.run.packed`). Issue 13 measured 26 of the shipped reference's 41 MB in these two columns.
 CLOCK_DECIMALS = 3
 
 
