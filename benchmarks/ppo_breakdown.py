@@ -1,21 +1,25 @@
-"""Where own PPO's time goes on CartPole-v1, and how far each part is from its floor.
+"""Where own PPO's time goes on an MLP env, and how far each part is from its floor.
 
-Usage: ``python benchmarks/ppo_breakdown.py [--rounds 3] [--timesteps 20480] [--json results/ppo-breakdown-cartpole.json]``
+Usage: ``python benchmarks/ppo_breakdown.py [--env CartPole-v1] [--rounds 3] [--timesteps 20480] [--json FILE]``
 
-One process, one torch and one BLAS thread, the zoo's CartPole settings (8 envs x 32 steps, 20
-epochs of one 256-sample minibatch, two 64-64 tanh MLPs). Every round times, in turn:
+One process, one torch and one BLAS thread, the zoo's settings for the env (CartPole: 8 envs x 32
+steps, 20 epochs of one 256-sample minibatch, two 64-64 tanh MLPs; HalfCheetah: 1 env x 512
+steps, 20 epochs of minibatches of 64, two 256-256 ReLU MLPs, normalisation). Every round times,
+in turn:
 
 - whole ``train`` calls of own PPO and SB3 PPO (``timesteps`` env steps each, set-up included);
 - the parts of own PPO's loop on fixed data: one minibatch step of the NumPy kernel (loss and
-  gradient), the gradient clip, the fused Adam step, one 8-env acting call, one 8-env step of
-  the envs as a run makes them (``make_vec_env``, sync), and one 256x64 by 64x64 matmul, the
-  unit of the update's arithmetic floor (six per minibatch step: a forward, a weight-gradient and
-  an input-gradient product in each of actor and critic).
+  gradient), the gradient clip, the fused Adam step, one acting call on ``n_envs`` observations,
+  one step of the envs as a run makes them (``make_vec_env``, sync), and one product of a
+  (batch x width) by a (width x width) matrix, the unit of the update's arithmetic floor.
 
-Per env step, the update costs 20/256 of a minibatch step (its clip and Adam included), acting
-1/8 of an acting call and stepping 1/8 of an 8-env step; what the whole run costs beyond these
-(rollout buffers, GAE, the episode recorder, minibatch indexing) is the rest. Times are process
-CPU seconds, medians over rounds. Run it on a quiet machine: the JSON keeps the load averages.
+Per env step, the update costs ``n_epochs / batch_size`` minibatch steps (clip and Adam included),
+acting ``1 / n_envs`` of an acting call and stepping ``1 / n_envs`` of a vector step; what the whole
+run costs beyond these (rollout buffers, normalisation, GAE, the episode recorder, minibatch
+indexing) is the rest. The floor is the update's multiply-adds (each layer's forward and
+weight-gradient products, and its input-gradient product but for the first layer) at the rate the
+unit product runs. Times are process CPU seconds, medians over rounds. Run it on a quiet machine:
+the JSON keeps the load averages.
 """
 
 from __future__ import annotations
@@ -39,51 +43,62 @@ def _per_call(fn, n: int) -> float:
     return (time.process_time() - t) / n * 1e6
 
 
+def policy_obs_shape(kern) -> tuple[int, ...]:
+    """The observation shape the kernel's first layer takes."""
+    return (kern.pi.W[0].shape[1],)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--env", default="CartPole-v1")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--timesteps", type=int, default=20_480)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
 
-    import gymnasium as gym
     import torch
 
     from bench.algos import TRAIN
     from bench.algos.common import FlatParams, fused_adam_step, pin_one_thread
     from bench.algos.hyperparams import resolve
     from bench.algos.npkernel import ActorCriticKernel, standardize
-    from bench.algos.policy import ActorCritic
+    from bench.algos.policy import make_policy
     from bench.baselines import train_sb3
     from bench.envs import make_vec_env
     from bench.run.record import Recorder
     from bench.run.runner import run_metadata
 
     pin_one_thread()
-    env_id = "CartPole-v1"
+    env_id = args.env
     params = resolve("ppo", env_id, {})
-    n_envs, n_steps, batch, epochs = params.n_envs, params.n_steps, params.batch_size, params.n_epochs
-    minibatches_per_step = epochs * (n_envs * n_steps // batch) / (n_envs * n_steps)
+    n_envs, batch, epochs = params.n_envs, params.batch_size, params.n_epochs
+    minibatches_per_step = epochs / batch
     load_before = os.getloadavg()
 
     # Fixed data for the parts: a policy as ppo.train builds it, a batch of plausible samples.
-    env = gym.make(env_id)
+    probe = make_vec_env(env_id, n_envs, recorder=None, vec_env="sync")
     torch.manual_seed(0)
-    policy = ActorCritic(env.observation_space, env.action_space)
+    policy = make_policy(probe, params)
+    probe.close()
     flat = FlatParams(list(policy.parameters()))
     opt = torch.optim.Adam([flat.param], lr=params.learning_rate, eps=1e-5, fused=True)
     adam = fused_adam_step(opt)
     kern = ActorCriticKernel(policy)
     rng = np.random.default_rng(0)
-    obs = rng.standard_normal((batch, 4)).astype(np.float32)
-    act = rng.integers(0, 2, batch)
+    obs = rng.standard_normal((batch, *policy_obs_shape(kern))).astype(np.float32)
+    act = kern.act(obs, rng)[0]
     adv = standardize(rng.standard_normal(batch).astype(np.float32))
     ret = rng.standard_normal(batch).astype(np.float32)
     old_logp = kern.log_prob(obs, act)
     old_v = kern.value(obs)
-    obs8 = obs[:n_envs].copy()
-    h = rng.standard_normal((batch, 64)).astype(np.float32)
-    w = rng.standard_normal((64, 64)).astype(np.float32)
+    obs_act = obs[:n_envs].copy()
+    width = kern.pi.W[1].shape[1] if len(kern.pi.W) > 2 else kern.pi.W[0].shape[0]
+    h = rng.standard_normal((batch, width)).astype(np.float32)
+    w = rng.standard_normal((width, width)).astype(np.float32)
+    # Multiply-adds of one minibatch step: forward and weight gradient for every layer, input gradient
+    # for all but the first.
+    macs = sum(batch * W.shape[0] * W.shape[1] * (2 if i == 0 else 3)
+               for net in (kern.pi, kern.vf) for i, W in enumerate(net.W))
 
     class _Tape:
         steps = 0
@@ -93,7 +108,7 @@ def main() -> None:
 
     venv = make_vec_env(env_id, n_envs, recorder=_Tape(), vec_env="sync")
     venv.reset(seed=0)
-    actions = rng.integers(0, 2, size=(4000, n_envs))
+    actions = [venv.action_space.sample() for _ in range(4000)]
     it = iter(range(10**9))
 
     def env_step() -> None:
@@ -105,15 +120,15 @@ def main() -> None:
                                                   clip_range_vf=None),
         "clip_us": lambda: flat.clip_grad_norm(params.max_grad_norm),
         "adam_us": adam,
-        "act_8_envs_us": lambda: kern.act(obs8, rng),
-        "env_step_8_envs_us": env_step,
-        "matmul_256x64x64_us": lambda: h @ w.T,
+        "act_us": lambda: kern.act(obs_act, rng),
+        "env_step_us": env_step,
+        "matmul_unit_us": lambda: h @ w.T,
     }
     adam()  # creates Adam's state
     own = lambda **kw: TRAIN["ppo"](env_id, params, **kw)  # noqa: E731
     sb3 = lambda **kw: train_sb3(env_id, "ppo", params, **kw)  # noqa: E731
     for fn in (own, sb3):  # warm-up: imports, allocator growth
-        fn(seed=0, timesteps=n_envs * n_steps, recorder=Recorder())
+        fn(seed=0, timesteps=n_envs * getattr(params, 'n_steps', 1), recorder=Recorder())
     rounds: dict[str, list[float]] = {k: [] for k in ("own_us_per_step", "sb3_us_per_step", *parts)}
     for r in range(args.rounds):
         for name, fn in (("own_us_per_step", own), ("sb3_us_per_step", sb3)):
@@ -127,14 +142,15 @@ def main() -> None:
     venv.close()
     med = {k: statistics.median(v) for k, v in rounds.items()}
     update = minibatches_per_step * (med["minibatch_grad_us"] + med["clip_us"] + med["adam_us"])
-    floor = minibatches_per_step * 6 * med["matmul_256x64x64_us"]
-    acting, stepping = med["act_8_envs_us"] / n_envs, med["env_step_8_envs_us"] / n_envs
+    floor = minibatches_per_step * macs * med["matmul_unit_us"] / (batch * width * width)
+    acting, stepping = med["act_us"] / n_envs, med["env_step_us"] / n_envs
     per_step = {
         "update": update, "update_matmul_floor": floor, "acting": acting, "env_stepping": stepping,
         "rest": med["own_us_per_step"] - update - acting - stepping,
     }
     out = {
-        "env_id": env_id, "timesteps": args.timesteps, "rounds": rounds, "medians": med,
+        "env_id": env_id, "timesteps": args.timesteps, "n_envs": n_envs, "batch_size": batch, "n_epochs": epochs,
+        "unit_matmul": [batch, width, width], "macs_per_minibatch": macs, "rounds": rounds, "medians": med,
         "own_per_env_step_us": per_step, "ratio_own_vs_sb3": med["sb3_us_per_step"] / med["own_us_per_step"],
         "meta": {**run_metadata(), "load_before": load_before, "load_after": os.getloadavg()},
     }
