@@ -163,3 +163,20 @@ def test_claim_lines_accept_an_ascii_tilde_for_equivalence():
 
     e = Expectation.model_validate("rloo-bench ~ ppo on exact match")
     assert (e.a, e.op, e.b, e.measure, e.line) == ("rloo-bench", "≈", "ppo", "exact match", "rloo-bench ≈ ppo on exact match")
+
+
+def test_a_verdict_needs_the_test_and_the_interval_to_agree():
+    from bench.analysis.claims import FAILS, HOLDS, OPEN, verdict
+
+    # Test rejects, interval on the expected side: holds; on the other side: does not hold.
+    assert verdict(0.01, 0.3, 0.1, 0.5, 1.0) == (HOLDS, "")
+    assert verdict(0.01, -0.3, -0.5, -0.1, -1.0) == (HOLDS, "")
+    assert verdict(0.01, -0.3, -0.5, -0.1, 1.0) == (FAILS, "significant in the other direction")
+    # The permutation test rejects but the bootstrap interval includes zero (the shipped GAE-lambda
+    # gradient-noise expectation read +1.93 [-0.029, +4.11], p = 0.028): not settled, both figures said.
+    v, why = verdict(0.028, 1.93, -0.0287, 4.11, 1.0)
+    assert v == OPEN and "p = 0.028" in why and "includes 0" in why
+    assert verdict(0.02, -1.0, -2.0, 0.0, 1.0)[0] == OPEN  # an interval ending at zero does not exclude it
+    # No rejection: not settled whatever the interval; no interval: not settled.
+    assert verdict(0.2, 0.3, 0.1, 0.5, 1.0)[0] == OPEN
+    assert verdict(0.01, 0.3, float("nan"), float("nan"), 1.0)[0] == OPEN

@@ -15,9 +15,10 @@ runs of that suite give:
   effects, so it is conservative. The per-env tests are shown, not used for the verdict.
 
 An expectation **holds** when the test rejects in the expected direction with at
-least :data:`~bench.analysis.scoring.MIN_SEEDS` runs per side and env, **does not
-hold** when it rejects in the other direction, and is **not settled** otherwise
-(no runs, too few, or no difference detectable). A claim holds when all its
+least :data:`~bench.analysis.scoring.MIN_SEEDS` runs per side and env and the effect's
+interval excludes zero on that side, **does not hold** when both say the other
+direction, and is **not settled** otherwise (no runs, too few, no difference
+detectable, or the test and the interval disagree: :func:`verdict`). A claim holds when all its
 expectations hold, does not hold when any does not, and is not settled otherwise.
 """
 
@@ -170,14 +171,30 @@ def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n
     effect, lo, hi = _difference(x, y, n_boot)
     out = Check(line, OPEN, effect=effect, lo=lo, hi=hi, kind="ci", p_value=test.p_value, runs=runs_txt,
                 per_env=per_env)
-    wanted = 1.0 if sign == ">" else -1.0
-    if test.p_value < scoring.ALPHA and np.sign(effect) == wanted:
-        out.verdict = HOLDS
-    elif test.p_value < scoring.ALPHA:
-        out.verdict, out.why = FAILS, "significant in the other direction"
-    else:
-        out.why = f"no difference detected at p < {scoring.ALPHA:g}"
+    out.verdict, out.why = verdict(test.p_value, effect, lo, hi, 1.0 if sign == ">" else -1.0)
     return out
+
+
+def verdict(p: float, effect: float, lo: float, hi: float, wanted: float) -> tuple[str, str]:
+    """``(verdict, why)`` of an ``A > B`` (``wanted`` +1) or ``A < B`` (−1) expectation from the
+    permutation test's ``p``, the effect and its 95% interval ``[lo, hi]``.
+
+    A verdict needs the test and the interval to agree: the test rejecting at ``ALPHA`` in a
+    direction *and* the interval excluding zero on that side. The two are different statistics
+    (a permutation null against a bootstrap of the aggregate), and near the boundary one can
+    reject while the other does not; a verdict printed beside an interval that contains zero
+    would claim more than the runs show, so that case stays not settled, with both figures.
+    """
+    if not p < scoring.ALPHA:
+        return OPEN, f"no difference detected at p < {scoring.ALPHA:g}"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return OPEN, f"the test rejects (p = {p:.2g}) but the effect has no interval"
+    side = np.sign(effect)
+    if (side > 0 and not lo > 0) or (side < 0 and not hi < 0) or side == 0:
+        return OPEN, f"the test rejects (p = {p:.2g}) but the 95% interval includes 0"
+    if side == wanted:
+        return HOLDS, ""
+    return FAILS, "significant in the other direction"
 
 
 #: The margin of an ``A ≈ B`` expectation, on a 0-1 measure (as bench parity's default).
