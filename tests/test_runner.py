@@ -66,6 +66,12 @@ def test_smoke_suite_twice_then_export(tmp_path):
     for k in ("versions", "python", "torch_threads", "cpu_model", "host", "git_commit", "started_at", "finished_at"):
         assert k in meta
     assert meta["torch_threads"] == 1 and meta["blas_threads"] == 1  # one thread each per run (the NumPy kernel's BLAS too)
+    # What picks the float-rounding code paths (a seed's returns differ across CPUs): recorded with the run.
+    import torch
+
+    fp = meta["float_paths"]
+    assert fp["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert set(fp["cpu_simd"]) <= {"avx2", "fma", "avx512f"} and "mkl_cbwr" in fp and isinstance(fp["blas_kernels"], list)
     # Every algorithm × implementation records its models' memory, optimiser state included.
     for m in df["meta"]:
         mem = json.loads(m)["model_memory"]

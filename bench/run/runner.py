@@ -66,6 +66,36 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _float_paths() -> dict[str, Any]:
+    """What picks the code paths that round floats, beside the package versions: a seed's returns are
+    the same run to run on one machine, but not across CPUs. MKL (torch's LAPACK and CPU matmuls, e.g.
+    the orthogonal initialisation's QR) chooses its kernels by CPU unless ``MKL_CBWR`` fixes them (on
+    one AVX-512 host, 2026-11-24, own PPO on CartPole reached 475 at seed 0 after 28,018 steps with
+    MKL's default, 39,948 with ``MKL_CBWR=AVX2`` and 21,258 with ``COMPATIBLE``); OpenBLAS (NumPy's
+    matmuls) and torch's own kernels dispatch by CPU too. Recorded so a re-run that differs can say why.
+    """
+    import torch
+
+    flags: set[str] = set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        pass
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = sorted({f"{i.get('internal_api')} {i.get('architecture')}" for i in threadpool_info()
+                       if i.get("user_api") == "blas"})
+    except Exception:  # noqa: BLE001 - provenance only
+        blas = []
+    return {"cpu_simd": [f for f in ("avx2", "fma", "avx512f") if f in flags],
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "blas_kernels": blas, "mkl_cbwr": os.environ.get("MKL_CBWR")}
+
+
 def _git_commit() -> dict[str, Any]:
     here = Path(__file__).resolve().parent.parent
     try:
@@ -101,6 +131,7 @@ def run_metadata() -> dict[str, Any]:
             "cpu_model": _cpu_model(),
             "cpu_count": os.cpu_count(),
             "host": socket.gethostname(),
+            "float_paths": _float_paths(),
             **_git_commit(),
         }
     import torch
