@@ -43,11 +43,6 @@ def _per_call(fn, n: int) -> float:
     return (time.process_time() - t) / n * 1e6
 
 
-def policy_obs_shape(kern) -> tuple[int, ...]:
-    """The observation shape the kernel's first layer takes."""
-    return (kern.pi.W[0].shape[1],)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--env", default="CartPole-v1")
@@ -85,7 +80,7 @@ def main() -> None:
     adam = fused_adam_step(opt)
     kern = ActorCriticKernel(policy)
     rng = np.random.default_rng(0)
-    obs = rng.standard_normal((batch, *policy_obs_shape(kern))).astype(np.float32)
+    obs = rng.standard_normal((batch, kern.pi.W[0].shape[1])).astype(np.float32)  # what the first layer takes
     act = kern.act(obs, rng)[0]
     adv = standardize(rng.standard_normal(batch).astype(np.float32))
     ret = rng.standard_normal(batch).astype(np.float32)

@@ -107,7 +107,7 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
         "cpu_hours": round(float(done["cpu_s"].sum()) / 3600, 3) if len(done) else 0.0,
         "wall_hours": round(float(done["wall_s"].sum()) / 3600, 3) if len(done) else 0.0,
         "rows": {name: int(len(df)) for name, df in frames.items()},
-        "bytes": sum(f.stat().st_size for f in tmp.glob("*.parquet")),
+        "bytes": _bytes(tmp),
         "episode_clocks": "ms",
         **({"shared_runs": shared} if shared else {}),
     }
@@ -119,6 +119,7 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
 
 #: Episode clock columns as a pack stores them: integer milliseconds (see :data:`bench.run.store.CLOCK_DECIMALS`).
 CLOCKS_MS = {"wall_s": "wall_ms", "cpu_s": "cpu_ms"}
+_MS_PER_S = 10.0 ** st.CLOCK_DECIMALS  # the store's resolution is the pack's unit
 
 
 def clocks_to_ms(episodes):
@@ -136,7 +137,7 @@ def clocks_to_ms(episodes):
     for s_col, ms_col in CLOCKS_MS.items():
         if s_col in out.columns:
             v = pd.to_numeric(out[s_col], errors="coerce").to_numpy(dtype=float)
-            ms = pd.array(np.round(v * 1000.0), dtype="Float64").astype("Int64")
+            ms = pd.array(np.round(v * _MS_PER_S), dtype="Float64").astype("Int64")
             out[s_col] = ms
             out = out.rename(columns={s_col: ms_col})
     return out
@@ -150,7 +151,7 @@ def clocks_to_s(episodes):
     out = episodes.copy()
     for s_col, ms_col in CLOCKS_MS.items():
         if ms_col in out.columns:
-            out[ms_col] = out[ms_col].astype("Float64").to_numpy(dtype=float, na_value=np.nan) / 1000.0
+            out[ms_col] = out[ms_col].astype("Float64").to_numpy(dtype=float, na_value=np.nan) / _MS_PER_S
             out = out.rename(columns={ms_col: s_col})
     return out
 
@@ -192,10 +193,15 @@ def recode(pack_dir: Path) -> dict:
         if f.is_file():
             df = pd.read_parquet(f)
             _write(clocks_to_ms(df) if name == "episodes" else df, f)
-    manifest["bytes"] = sum(f.stat().st_size for f in pack_dir.glob("*.parquet"))
+    manifest["bytes"] = _bytes(pack_dir)
     manifest["episode_clocks"] = "ms"
     (pack_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _bytes(pack_dir: Path) -> int:
+    """The size of a pack's table files."""
+    return sum(f.stat().st_size for f in Path(pack_dir).glob("*.parquet"))
 
 
 def fingerprint(packs: list[Path]) -> str:
