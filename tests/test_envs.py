@@ -235,3 +235,42 @@ def test_evaluate_policy_atari_whole_game():
     assert set(seen) == {(1, 4, 84, 84)}
     # A whole game (five lives) in one evaluation episode, far below the 27,000-step cap.
     assert ret >= 0 and 5 * 20 < len(seen) < 27_000
+
+
+@pytest.mark.parametrize("env_id, n_envs, steps", [("CartPole-v1", 3, 300), ("Pendulum-v1", 2, 450),
+                                                   ("HalfCheetah-v5", 1, 40)])
+def test_sync_stepper_matches_gymnasium_sync_vector_env(env_id, n_envs, steps):
+    """``sync``'s lean step gives the parent ``SyncVectorEnv``'s transitions and final observations, bit for
+    bit, across episode ends (CartPole terminates, Pendulum truncates at 200), on a fixed action sequence."""
+    if env_id.startswith("HalfCheetah"):
+        pytest.importorskip("mujoco")
+    from functools import partial
+
+    from bench.envs.vector import SameStepSyncVectorEnv
+
+    fns = [partial(envs.make_env, env_id) for _ in range(n_envs)]
+    lean = SameStepSyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    ref = gym.vector.SyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    assert lean._lean
+    lean.action_space.seed(3)
+    actions = [lean.action_space.sample() for _ in range(steps)]
+    a, _ = lean.reset(seed=5)
+    b, _ = ref.reset(seed=5)
+    np.testing.assert_array_equal(a, b)
+    ended = 0
+    for act in actions:
+        got, want = lean.step(act), ref.step(act)
+        for x, y in zip(got[:4], want[:4]):
+            assert x.dtype == y.dtype
+            np.testing.assert_array_equal(x, y)
+        done = got[2] | got[3]
+        ended += int(done.sum())
+        if done.any():
+            np.testing.assert_array_equal(got[4]["_final_obs"], want[4]["_final_obs"])
+            np.testing.assert_array_equal(got[4]["_final_info"], want[4]["_final_info"])
+            for i in np.flatnonzero(done):
+                np.testing.assert_array_equal(got[4]["final_obs"][i], want[4]["final_obs"][i])
+        else:
+            assert got[4] == {}
+        got[0][...] = 0  # the caller owns what it was given: the next step must not depend on it
+    assert ended > 0 or env_id.startswith("HalfCheetah")

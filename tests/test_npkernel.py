@@ -203,3 +203,5 @@ def test_row_reductions_are_numpy_s_own_floats():
             assert np.array_equal(_row_sum(x), x.sum(axis=1)), k
             assert np.array_equal(_row_max(x), x.max(axis=1)), k
             assert _row_sum(x).dtype == np.float32
+            # One row (acting in one env) sums as that row does among many (training): the same log-prob.
+            assert all(_row_sum(x[i:i + 1])[0] == _row_sum(x)[i] for i in (0, 100, 256)), k

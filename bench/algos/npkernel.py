@@ -307,8 +307,8 @@ def _row_sum(x: np.ndarray) -> np.ndarray:
     2-wide axis the ufunc reduction costs ~3.6 µs for 256 rows where one column add costs ~0.6 µs.
     """
     k = x.shape[1]
-    if k > _COLUMN_LOOP_MAX:
-        return x.sum(axis=1)
+    if k > _COLUMN_LOOP_MAX or x.shape[0] == 1:  # one row (acting in one env): one call beats k
+        return np.add.reduce(x, axis=1)
     s = x[:, 0].copy()
     for j in range(1, k):
         s += x[:, j]

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, is_minatar, make_raw, require
-from bench.envs.vector import VectorEpisodeMonitor, make_vector_backend, vec_env_problem
+from bench.envs.vector import SameStepSyncVectorEnv, VectorEpisodeMonitor, make_vector_backend, vec_env_problem
 
 __all__ = ["RecorderLike", "EpisodeMonitor", "ChannelFirstFrames", "EpisodicLife", "make_env", "make_vec_env", "evaluate_policy"]
 
@@ -207,7 +207,7 @@ def make_vec_env(
         fns: list[Callable[[], gym.Env]] = [
             functools.partial(make_env, env_id, recorder=recorder, training=training) for _ in range(n_envs)
         ]
-        return gym.vector.SyncVectorEnv(fns, autoreset_mode=autoreset_mode)
+        return SameStepSyncVectorEnv(fns, autoreset_mode=autoreset_mode)
     why = vec_env_problem(env_id, vec_env)
     if why is not None:
         raise ValueError(f"vec_env {vec_env}: {why}")
