@@ -1,4 +1,4 @@
-"""Where own PPO's time goes on an MLP env, and how far each part is from its floor.
+"""Where own PPO's time goes on an MLP or pixel env, and how far each part is from its floor.
 
 Usage: ``python benchmarks/ppo_breakdown.py [--env CartPole-v1] [--rounds 3] [--timesteps 20480] [--json FILE]``
 
@@ -20,6 +20,12 @@ indexing) is the rest. The floor is the update's multiply-adds (each layer's for
 weight-gradient products, and its input-gradient product but for the first layer) at the rate the
 unit product runs. Times are process CPU seconds, medians over rounds. Run it on a quiet machine:
 the JSON keeps the load averages.
+
+Pixel envs (``ALE/Pong-v5`` with the Nature CNN, MinAtar with its small CNN) run through torch: the
+minibatch step is the torch loss and its backward, and acting is a torch forward. Their floor is
+the CNN torso alone, forward and backward over a minibatch and forward over an acting batch: work
+SB3 does with the very same torch kernels. ``shared_floor_bound`` is then the most any PPO on these
+kernels and this stepping could run against SB3: SB3's time over (that floor + env stepping).
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ def main() -> None:
     from bench.algos.hyperparams import resolve
     from bench.algos.npkernel import ActorCriticKernel, standardize
     from bench.algos.policy import make_policy
+    from bench.algos.ppo import ppo_losses
     from bench.baselines import train_sb3
     from bench.envs import make_vec_env
     from bench.run.record import Recorder
@@ -74,26 +81,43 @@ def main() -> None:
     probe = make_vec_env(env_id, n_envs, recorder=None, vec_env="sync")
     torch.manual_seed(0)
     policy = make_policy(probe, params)
+    obs_shape = probe.single_observation_space.shape
     probe.close()
     flat = FlatParams(list(policy.parameters()))
     opt = torch.optim.Adam([flat.param], lr=params.learning_rate, eps=1e-5, fused=True)
     adam = fused_adam_step(opt)
-    kern = ActorCriticKernel(policy)
     rng = np.random.default_rng(0)
-    obs = rng.standard_normal((batch, kern.pi.W[0].shape[1])).astype(np.float32)  # what the first layer takes
-    act = kern.act(obs, rng)[0]
     adv = standardize(rng.standard_normal(batch).astype(np.float32))
     ret = rng.standard_normal(batch).astype(np.float32)
-    old_logp = kern.log_prob(obs, act)
-    old_v = kern.value(obs)
-    obs_act = obs[:n_envs].copy()
-    width = kern.pi.W[1].shape[1] if len(kern.pi.W) > 2 else kern.pi.W[0].shape[0]
-    h = rng.standard_normal((batch, width)).astype(np.float32)
-    w = rng.standard_normal((width, width)).astype(np.float32)
-    # Multiply-adds of one minibatch step: forward and weight gradient for every layer, input gradient
-    # for all but the first.
-    macs = sum(batch * W.shape[0] * W.shape[1] * (2 if i == 0 else 3)
-               for net in (kern.pi, kern.vf) for i, W in enumerate(net.W))
+    if policy.pixels:
+        parts_fixed = _pixel_parts(policy, obs_shape, params, flat, batch, n_envs, rng, ppo_losses, torch)
+        unit_desc, macs, floor_of = None, None, None
+    else:
+        kern = ActorCriticKernel(policy)
+        obs = rng.standard_normal((batch, kern.pi.W[0].shape[1])).astype(np.float32)  # what the first layer takes
+        act = kern.act(obs, rng)[0]
+        old_logp = kern.log_prob(obs, act)
+        old_v = kern.value(obs)
+        obs_act = obs[:n_envs].copy()
+        width = kern.pi.W[1].shape[1] if len(kern.pi.W) > 2 else kern.pi.W[0].shape[0]
+        h = rng.standard_normal((batch, width)).astype(np.float32)
+        w = rng.standard_normal((width, width)).astype(np.float32)
+        # Multiply-adds of one minibatch step: forward and weight gradient for every layer, input gradient
+        # for all but the first.
+        macs = sum(batch * W.shape[0] * W.shape[1] * (2 if i == 0 else 3)
+                   for net in (kern.pi, kern.vf) for i, W in enumerate(net.W))
+        unit_desc = [batch, width, width]
+        parts_fixed = {
+            "minibatch_grad_us": lambda: kern.pg_step(obs, act, adv, ret, vf_coef=params.vf_coef,
+                                                      ent_coef=params.ent_coef, old_logp=old_logp,
+                                                      clip_range=params.clip_range, old_values=old_v,
+                                                      clip_range_vf=None),
+            "act_us": lambda: kern.act(obs_act, rng),
+            "matmul_unit_us": lambda: h @ w.T,
+        }
+
+        def floor_of(med: dict[str, float]) -> float:
+            return minibatches_per_step * macs * med["matmul_unit_us"] / (batch * width * width)
 
     class _Tape:
         steps = 0
@@ -109,16 +133,9 @@ def main() -> None:
     def env_step() -> None:
         venv.step(actions[next(it) % len(actions)])
 
-    parts = {
-        "minibatch_grad_us": lambda: kern.pg_step(obs, act, adv, ret, vf_coef=params.vf_coef, ent_coef=params.ent_coef,
-                                                  old_logp=old_logp, clip_range=params.clip_range, old_values=old_v,
-                                                  clip_range_vf=None),
-        "clip_us": lambda: flat.clip_grad_norm(params.max_grad_norm),
-        "adam_us": adam,
-        "act_us": lambda: kern.act(obs_act, rng),
-        "env_step_us": env_step,
-        "matmul_unit_us": lambda: h @ w.T,
-    }
+    parts = {**parts_fixed, "clip_us": lambda: flat.clip_grad_norm(params.max_grad_norm), "adam_us": adam,
+             "env_step_us": env_step}
+    heavy = policy.pixels  # a pixel minibatch step takes ~100 ms: fewer calls
     adam()  # creates Adam's state
     own = lambda **kw: TRAIN["ppo"](env_id, params, **kw)  # noqa: E731
     sb3 = lambda **kw: train_sb3(env_id, "ppo", params, **kw)  # noqa: E731
@@ -131,29 +148,70 @@ def main() -> None:
             fn(seed=0, timesteps=args.timesteps, recorder=Recorder())
             rounds[name].append((time.process_time() - t) / args.timesteps * 1e6)
         for name, fn in parts.items():
-            rounds[name].append(_per_call(fn, 2000 if "env" in name or "act" in name else 500))
+            calls = 2000 if "env" in name or "act" in name else 500
+            rounds[name].append(_per_call(fn, max(calls // 100, 5) if heavy and name != "env_step_us" else calls))
         print(f"round {r + 1}: own {rounds['own_us_per_step'][-1]:.1f} µs/step, sb3 {rounds['sb3_us_per_step'][-1]:.1f}",
               file=sys.stderr)
     venv.close()
     med = {k: statistics.median(v) for k, v in rounds.items()}
     update = minibatches_per_step * (med["minibatch_grad_us"] + med["clip_us"] + med["adam_us"])
-    floor = minibatches_per_step * macs * med["matmul_unit_us"] / (batch * width * width)
     acting, stepping = med["act_us"] / n_envs, med["env_step_us"] / n_envs
-    per_step = {
-        "update": update, "update_matmul_floor": floor, "acting": acting, "env_stepping": stepping,
-        "rest": med["own_us_per_step"] - update - acting - stepping,
-    }
-    out = {
-        "env_id": env_id, "timesteps": args.timesteps, "n_envs": n_envs, "batch_size": batch, "n_epochs": epochs,
-        "unit_matmul": [batch, width, width], "macs_per_minibatch": macs, "rounds": rounds, "medians": med,
-        "own_per_env_step_us": per_step, "ratio_own_vs_sb3": med["sb3_us_per_step"] / med["own_us_per_step"],
-        "meta": {**run_metadata(), "load_before": load_before, "load_after": os.getloadavg()},
-    }
+    per_step = {"update": update, "acting": acting, "env_stepping": stepping,
+                "rest": med["own_us_per_step"] - update - acting - stepping}
+    out = {"env_id": env_id, "timesteps": args.timesteps, "n_envs": n_envs, "batch_size": batch, "n_epochs": epochs}
+    if policy.pixels:
+        per_step["update_torso_floor"] = minibatches_per_step * med["torso_grad_us"]
+        per_step["acting_torso_floor"] = med["torso_act_us"] / n_envs
+        shared = per_step["update_torso_floor"] + per_step["acting_torso_floor"] + stepping
+        out["shared_floor_bound"] = med["sb3_us_per_step"] / shared
+    else:
+        per_step["update_matmul_floor"] = floor_of(med)
+        out |= {"unit_matmul": unit_desc, "macs_per_minibatch": macs}
+    out |= {"rounds": rounds, "medians": med, "own_per_env_step_us": per_step,
+            "ratio_own_vs_sb3": med["sb3_us_per_step"] / med["own_us_per_step"],
+            "meta": {**run_metadata(), "load_before": load_before, "load_after": os.getloadavg()}}
     print(json.dumps({k: round(v, 2) for k, v in per_step.items()}), file=sys.stderr)
-    print(f"own {med['own_us_per_step']:.1f} µs/step, SB3 {med['sb3_us_per_step']:.1f}: {out['ratio_own_vs_sb3']:.2f}x",
-          file=sys.stderr)
+    print(f"own {med['own_us_per_step']:.1f} µs/step, SB3 {med['sb3_us_per_step']:.1f}: {out['ratio_own_vs_sb3']:.2f}x"
+          + (f"; bound on shared kernels {out['shared_floor_bound']:.2f}x" if policy.pixels else ""), file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str) + "\n")
+
+
+def _pixel_parts(policy, obs_shape, params, flat, batch: int, n_envs: int, rng, ppo_losses, torch) -> dict:
+    """The timed parts of a pixel policy: the torch minibatch step as ``ppo.train``'s ``torch_grads``
+    states it, acting, and the CNN torso alone (forward and backward, forward only), the shared floor."""
+    frames = torch.from_numpy(rng.integers(0, 256, (batch, *obs_shape), dtype=np.uint8))  # random, as good as any
+    with torch.no_grad():
+        pd, v = policy.dist_value(frames)
+        actions = pd.sample()
+        old_logp, old_v = pd.log_prob(actions), v
+    adv, ret = (torch.from_numpy(rng.standard_normal(batch).astype(np.float32)) for _ in range(2))
+    act_frames = frames[:n_envs].clone()
+
+    def minibatch() -> None:
+        pd, values = policy.dist_value(frames)
+        logp = pd.log_prob(actions)
+        a = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg, vl, _ = ppo_losses(logp, old_logp, a, values, old_v, ret, params.clip_range, params.clip_range_vf)
+        loss = pg + params.vf_coef * vl - params.ent_coef * pd.entropy().mean()
+        flat.zero_grad()
+        loss.backward()
+
+    def act() -> None:
+        with torch.inference_mode():
+            pd, v = policy.dist_value(act_frames)
+            a = pd.sample()
+            pd.log_prob(a).numpy(), v.numpy(), a.numpy()
+
+    def torso_grad() -> None:
+        flat.zero_grad()
+        policy.pi_features(frames).sum().backward()
+
+    def torso_act() -> None:
+        with torch.inference_mode():
+            policy.pi_features(act_frames)
+
+    return {"minibatch_grad_us": minibatch, "act_us": act, "torso_grad_us": torso_grad, "torso_act_us": torso_act}
 
 
 if __name__ == "__main__":
