@@ -71,11 +71,14 @@ def test_speed_table_matches_its_measurement_files_and_names_its_commands():
     for f in ("speed-cartpole.json", "speed-halfcheetah.json", "speed-cartpole-torch.json", "speed-cartpole-vector.json",
               "speed-cartpole-envpool.json", "speed-pong.json", "anchor-jax-cartpole.json"):
         assert f"--json results/{f}" in page  # the command that wrote each file
-    rows = re.findall(r"\| (PPO|A2C|TRPO), ([\w-]+) \| ([\d,]+) \| ([\d,]+) \| \*\*([\d.]+)×\*\*", page)
+    # The 2026-11-24 table (its files by env) and the 2026-11-25 one (a file per row): each row is its file's.
+    rows = re.findall(r"\| (PPO|A2C|TRPO), ([\w/-]+) \| ([\d,]+) \| ([\d,]+) \| \*\*([\d.]+)×\*\* \|(?: `results/([\w.-]+)` \|)?",
+                      page)
     files = {"CartPole-v1": "speed-cartpole.json", "HalfCheetah-v5": "speed-halfcheetah.json"}
-    assert len(rows) == 6, rows
-    for algo, env, own, sb3, ratio in rows:
-        (r,) = [r for r in json.loads((ROOT / "results" / files[env]).read_text())["results"] if r["algo"] == algo.lower()]
+    assert len(rows) == 13 and sum(1 for r in rows if r[5]) == 7, rows
+    for algo, env, own, sb3, ratio, file in rows:
+        file = file or files[env]
+        (r,) = [r for r in json.loads((ROOT / "results" / file).read_text())["results"] if r["algo"] == algo.lower()]
         med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
         assert (round(med(r["own_steps_per_s"])), round(med(r["sb3_steps_per_s"]))) == (_num(own), _num(sb3)), algo
         assert f"{r['ratio']:.2f}" == ratio, (algo, env)
