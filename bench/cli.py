@@ -435,6 +435,43 @@ def export(
     err.print(f"wrote {len(df)} {'runs' if what == 'runs' else what[:-1] + ' rows'} to {out_path}")
 
 
+@app.command("import")
+def import_(
+    packs: list[Path] = typer.Argument(..., help="Packs (folders `bench export --format pack` wrote), or folders of "
+                                       "packs, e.g. results/reference/minatar or results/reference."),
+    store: str = StoreOpt,
+) -> None:
+    """Load packed results into a store (SQLite or PostgreSQL): to go on with a packed suite
+    (`bench run` then skips its done cells), or to put the shipped reference beside your own runs."""
+    import json
+
+    from bench.run import packed
+    from bench.run.store import Store, describe_url
+
+    found: list[Path] = []
+    for p in packs:
+        under = packed.packs_under(p)
+        if not under:
+            raise _bad_input(f"PACK: {p} is not a pack (a folder with {packed.MANIFEST}) nor a folder of packs; "
+                             "allowed: what `bench export --format pack` writes, e.g. results/reference/classic")
+        found += under
+    try:
+        found = packed.with_siblings(found)
+        suites = [json.loads((p / packed.MANIFEST).read_text())["suite"] for p in found]
+    except FileNotFoundError as e:
+        raise _bad_input(f"PACK: {e}; allowed: import the folder that holds both") from None
+    except (ValueError, KeyError) as e:
+        raise _bad_input(f"PACK: a {packed.MANIFEST} is not a pack manifest ({e}); allowed: what "
+                         "`bench export --format pack` writes") from None
+    url = _check_url(store)
+    db = Store(url)
+    n = packed.load(found, db)
+    db.dispose()
+    kept = f"; {n['kept']} already there, kept as they were" if n["kept"] else ""
+    err.print(f"imported {n['new']} runs of {', '.join(dict.fromkeys(suites))} into {describe_url(url)}{kept}",
+              markup=False)
+
+
 def _export_scores(url: str, suite: Optional[str], column: str, format: str, out_path: Path) -> None:
     """Normalised per-run scores, label → (runs × envs), as ``.npz`` (one array per label, plus ``__envs__`` and
     ``__score__``) or JSON (``envs``, ``score``, ``scores``: label → rows, ``null`` where a column is padded)."""

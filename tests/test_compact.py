@@ -190,3 +190,57 @@ def test_a_suite_sharing_runs_with_a_sibling_pack_stores_them_once(tmp_path):
     assert "shared_runs" not in m2 and m2["rows"]["runs"] == 5
     both = packed.unpack([root / "ref", tmp_path / "alone" / "claim"], tmp_path / "cache2.db")
     assert len(analysis.load(both, anchors=False).runs) == 10
+
+
+def test_bench_import_loads_packs_with_their_siblings_once_and_refuses_bad_input(tmp_path):
+    import sqlalchemy as sa
+
+    from bench.run import store as st
+
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    labs = [Planted("a", "ppo", "bench", 0.9), Planted("b", "a2c", "sb3", 0.5)]
+    write_store(url, ["CartPole-v1"], labs, seeds=5, suite="ref")
+    write_store(url, ["CartPole-v1"], labs[:1], seeds=5, suite="claim")  # label a's 5 cells, shared by key
+    root = tmp_path / "packs"
+    packed.pack(url, "ref", root / "ref")
+    packed.pack(url, "claim", root / "claim", beside=packed.packs_under(root))
+
+    def rows(db_url: str) -> dict[str, int]:
+        eng = sa.create_engine(db_url)
+        with eng.connect() as c:
+            n = {t: c.execute(sa.select(sa.func.count()).select_from(st.metadata.tables[t])).scalar_one()
+                 for t in ("runs", "episodes", "diagnostics", "evaluations")}
+        eng.dispose()
+        return n
+
+    # The claim's runs live in its sibling pack: importing the claim brings the sibling along.
+    target = f"sqlite:///{tmp_path / 'mine.db'}"
+    p = _bench("import", str(root / "claim"), "--store", target, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "imported 10 runs of claim, ref into" in p.stderr
+    assert rows(target) == rows(url) and rows(url)["diagnostics"] > 0
+    claim = analysis.load(target, ["claim"], anchors=False).runs
+    assert len(claim) == 5 and (claim["status"] == "done").all()
+    # Again: nothing new, nothing doubled (diagnostics have no natural key to stop a second copy).
+    p = _bench("import", str(root), "--store", target, cwd=tmp_path)
+    assert p.returncode == 0 and "imported 0 runs" in p.stderr and "10 already there, kept" in p.stderr, p.stderr
+    assert rows(target) == rows(url)
+    # A run in two packs (one packed before its sibling held it) is loaded once, with one copy of its rows.
+    packed.pack(url, "claim", tmp_path / "alone" / "claim")
+    both = tmp_path / "both.db"
+    n = packed.load([root / "ref", tmp_path / "alone" / "claim"], st.Store(f"sqlite:///{both}"))
+    assert n == {"new": 10, "kept": 5} and rows(f"sqlite:///{both}") == rows(url)
+
+    # Bad input: one line, exit 2, no store created.
+    lonely = tmp_path / "lonely"
+    lonely.mkdir()
+    import shutil
+
+    shutil.copytree(root / "claim", lonely / "claim")
+    for args, says in (((str(tmp_path / "nope"),), "is not a pack"),
+                       ((str(lonely / "claim"),), "shares runs with the pack ref, which is not beside it"),
+                       ((str(root / "ref"), "--store", "sqlite://"), "--store")):
+        out = tmp_path / "never.db"
+        p = _bench("import", *args, *(() if "--store" in args else ("--store", f"sqlite:///{out}")), cwd=tmp_path)
+        assert p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
+        assert "Traceback" not in p.stderr and not out.exists()

@@ -34,6 +34,8 @@ from bench.run.store import Store, StoreError, describe_url
 from bench.suites.suite import SuiteError, load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
+#: A small shipped pack, for `bench import` against a bad store.
+A_PACK = ROOT / "results" / "reference" / "sequence"
 
 
 @functools.cache
@@ -211,7 +213,8 @@ def test_case04_non_finite_threshold_is_refused(tmp_path, value):
 def test_case05_in_memory_sqlite_is_refused_everywhere(tmp_path, url):
     f = tiny(tmp_path)
     every = url == "sqlite://"  # every command with one spelling, `run` with the others
-    for args in (["run", str(f)], ["status", str(f)], ["report"], ["recommend"], ["export", "--out", "x.csv"])[:5 if every else 1]:
+    for args in (["run", str(f)], ["status", str(f)], ["report"], ["recommend"], ["export", "--out", "x.csv"],
+                 ["import", str(A_PACK)])[:6 if every else 1]:
         p = bench(*args, "--store", url, cwd=tmp_path, timeout=60)
         one_line(p, "in-memory", "allowed: a file")
     if every:
@@ -239,7 +242,8 @@ def test_case06_wrong_postgres_port_is_an_error_within_seconds(tmp_path):
     t0 = time.perf_counter()
     bench("status", str(f), "--store", f"sqlite:///{tmp_path / 'absent.db'}", cwd=tmp_path, timeout=60)  # no store: exit 2
     startup = time.perf_counter() - t0
-    for args in (["status", str(f)], ["export", "--out", "x.csv"], ["report"], ["recommend"], ["run", str(f)]):
+    for args in (["status", str(f)], ["export", "--out", "x.csv"], ["report"], ["recommend"], ["run", str(f)],
+                 ["import", str(A_PACK)]):
         t0 = time.perf_counter()
         p = bench(*args, "--store", url, cwd=tmp_path, timeout=60)
         assert time.perf_counter() - t0 < 10 + startup, (args, startup)
@@ -527,7 +531,8 @@ def test_case11_corrupt_or_foreign_files_are_one_line_and_never_written(tmp_path
     before = digest(store)
     url = f"sqlite:///{store}"
     f = tiny(tmp_path)
-    for args in (["run", str(f)], ["status", str(f)], ["report"], ["recommend"], ["export", "--out", "x.csv"]):
+    for args in (["run", str(f)], ["status", str(f)], ["report"], ["recommend"], ["export", "--out", "x.csv"],
+                 ["import", str(A_PACK)]):
         p = bench(*args, "--store", url, cwd=tmp_path, timeout=60)
         one_line(p, str(store), words, rc=1)
     p = bench("tune", "--algo", "ppo", "--env", "CartPole-v1", "--storage", url, "--trials", "1", cwd=tmp_path, timeout=60)

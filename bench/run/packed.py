@@ -222,8 +222,6 @@ def unpack(packs: list[Path], cache: Path) -> str:
     The store is built beside ``cache`` and moved into place, so a reader never sees a
     half-built one, and two readers building at once each end with a whole one.
     """
-    import pandas as pd
-
     cache = Path(cache)
     stamp = cache.with_name(cache.name + ".fingerprint")
     fp = fingerprint(packs)
@@ -233,23 +231,63 @@ def unpack(packs: list[Path], cache: Path) -> str:
     tmp = cache.with_name(f"{cache.name}.{fp}.building")
     tmp.unlink(missing_ok=True)
     db = st.Store(f"sqlite:///{tmp}")
+    load(packs, db)
+    db.dispose()
+    tmp.replace(cache)
+    stamp.write_text(fp + "\n")
+    return f"sqlite:///{cache}"
+
+
+def with_siblings(packs: list[Path]) -> list[Path]:
+    """``packs`` and, after them, every sibling pack one of them shares runs with (its manifest's
+    ``shared_runs``, a folder beside it): without those, a pack's shared cells have no runs.
+
+    :raises FileNotFoundError: a sibling a manifest names is not there.
+    """
+    out = [Path(p) for p in packs]
+    for p in list(out):
+        for name in json.loads((p / MANIFEST).read_text()).get("shared_runs", {}):
+            sib = p.resolve().parent / name
+            if not is_pack(sib):
+                raise FileNotFoundError(f"{p} shares runs with the pack {name}, which is not beside it ({sib})")
+            if sib.resolve() not in {q.resolve() for q in out}:
+                out.append(sib)
+    return out
+
+
+def load(packs: list[Path], db: "st.Store") -> dict[str, int]:
+    """Insert the rows of ``packs`` into the store ``db`` (any dialect), parents first, in one
+    transaction; returns the runs it added (``new``) and those it found there (``kept``). What the store already
+    holds wins, as the first writer does in a store: its suites and anchors are kept (packs share
+    them), and a run it already has is kept whole, with its own episodes, diagnostics and
+    evaluations (runs may be in two packs: one made before its sibling held them). So loading a
+    pack twice changes nothing the second time.
+    """
+    import pandas as pd
+
+    counts = {"new": 0, "kept": 0}
     with db.engine.begin() as c:
         for p in packs:
+            new_runs: set[str] = set()
             for name in TABLES:
                 f = Path(p) / f"{name}.parquet"
                 if not f.is_file():
                     continue
                 df = pd.read_parquet(f)
+                if name == "runs":
+                    have = {r.key for i in range(0, len(df), 500) for r in c.execute(
+                        sa.select(st.runs.c.key).where(st.runs.c.key.in_(list(df["key"][i:i + 500]))))}
+                    df = df[~df["key"].isin(have)]
+                    new_runs = set(df["key"])
+                    counts["new"] += len(new_runs)
+                    counts["kept"] += len(have)
+                elif name in ("episodes", "diagnostics", "evaluations"):
+                    df = df[df["key"].isin(new_runs)]
                 if df.empty:
                     continue
                 if name == "episodes":
                     df = clocks_to_s(df)
                 table = st.metadata.tables[name]
                 df = df[[col for col in df.columns if col in table.c]]
-                # Suites and anchors are shared between packs, and runs may be too (a pack made
-                # before its sibling held them): the first pack wins, as the first writer does in a store.
                 c.execute(st._insert(c, table).on_conflict_do_nothing(), df.astype(object).where(df.notna(), None).to_dict("records"))
-    db.dispose()
-    tmp.replace(cache)
-    stamp.write_text(fp + "\n")
-    return f"sqlite:///{cache}"
+    return counts
