@@ -168,10 +168,11 @@ MINATAR_PREFIX = "MinAtar/"
 #: ``results/reference/sequence`` (40,960 tokens, 10 seeds, 2026-11-24, contended runs): mean CPU µs
 #: per token 672 on Sort, 641 on Add, 522 on Preference (SB3 PPO's MLP 145, 147, 103).
 #: MinAtar (1e6 steps; a step is a frame): 1,300 µs, sb3-contrib TRPO's 1,279 µs per step on
-#: MinAtar/Breakout-v1, the slowest label, from 30k-step runs on a contended machine (2026-11-24); its
-#: 1e6-step reference runs are not done yet. The 1e6-step runs that are (``results/reference/minatar``)
-#: took 92-204 µs (own A2C to SB3 PPO), below what the 30k-step runs gave them (PPO: 286 own, 226-262
-#: SB3), so this is an upper bound, to lower once the TRPO cells have run.
+#: MinAtar/Breakout-v1, the slowest label, from 30k-step runs on a contended machine (2026-11-24).
+#: Its first 1e6-step reference runs (``results/reference/minatar``, 2026-11-25) took 1,299 µs on
+#: Breakout (seed 0) and 1,364-1,397 (seeds 1-2, beside a test run), and own TRPO took 1,044 on
+#: Freeway against 699 on Breakout, so sb3-contrib TRPO on Freeway will likely exceed 1,300: not an
+#: upper bound. To set from the slowest label once every TRPO cell has run.
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
     "MinAtar/Breakout-v1": 1300.0,
