@@ -454,7 +454,7 @@ def import_(
         if not under:
             raise _bad_input(f"PACK: {p} is not a pack (a folder with {packed.MANIFEST}) nor a folder of packs; "
                              "allowed: what `bench export --format pack` writes, e.g. results/reference/classic")
-        found += under
+        found += [q for q in under if q.resolve() not in {f.resolve() for f in found}]
     try:
         found = packed.with_siblings(found)
         suites = [json.loads((p / packed.MANIFEST).read_text())["suite"] for p in found]
@@ -463,6 +463,8 @@ def import_(
     except (ValueError, KeyError) as e:
         raise _bad_input(f"PACK: a {packed.MANIFEST} is not a pack manifest ({e}); allowed: what "
                          "`bench export --format pack` writes") from None
+    if (bad := packed.unreadable(found)) is not None:  # checked before the store is opened: nothing written
+        raise _bad_input(f"PACK: {bad} is not a readable Parquet table; allowed: what `bench export --format pack` writes")
     url = _check_url(store)
     db = Store(url)
     n = packed.load(found, db)

@@ -222,7 +222,7 @@ def test_bench_import_loads_packs_with_their_siblings_once_and_refuses_bad_input
     claim = analysis.load(target, ["claim"], anchors=False).runs
     assert len(claim) == 5 and (claim["status"] == "done").all()
     # Again: nothing new, nothing doubled (diagnostics have no natural key to stop a second copy).
-    p = _bench("import", str(root), "--store", target, cwd=tmp_path)
+    p = _bench("import", str(root), str(root / "ref"), "--store", target, cwd=tmp_path)  # a pack named twice: once
     assert p.returncode == 0 and "imported 0 runs" in p.stderr and "10 already there, kept" in p.stderr, p.stderr
     assert rows(target) == rows(url)
     # A run in two packs (one packed before its sibling held it) is loaded once, with one copy of its rows.
@@ -237,7 +237,12 @@ def test_bench_import_loads_packs_with_their_siblings_once_and_refuses_bad_input
     import shutil
 
     shutil.copytree(root / "claim", lonely / "claim")
+    broken = tmp_path / "broken" / "ref"
+    shutil.copytree(root / "ref", broken)
+    data = (broken / "episodes.parquet").read_bytes()
+    (broken / "episodes.parquet").write_bytes(data[: len(data) // 2])  # truncated: its footer is gone
     for args, says in (((str(tmp_path / "nope"),), "is not a pack"),
+                       ((str(broken),), "episodes.parquet is not a readable Parquet table"),
                        ((str(lonely / "claim"),), "shares runs with the pack ref, which is not beside it"),
                        ((str(root / "ref"), "--store", "sqlite://"), "--store")):
         out = tmp_path / "never.db"

@@ -255,6 +255,22 @@ def with_siblings(packs: list[Path]) -> list[Path]:
     return out
 
 
+def unreadable(packs: list[Path]) -> Path | None:
+    """The first table file of ``packs`` whose Parquet footer cannot be read (truncated, not Parquet),
+    or None: a cheap check before a load opens a store."""
+    import pyarrow.parquet as pq
+
+    for p in packs:
+        for name in TABLES:
+            f = Path(p) / f"{name}.parquet"
+            if f.is_file():
+                try:
+                    pq.read_metadata(f)
+                except Exception:  # pyarrow raises several kinds for a bad file; any means unreadable
+                    return f
+    return None
+
+
 def load(packs: list[Path], db: "st.Store") -> dict[str, int]:
     """Insert the rows of ``packs`` into the store ``db`` (any dialect), parents first, in one
     transaction; returns the runs it added (``new``) and those it found there (``kept``). What the store already
