@@ -207,46 +207,16 @@ def test_failures_are_recorded_and_the_suite_goes_on(tmp_path):
     assert "1 done already" in again.stderr and f"{n_failed} to run" in again.stderr
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="POSIX signals and /proc")
-def test_ctrl_c_stops_cleanly_and_marks_runs_interrupted(tmp_path):
-    suite = tmp_path / "intr.yaml"
-    suite.write_text(
-        "name: intr\nseeds: 4\ndefaults: {timesteps: 30000, window: 10}\n"
-        "envs: [{id: CartPole-v1}]\nalgorithms: [{algo: ppo, impl: sb3}]\n"
-    )
-    url = f"sqlite:///{tmp_path / 'bench.db'}"
-    # Its own session, so the SIGINT goes to the whole process group as a terminal's Ctrl-C does.
-    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(suite), "--store", url, "--workers", "2"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    eng = sa.create_engine(url)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        time.sleep(0.2)
-        try:
-            with eng.connect() as c:
-                if c.execute(sa.text("select count(*) from runs where status = 'running'")).scalar() >= 1:
-                    break
-        except sa.exc.OperationalError:
-            continue
-    time.sleep(1.0)
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "Interrupted" in err and "Traceback" not in err
-    df = Store(url).runs_frame("intr")
-    assert "running" not in set(df.status)
-    assert (df.status == "interrupted").any()
-    interrupted = df.loc[df.status == "interrupted", "key"]
-    assert all(len(Store(url).episodes_of(k)) == 0 for k in interrupted)
+def _start_until_a_run_is_running(tmp_path, name):
+    """Start `bench run` on 4 SB3 PPO CartPole cells in a new session; return once one is running.
 
-
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="POSIX signals and /proc")
-def test_sigterm_to_the_parent_alone_stops_cleanly_and_leaves_no_worker(tmp_path):
-    # A background `bench run` started by a script has SIGINT ignored (POSIX shells do that to
-    # background jobs), so `kill PID` is how it is stopped: only the parent gets the signal.
-    suite = tmp_path / "term.yaml"
+    The budget is far more than any cell can finish in the test's time, so the signal that follows
+    always finds work in flight, however fast or slow the machine (at 30k steps, a quick host could
+    finish every cell before a loaded poller saw one running, and the run then exited 0).
+    """
+    suite = tmp_path / f"{name}.yaml"
     suite.write_text(
-        "name: term\nseeds: 4\ndefaults: {timesteps: 30000, window: 10}\n"
+        f"name: {name}\nseeds: 4\ndefaults: {{timesteps: 2000000, window: 10}}\n"
         "envs: [{id: CartPole-v1}]\nalgorithms: [{algo: ppo, impl: sb3}]\n"
     )
     url = f"sqlite:///{tmp_path / 'bench.db'}"
@@ -263,7 +233,34 @@ def test_sigterm_to_the_parent_alone_stops_cleanly_and_leaves_no_worker(tmp_path
                     break
         except sa.exc.OperationalError:
             continue
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail(f"no cell was running after 120 s: {proc.communicate()[1][-2000:]}")
+    eng.dispose()
     time.sleep(1.0)
+    return proc, url
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="POSIX signals and /proc")
+def test_ctrl_c_stops_cleanly_and_marks_runs_interrupted(tmp_path):
+    # Its own session, so the SIGINT goes to the whole process group as a terminal's Ctrl-C does.
+    proc, url = _start_until_a_run_is_running(tmp_path, "intr")
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Interrupted" in err and "Traceback" not in err
+    df = Store(url).runs_frame("intr")
+    assert "running" not in set(df.status)
+    assert (df.status == "interrupted").any()
+    interrupted = df.loc[df.status == "interrupted", "key"]
+    assert all(len(Store(url).episodes_of(k)) == 0 for k in interrupted)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="POSIX signals and /proc")
+def test_sigterm_to_the_parent_alone_stops_cleanly_and_leaves_no_worker(tmp_path):
+    # A background `bench run` started by a script has SIGINT ignored (POSIX shells do that to
+    # background jobs), so `kill PID` is how it is stopped: only the parent gets the signal.
+    proc, url = _start_until_a_run_is_running(tmp_path, "term")
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
     workers = [int(c) for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
     assert len(workers) == 2
