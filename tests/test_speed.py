@@ -34,6 +34,9 @@ def test_tiny_side_by_side_run_writes_both_speeds(tmp_path):
     assert len(res["own_steps_per_s"]) == 1 and len(res["sb3_steps_per_s"]) == 1
     assert res["own_steps_per_s"][0] > 0 and res["sb3_steps_per_s"][0] > 0
     assert res["ratio"] == pytest.approx(res["own_steps_per_s"][0] / res["sb3_steps_per_s"][0])
+    # Every BLAS library in the process ran one thread, including SciPy's, which loads after the pinning.
+    meta = json.loads((tmp_path / "out.json").read_text())["meta"]
+    assert meta["torch_threads"] == 1 and meta["blas_threads"] == 1
 
 
 def test_time_to_threshold_is_the_cpu_time_of_the_crossing_episode():

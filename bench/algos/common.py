@@ -16,6 +16,7 @@ Shapes: ``T`` rollout steps, ``N`` envs, ``B = T * N`` samples.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Callable, NamedTuple
 
 import gymnasium as gym
@@ -34,6 +35,10 @@ def pin_one_thread() -> None:
     fair at a fixed thread count."""
     from threadpoolctl import threadpool_limits
 
+    # A BLAS library loaded later (SciPy ships its own OpenBLAS and is imported lazily) reads its thread
+    # count from the environment when it loads: `bench speed` found SciPy's at 2 threads beside NumPy's 1.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
     torch.set_num_threads(1)
     threadpool_limits(limits=1)  # kept until restored; NumPy's OpenBLAS defaults to every core
 
