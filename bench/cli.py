@@ -159,6 +159,10 @@ def _fmt(v, digits: int = 1) -> str:
     return str(v)
 
 
+#: How often ``bench run`` writes a progress line when stderr is not a terminal (a log file, CI).
+PROGRESS_LINE_EVERY_S = 300.0
+
+
 class Executor(str, Enum):
     local = "local"
     ray = "ray"
@@ -227,7 +231,7 @@ def run(
         out.print(t)
         return
 
-    from bench.run.runner import Interrupted, run_local
+    from bench.run.runner import HEARTBEAT_EVERY_S, Interrupted, run_local
     from bench.run.store import Store, describe_url, is_claimable, this_owner
 
     if executor is Executor.ray:
@@ -269,9 +273,18 @@ def run(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    import threading
+
+    from bench.run.progress import LiveProgress, progress_line
+
     owner = this_owner()
     t0 = time.perf_counter()
     results = []
+    names = {c.key: f"{c.env_id} {c.label} seed {c.seed}" for c in todo}
+    # The bar counts finished cells plus the fractions of those in flight (their heartbeats report
+    # their steps); a log, which has no bar, gets a line every PROGRESS_LINE_EVERY_S instead.
+    shown = {"finished": 0, "partial": {}, "line_at": t0}
+    lock = threading.Lock()
     with Progress(
         TextColumn("{task.description}", markup=False),
         BarColumn(),
@@ -285,9 +298,26 @@ def run(
     ) as progress:
         task = progress.add_task(loaded.suite.name, total=len(todo))
 
+        def on_poll(partial: dict[str, float]) -> None:
+            with lock:
+                shown["partial"] = partial
+                progress.update(task, completed=shown["finished"] + sum(partial.values()))
+                now = time.perf_counter()
+                if not err.is_terminal and now - shown["line_at"] >= PROGRESS_LINE_EVERY_S:
+                    shown["line_at"] = now
+                    progress.console.print(progress_line(
+                        loaded.suite.name, len(todo), shown["finished"],
+                        [(names[k], f) for k, f in sorted(partial.items(), key=lambda kv: names[kv[0]])], now - t0))
+
+        live = LiveProgress(db.rows, names, on_poll, every=HEARTBEAT_EVERY_S)
+
         def on_done(cell, outcome) -> None:
             results.append((cell, outcome))
-            progress.advance(task)
+            live.finished(cell.key)
+            with lock:
+                shown["finished"] += 1
+                shown["partial"].pop(cell.key, None)
+                progress.update(task, completed=shown["finished"] + sum(shown["partial"].values()))
             s = outcome.summary
             if outcome.status == "done":
                 stt = s.get("steps_to_threshold")
@@ -303,12 +333,13 @@ def run(
                                                f"{outcome.error or 'taken by another runner'}"))
 
         try:
-            if executor is Executor.ray:
-                from bench.run.ray_executor import run_ray
+            with live:
+                if executor is Executor.ray:
+                    from bench.run.ray_executor import run_ray
 
-                run_ray(url, todo, on_done, num_cpus=n_workers, max_in_flight=workers if address else None)
-            else:
-                run_local(url, todo, owner, n_workers, on_done)
+                    run_ray(url, todo, on_done, num_cpus=n_workers, max_in_flight=workers if address else None)
+                else:
+                    run_local(url, todo, owner, n_workers, on_done)
         except Interrupted as e:
             progress.stop()
             n_done = sum(o.status == "done" for _, o in results)
@@ -341,9 +372,12 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
 
     It reads the store, so on a cluster it shows every host's runs: ``host`` is
     where a run ran or runs, ``heartbeat`` how long ago a running run last
-    reported. ``stale``: running, but its owner is dead (on this host) or silent
-    for over STALE_AFTER_S seconds; the next ``bench run`` re-runs it.
+    reported, and ``steps`` how far it is (``412,160 of 1,000,000 (41%, ~13 min
+    left)``, from its heartbeats). ``stale``: running, but its owner is dead (on
+    this host) or silent for over STALE_AFTER_S seconds; the next ``bench run``
+    re-runs it.
     """
+    from bench.run.progress import run_progress
     from bench.run.store import describe_url, is_claimable, owner_host
 
     loaded = _load(suite)
@@ -368,7 +402,8 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
             c.env_id, c.label, str(c.seed), st,
             _fmt(r.attempt if r else 0), (owner_host(r.owner) or "") if r else "",
             f"{now - r.heartbeat_at:,.0f}s ago" if r is not None and r.status == "running" and r.heartbeat_at else "",
-            _fmt(r.total_steps if r else None),
+            (run_progress(r.total_steps, r.timesteps, r.started_at, now) if st == "running"
+             else _fmt(r.total_steps) if r else "—"),
             _fmt(r.final_return if r else None), _fmt(r.steps_to_threshold if r else None),
             (r.error or "")[:60] if r else "",
         )

@@ -139,3 +139,23 @@ def test_sqlite_store_uses_wal(tmp_path):
     db = Store(f"sqlite:///{tmp_path / 'x.db'}")
     with db.engine.connect() as c:
         assert c.execute(sa.text("PRAGMA journal_mode")).scalar() == "wal"
+
+
+def test_heartbeats_report_steps_and_a_new_attempt_starts_without_them(store_url):
+    db = Store(store_url)
+    (c,) = make_cells(1)
+    db.register("s", "s.yaml", {}, {}, [c])
+    a = db.claim(c.key, ME)
+    db.heartbeat(c.key, a, 412)
+    assert db.rows([c.key])[c.key].total_steps == 412
+    db.heartbeat(c.key, a)  # a beat without a count keeps the last one
+    assert db.rows([c.key])[c.key].total_steps == 412
+    db.heartbeat(c.key, a + 1, 999)  # not this attempt's: nothing changes
+    assert db.rows([c.key])[c.key].total_steps == 412
+    assert db.release(ME) == 1  # an interrupted run keeps how far it got
+    row = db.rows([c.key])[c.key]
+    assert row.status == "interrupted" and row.total_steps == 412
+    b = db.claim(c.key, ME)
+    assert b == a + 1 and db.rows([c.key])[c.key].total_steps is None
+    assert db.finish(c.key, b, "done", result())
+    assert db.rows([c.key])[c.key].total_steps == 1000

@@ -194,21 +194,17 @@ def train_cell(cell: Cell, recorder: Any) -> None:
         raise NotImplementedError(f"impl {cell.impl!r} for {cell.algo!r} is not available")
 
 
-def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None):
-    """Train one cell with a fresh recorder; returns ``(recorder, error or None)``.
-
-    Never raises for a training failure: a run that raises or diverges is a
-    result (``failed``, with its error and whatever it recorded before).
-    ``heartbeat`` is called between updates (:class:`Heartbeat` sends them from a
-    thread instead, independent of update length; :func:`run_cell` uses that).
-    """
+def make_recorder(cell: Cell, heartbeat: Callable[[], None] | None = None):
+    """The :class:`~bench.run.record.Recorder` a cell trains with: its evaluation, CPU-seconds budget
+    and heartbeat. Its ``steps`` is the run's progress, readable from another thread. It pins this
+    process to one torch and one BLAS thread first, so that the run's clocks start after that."""
     from bench import envs
     from bench.algos.common import pin_one_thread
-    from bench.run.record import BudgetReached, EvalConfig, Recorder
+    from bench.run.record import EvalConfig, Recorder
 
     pin_one_thread()
     ev = EvalConfig(**cell.eval) if cell.eval else None
-    recorder = Recorder(
+    return Recorder(
         heartbeat=heartbeat,
         heartbeat_every=HEARTBEAT_EVERY_S,
         eval=ev,
@@ -216,6 +212,21 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None):
         # Evaluation episodes use their own seed stream, far from the training envs' seed + i.
         evaluate=(lambda policy, n: envs.evaluate_policy(cell.env_id, policy, n, seed=cell.seed + 1_000_000)) if ev else None,
     )
+
+
+def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None, recorder: Any = None):
+    """Train one cell with a fresh recorder (or ``recorder``, from :func:`make_recorder`); returns
+    ``(recorder, error or None)``.
+
+    Never raises for a training failure: a run that raises or diverges is a
+    result (``failed``, with its error and whatever it recorded before).
+    ``heartbeat`` is called between updates (:class:`Heartbeat` sends them from a
+    thread instead, independent of update length; :func:`run_cell` uses that).
+    """
+    from bench.run.record import BudgetReached
+
+    if recorder is None:
+        recorder = make_recorder(cell, heartbeat)
     try:
         train_cell(cell, recorder)
         return recorder, None
@@ -310,8 +321,10 @@ def run_cell(store_url: str, cell: Cell, owner: str) -> Outcome:
     if attempt is None:
         return Outcome(cell.key, "skipped")
     started = time.time()
-    with Heartbeat(lambda: store.heartbeat(cell.key, attempt), HEARTBEAT_EVERY_S):
-        recorder, error = record_cell(cell)
+    recorder = make_recorder(cell)
+    # Each beat also writes the steps so far: how far a long run is, for `bench status` and `bench run`.
+    with Heartbeat(lambda: store.heartbeat(cell.key, attempt, recorder.steps), HEARTBEAT_EVERY_S):
+        recorder, error = record_cell(cell, recorder=recorder)
     result = result_of(cell, recorder, started)
     status = "failed" if error else "done"
     if not store.finish(cell.key, attempt, status, result, error):

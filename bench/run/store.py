@@ -671,17 +671,23 @@ class Store:
                 .where(runs.c.key == key, runs.c.attempt == row.attempt, runs.c.status == row.status)
                 .values(
                     status="running", attempt=row.attempt + 1, owner=owner, error=None,
-                    started_at=now, heartbeat_at=now, finished_at=None,
+                    started_at=now, heartbeat_at=now, finished_at=None, total_steps=None,
                 )
             )
             return row.attempt + 1 if res.rowcount == 1 else None
 
-    def heartbeat(self, key: str, attempt: int) -> None:
+    def heartbeat(self, key: str, attempt: int, steps: int | None = None) -> None:
+        """The attempt is alive; with ``steps``, also how far it is: a running run's ``total_steps`` is
+        its env steps so far (``bench status`` and ``bench run``'s progress read it; an interrupted run
+        keeps the last count), and ``finish`` writes the final one."""
+        values: dict[str, Any] = {"heartbeat_at": time.time()}
+        if steps is not None:
+            values["total_steps"] = int(steps)
         with self.engine.begin() as c:
             c.execute(
                 runs.update()
                 .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "running")
-                .values(heartbeat_at=time.time())
+                .values(**values)
             )
 
     def finish(self, key: str, attempt: int, status: str, result: RunResult, error: str | None = None) -> bool:

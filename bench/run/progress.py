@@ -1,0 +1,109 @@
+"""How far long runs are: the steps each running run has reported, as fractions, times left and lines.
+
+A run's heartbeat writes its env steps so far into its row (``Store.heartbeat``), every
+``HEARTBEAT_EVERY_S`` seconds, so anything that can read the store can follow it: ``bench status`` on
+any host, and ``bench run``, whose bar moves within a cell as well as between cells. A reference cell
+can train for an hour; without this, a log of ``bench run`` said nothing for that hour.
+
+Times left are wall-clock extrapolations from the run's own pace so far (set-up included), so they
+are estimates, and say so (``~``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterable, Sequence
+
+
+def fraction(steps: int | None, timesteps: int) -> float:
+    """The share of its step budget a run has done, in [0, 1] (0 before its first report)."""
+    if not steps or timesteps <= 0:
+        return 0.0
+    return min(1.0, steps / timesteps)
+
+
+def seconds_left(elapsed: float, frac: float) -> float | None:
+    """Wall seconds left at the pace so far, or None before there is a pace (``frac`` is 0)."""
+    if frac <= 0.0 or elapsed <= 0.0:
+        return None
+    return elapsed * (1.0 - frac) / frac
+
+
+def duration(seconds: float) -> str:
+    """``40 s``, ``13 min``, ``2 h 05 min``: a time left, to the precision an estimate has."""
+    s = max(0, int(round(seconds)))
+    if s < 90:
+        return f"{s} s"
+    m = (s + 30) // 60
+    if m < 90:
+        return f"{m} min"
+    return f"{m // 60} h {m % 60:02d} min"
+
+
+def run_progress(steps: int | None, timesteps: int, started_at: float | None, now: float) -> str:
+    """``412,160 of 1,000,000 (41%, ~13 min left)`` for a running run; ``—`` before its first report."""
+    if not steps:
+        return "—"
+    frac = fraction(steps, timesteps)
+    left = seconds_left(now - started_at, frac) if started_at else None
+    return f"{steps:,} of {timesteps:,} ({frac:.0%}" + (f", ~{duration(left)} left)" if left is not None else ")")
+
+
+def progress_line(suite: str, n_cells: int, n_finished: int, running: Sequence[tuple[str, float]], elapsed: float,
+                  shown: int = 4) -> str:
+    """One line for a log: cells finished, the running ones with their fractions, time so far and left.
+
+    :param running: ``(name, fraction)`` of each cell in flight; the first ``shown`` are named.
+    """
+    done = n_finished + sum(f for _, f in running)
+    left = seconds_left(elapsed, done / n_cells) if n_cells else None
+    named = ", ".join(f"{name} {f:.0%}" for name, f in running[:shown])
+    more = f", +{len(running) - shown} more" if len(running) > shown else ""
+    return (f"{suite}: {n_finished}/{n_cells} cells finished"
+            + (f"; running: {named}{more}" if running else "")
+            + f"; {duration(elapsed)} so far" + (f", ~{duration(left)} left" if left is not None else ""))
+
+
+class LiveProgress:
+    """Polls the store for the steps of this ``bench run``'s cells in flight, every ``every`` seconds,
+    in a daemon thread, and hands ``on_poll`` a ``{key: fraction}`` of those running.
+
+    ``finished(key)`` takes a cell out of the poll once its outcome is in. A failed poll (a store
+    briefly unreachable) is skipped: progress is a display, never a reason to stop a run.
+    """
+
+    def __init__(self, rows: Callable[[list[str]], dict[str, Any]], keys: Iterable[str],
+                 on_poll: Callable[[dict[str, float]], None], every: float = 10.0):
+        self._rows, self._on_poll, self.every = rows, on_poll, every
+        self._pending = set(keys)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="bench-progress", daemon=True)
+
+    def finished(self, key: str) -> None:
+        with self._lock:
+            self._pending.discard(key)
+
+    def poll(self) -> dict[str, float]:
+        """``{key: fraction}`` of the cells still pending that are running and have reported steps."""
+        with self._lock:
+            keys = sorted(self._pending)
+        fracs = {k: fraction(r.total_steps, r.timesteps) for k, r in self._rows(keys).items()
+                 if r.status == "running" and r.total_steps}
+        with self._lock:  # a cell that finished during the query is not counted twice
+            return {k: f for k, f in fracs.items() if k in self._pending}
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self._on_poll(self.poll())
+            except Exception:  # noqa: BLE001 - the next poll tries again
+                pass
+
+    def __enter__(self) -> "LiveProgress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=max(self.every, 5.0))

@@ -1,0 +1,113 @@
+"""How far long runs are: heartbeats carry steps, `bench status` shows them, `bench run` follows them."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from bench.run.progress import LiveProgress, duration, fraction, progress_line, run_progress, seconds_left
+from bench.run.store import Store
+from bench.suites.suite import load_suite
+
+
+def test_fractions_times_and_lines():
+    assert fraction(None, 1000) == 0.0 and fraction(250, 1000) == 0.25 and fraction(1100, 1000) == 1.0
+    assert seconds_left(60.0, 0.0) is None and seconds_left(60.0, 0.25) == pytest.approx(180.0)
+    assert [duration(s) for s in (0, 40, 89, 90, 779, 5300, 5400, 7500)] == \
+        ["0 s", "40 s", "89 s", "2 min", "13 min", "88 min", "1 h 30 min", "2 h 05 min"]
+    # 41% done after 9 minutes: 13 minutes left at that pace.
+    assert run_progress(410_000, 1_000_000, 1000.0, 1000.0 + 540.0) == "410,000 of 1,000,000 (41%, ~13 min left)"
+    assert run_progress(None, 1_000_000, 1000.0, 1600.0) == "—"
+    line = progress_line("ref", 12, 3, [("A seed 0", 0.5), ("B seed 1", 0.25), ("C", 0.1), ("D", 0.1), ("E", 0.05)],
+                         elapsed=600.0)
+    # 3 + 1.0 of 12 cells in 10 minutes: 20 more at that pace.
+    assert line == ("ref: 3/12 cells finished; running: A seed 0 50%, B seed 1 25%, C 10%, D 10%, +1 more; "
+                    "10 min so far, ~20 min left")
+    assert progress_line("ref", 2, 0, [], elapsed=5.0) == "ref: 0/2 cells finished; 5 s so far"
+
+
+def test_live_progress_polls_running_cells_until_they_finish():
+    rows = {"a": SimpleNamespace(status="running", total_steps=500, timesteps=1000),
+            "b": SimpleNamespace(status="running", total_steps=None, timesteps=1000),  # no report yet
+            "c": SimpleNamespace(status="done", total_steps=1000, timesteps=1000)}
+    asked: list[list[str]] = []
+
+    def read(keys):
+        asked.append(keys)
+        return {k: rows[k] for k in keys if k in rows}
+
+    polls: list[dict[str, float]] = []
+    live = LiveProgress(read, ["a", "b", "c", "d"], polls.append, every=0.05)
+    assert live.poll() == {"a": 0.5}
+    live.finished("a")
+    assert live.poll() == {} and asked[-1] == ["b", "c", "d"]
+    with live:  # the thread polls on its own, and a failing read does not stop it
+        rows["b"].total_steps = 250
+        time.sleep(0.3)
+    assert polls and polls[-1] == {"b": 0.25}
+
+    def broken(keys):
+        raise OSError("store unreachable")
+
+    seen: list[dict[str, float]] = []
+    with LiveProgress(broken, ["a"], seen.append, every=0.02):
+        time.sleep(0.1)
+    assert seen == []
+
+
+def test_a_running_cell_reports_its_steps_through_its_heartbeats(tmp_path, monkeypatch):
+    from bench.run import runner
+
+    f = tmp_path / "s.yaml"
+    f.write_text("name: s\nseeds: [0]\ndefaults: {timesteps: 4096}\nenvs: [{id: CartPole-v1}]\n"
+                 "algorithms: [{algo: a2c, impl: bench}]\n")
+    (cell,) = load_suite(f).cells
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    Store(url).register("s", str(f), {}, {}, [cell])
+    beats: list[int] = []
+    real = Store.heartbeat
+
+    def spy(self, key, attempt, steps=None):
+        beats.append(steps)
+        real(self, key, attempt, steps)
+
+    train = runner.train_cell
+
+    def slow(c, recorder):  # a few ms per update, so that beats fall inside the run
+        recorder.heartbeat = lambda: time.sleep(0.002)
+        recorder.heartbeat_every = 0.0
+        train(c, recorder)
+
+    monkeypatch.setattr(Store, "heartbeat", spy)
+    monkeypatch.setattr(runner, "HEARTBEAT_EVERY_S", 0.02)
+    monkeypatch.setattr(runner, "train_cell", slow)
+    runner._STORES.clear()
+    out = runner.run_cell(url, cell, "me:1:1")
+    assert out.status == "done", out
+    final = out.summary["total_steps"]
+    counts = [b for b in beats if b]
+    assert counts and counts == sorted(counts) and counts[-1] <= final, beats
+    assert Store(url).rows([cell.key])[cell.key].total_steps == final  # the final count replaces the live one
+
+
+def test_status_shows_how_far_a_running_run_is(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text("name: s\nseeds: 2\ndefaults: {timesteps: 1000000}\nenvs: [{id: CartPole-v1}]\n"
+                 "algorithms: [{algo: ppo, impl: sb3}]\n")
+    loaded = load_suite(f)
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    db = Store(url)
+    db.register("s", str(f), {}, loaded.env_meta, loaded.cells)
+    c0, _ = loaded.cells
+    a = db.claim(c0.key, "ray-abc@node-7:4242:1")  # a live run on another host
+    db.heartbeat(c0.key, a, 410_000)
+    p = subprocess.run([sys.executable, "-m", "bench", "status", str(f), "--store", url], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    row = next(m.group(0) for m in re.finditer(r"│ CartPole-v1 │ ppo-sb3 │ 0 .*", p.stdout))
+    assert "410,000 of 1,000,000 (41%" in row and "left)" in row
