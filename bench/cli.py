@@ -283,7 +283,7 @@ def run(
     names = {c.key: f"{c.env_id} {c.label} seed {c.seed}" for c in todo}
     # The bar counts finished cells plus the fractions of those in flight (their heartbeats report
     # their steps); a log, which has no bar, gets a line every PROGRESS_LINE_EVERY_S instead.
-    shown = {"finished": 0, "partial": {}, "line_at": t0}
+    shown: dict[str, Any] = {"finished": set(), "partial": {}, "line_at": t0}
     lock = threading.Lock()
     with Progress(
         TextColumn("{task.description}", markup=False),
@@ -299,15 +299,16 @@ def run(
         task = progress.add_task(loaded.suite.name, total=len(todo))
 
         def on_poll(partial: dict[str, float]) -> None:
-            with lock:
-                shown["partial"] = partial
-                progress.update(task, completed=shown["finished"] + sum(partial.values()))
+            with lock:  # a poll read before a cell finished must not count it again
+                shown["partial"] = {k: f for k, f in partial.items() if k not in shown["finished"]}
+                progress.update(task, completed=len(shown["finished"]) + sum(shown["partial"].values()))
                 now = time.perf_counter()
-                if not err.is_terminal and now - shown["line_at"] >= PROGRESS_LINE_EVERY_S:
+                if (not err.is_terminal and now - shown["line_at"] >= PROGRESS_LINE_EVERY_S
+                        and len(shown["finished"]) < len(todo)):
                     shown["line_at"] = now
-                    progress.console.print(progress_line(
-                        loaded.suite.name, len(todo), shown["finished"],
-                        [(names[k], f) for k, f in sorted(partial.items(), key=lambda kv: names[kv[0]])], now - t0))
+                    running = sorted((names[k], f) for k, f in shown["partial"].items())
+                    progress.console.print(progress_line(loaded.suite.name, len(todo), len(shown["finished"]),
+                                                         running, now - t0))
 
         live = LiveProgress(db.rows, names, on_poll, every=HEARTBEAT_EVERY_S)
 
@@ -315,9 +316,9 @@ def run(
             results.append((cell, outcome))
             live.finished(cell.key)
             with lock:
-                shown["finished"] += 1
+                shown["finished"].add(cell.key)
                 shown["partial"].pop(cell.key, None)
-                progress.update(task, completed=shown["finished"] + sum(shown["partial"].values()))
+                progress.update(task, completed=len(shown["finished"]) + sum(shown["partial"].values()))
             s = outcome.summary
             if outcome.status == "done":
                 stt = s.get("steps_to_threshold")
