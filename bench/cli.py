@@ -760,8 +760,22 @@ def tune(
 
 
 #: The project's shipped reference results, read when the user has no store of their own: one packed
-#: folder per category (`bench export --format pack`).
+#: folder per category (`bench export --format pack`), in the working directory's checkout or else in
+#: the checkout this package runs from (an editable install), so that `bench recommend` answers from
+#: any directory.
 REFERENCE_DIR = Path("results/reference")
+_CHECKOUT_REFERENCE_DIR = Path(__file__).resolve().parent.parent / "results" / "reference"
+
+
+def _reference_dir() -> Path | None:
+    """Where the shipped reference is: the working directory's ``results/reference``, else the
+    package's checkout's; ``None`` where neither holds a pack (a wheel installed on its own)."""
+    from bench.run import packed
+
+    for d in (REFERENCE_DIR, _CHECKOUT_REFERENCE_DIR):
+        if d.is_dir() and packed.packs_under(d):
+            return d
+    return None
 
 
 def _reference_url() -> str | None:
@@ -772,7 +786,8 @@ def _reference_url() -> str | None:
 
     from bench.run import packed
 
-    packs = packed.packs_under(REFERENCE_DIR)
+    ref_dir = _reference_dir()
+    packs = packed.packs_under(ref_dir) if ref_dir is not None else []
     if packs:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench"
         try:
@@ -801,7 +816,8 @@ def _results_store(store: str, *, need_done: bool = True) -> tuple[str, str]:
     db = _open_readonly(url)
     if db is None:
         if store == DEFAULT_URL and (ref := _reference_url()) is not None:
-            where = f"{REFERENCE_DIR}/" if REFERENCE_DIR.is_dir() else describe_url(ref)
+            ref_dir = _reference_dir()
+            where = f"{ref_dir}/" if ref_dir is not None else describe_url(ref)
             return ref, (f"reading the project's shipped reference results ({where}): "
                          f"there is no store of your own at {describe_url(DEFAULT_URL)}")
         raise _bad_input(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)")

@@ -154,6 +154,20 @@ def test_export_pack_and_the_shipped_reference_fallback(tmp_path):
     assert dense and dense[0]["algorithm"] == "ppo"
 
 
+def test_the_reference_is_found_from_any_directory(tmp_path, monkeypatch):
+    # `bench recommend` away from the checkout (an editable install used from one's own project)
+    # reads the checkout's packs; a results/reference/ in the working directory comes first.
+    from bench import cli
+
+    checkout = Path(__file__).resolve().parent.parent / "results" / "reference"
+    monkeypatch.chdir(tmp_path)
+    assert cli._reference_dir() == checkout
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9)], seeds=2, suite="ref-x")
+    packed.pack(url, "ref-x", tmp_path / "results" / "reference" / "x")
+    assert cli._reference_dir() == Path("results/reference")
+
+
 def test_the_shipped_reference_stays_under_40_mb_and_every_pack_reads():
     # Issue 13: the whole shipped reference (every category's pack) stays under 40 MB in the tree.
     from bench.run import packed
