@@ -517,7 +517,8 @@ def _export_scores(url: str, suite: Optional[str], column: str, format: str, out
 
     from bench.analysis import scoring
 
-    scored = scoring.score(scoring.load(url, [suite] if suite else None, log=lambda s: err.print(s, markup=False)))
+    scored = scoring.score(scoring.load(url, [suite] if suite else None, diagnostics=False,
+                                        log=lambda s: err.print(s, markup=False)))
     envs, mats = scoring.score_matrices(scored, column)
     if not mats:
         raise _bad_input(f"--format {format}: no done runs with normalised scores in the store"
@@ -911,7 +912,7 @@ def recommend(
 
     from bench.analysis import scoring
 
-    data = scoring.load(url, log=lambda s: err.print(s, markup=False))
+    data = scoring.load(url, diagnostics=False, log=lambda s: err.print(s, markup=False))
     scored = scoring.score(data)
     rows = scoring.recommendation_rows(
         scoring.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))

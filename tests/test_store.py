@@ -159,3 +159,28 @@ def test_heartbeats_report_steps_and_a_new_attempt_starts_without_them(store_url
     assert b == a + 1 and db.rows([c.key])[c.key].total_steps is None
     assert db.finish(c.key, b, "done", result())
     assert db.rows([c.key])[c.key].total_steps == 1000
+
+
+def test_read_frame_is_read_sql(store_url):
+    # The fast reader behind reports and packs gives pandas' own frame: values, NULLs, dtypes, order.
+    import pandas as pd
+
+    from bench.run.store import episodes, read_frame
+
+    db = Store(store_url)
+    cells = make_cells(2)
+    suite = "it's 100% \\ a suite"  # bound, not inlined: quotes, percent and backslash stay text
+    db.register(suite, "s.yaml", {}, {}, cells)
+    for i, c in enumerate(cells):
+        a = db.claim(c.key, ME)
+        r = result(n_eps=4 + i)
+        r.episodes["cpu_s"] = [None, 0.5, 1.25, 2.0, 3.0][: 4 + i]
+        assert db.finish(c.key, a, "done", r)
+    q = sa.select(episodes).where(episodes.c.key.in_([c.key for c in cells])).order_by(episodes.c.key, episodes.c.idx)
+    with db.engine.connect() as conn:
+        fast, slow = read_frame(conn, q), pd.read_sql(q, conn)
+        empty = read_frame(conn, q.where(episodes.c.key == "none"))
+    pd.testing.assert_frame_equal(fast, slow)
+    assert len(fast) == 9 and fast["cpu_s"].isna().sum() == 2
+    assert list(empty.columns) == list(slow.columns) and len(empty) == 0
+    assert len(db.episodes_frame(suite)) == 9 and db.episodes_frame("it").empty

@@ -168,13 +168,15 @@ class Data:
     notes: list[str] = field(default_factory=list)
 
 
-def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool = True,
+def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool = True, diagnostics: bool = True,
          log: Callable[[str], None] | None = None) -> Data:
     """Read runs, episodes, diagnostics, env traits and anchors of ``suites`` (default: all but the
     suites that test a claim, see below).
 
     :param anchors: compute missing env anchors (a few seconds of random play per
         env, stored once). With ``False`` only stored anchors are used.
+    :param diagnostics: with ``False`` the diagnostics frame is left empty: :func:`score` and the
+        recommendation table do not read it (the report's collapse flags and claims do).
     :raises KeyError: a named suite is not in the store.
     """
     import sqlalchemy as sa
@@ -226,14 +228,15 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
         cpu_col = st.episodes.c.cpu_s if st.has_column(c, "episodes", "cpu_s") else sa.null().label("cpu_s")
         for i in range(0, len(keys), 500):
             chunk = keys[i : i + 500]
-            episodes.append(pd.read_sql(
+            episodes.append(st.read_frame(c,
                 sa.select(st.episodes.c.key, st.episodes.c.step, st.episodes.c.wall_s, cpu_col, st.episodes.c.ret)
-                .where(st.episodes.c.key.in_(chunk)).order_by(st.episodes.c.key, st.episodes.c.idx), c))
-            diags.append(pd.read_sql(
-                sa.select(st.diagnostics.c.key, st.diagnostics.c.step, st.diagnostics.c.name, st.diagnostics.c.value)
-                .where(st.diagnostics.c.key.in_(chunk),
-                       st.diagnostics.c.name.in_(DIAGNOSTICS + COLLAPSE_DIAGNOSTICS + SEQUENCE_DIAGNOSTICS))
-                .order_by(st.diagnostics.c.key, st.diagnostics.c.id), c))
+                .where(st.episodes.c.key.in_(chunk)).order_by(st.episodes.c.key, st.episodes.c.idx)))
+            if diagnostics:
+                diags.append(st.read_frame(c,
+                    sa.select(st.diagnostics.c.key, st.diagnostics.c.step, st.diagnostics.c.name, st.diagnostics.c.value)
+                    .where(st.diagnostics.c.key.in_(chunk),
+                           st.diagnostics.c.name.in_(DIAGNOSTICS + COLLAPSE_DIAGNOSTICS + SEQUENCE_DIAGNOSTICS))
+                    .order_by(st.diagnostics.c.key, st.diagnostics.c.id)))
     ep = pd.concat(episodes, ignore_index=True) if episodes else empty_ep
     dg = pd.concat(diags, ignore_index=True) if diags else empty_dg
 

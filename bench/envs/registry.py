@@ -314,11 +314,16 @@ def env_exists(env_id: str) -> bool:
     :raises KeyError: the key's module cannot be imported.
     :raises ValueError: the key's bracketed kwargs do not parse.
     """
-    _register_ale()
-    _register_minatar()
     module, gym_id, _ = parse_env_key(env_id)
     if module:
         _import_module(module)
+    if gym_id in gym.registry:
+        return True
+    # The extras register their ids on import, and only an id not yet known needs them: importing
+    # MinAtar costs ~3 s (it pulls in seaborn), a third of `bench recommend` on the shipped reference.
+    _register_ale()
+    if gym_id.startswith(MINATAR_PREFIX):
+        _register_minatar()
     return gym_id in gym.registry
 
 

@@ -88,7 +88,7 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
         for name in ("runs", "episodes", "diagnostics", "evaluations"):
             t = st.metadata.tables[name]
             order = [t.c.key] + ([t.c.idx] if "idx" in t.c else [t.c.id] if "id" in t.c else [])
-            parts = [pd.read_sql(sa.select(t).where(t.c.key.in_(keys[i:i + 500])).order_by(*order), c)
+            parts = [st.read_frame(c, sa.select(t).where(t.c.key.in_(keys[i:i + 500])).order_by(*order))
                      for i in range(0, len(keys), 500)]
             df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[col.name for col in t.c])
             frames[name] = df.drop(columns=["id"]) if name == "diagnostics" else df
