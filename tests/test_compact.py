@@ -79,8 +79,21 @@ def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
     # writes the same manifest, so change one byte-for-byte rather than rely on the clock).
     manifest = tmp_path / "ref" / "two" / packed.MANIFEST
     manifest.write_text(manifest.read_text().replace('"packed_at": "', '"packed_at": "0'))
+    abandoned = cache.with_name(f"{cache.name}.999999999-1.building")  # its builder was killed
+    abandoned.write_bytes(b"half")
     packed.unpack(packed.packs_under(tmp_path / "ref"), cache)
     assert cache.stat().st_mtime_ns != stamp
+    assert sorted(p.name for p in cache.parent.iterdir()) == ["reference.db", "reference.db.fingerprint"]
+    # Two builders at once (two first `bench recommend`s) each end with the whole store.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.run import store as st
+
+    (cache.parent / "reference.db.fingerprint").unlink()
+    with ThreadPoolExecutor(2) as ex:
+        urls = list(ex.map(lambda _: packed.unpack(packed.packs_under(tmp_path / "ref"), cache), range(2)))
+    assert sorted(p.name for p in cache.parent.iterdir()) == ["reference.db", "reference.db.fingerprint"]
+    assert urls == [got, got] and len(st.Store(got).runs_frame()) == len(full.runs)
 
 
 def test_episode_clocks_are_kept_to_the_millisecond_and_packed_as_exact_integers(tmp_path):
@@ -154,7 +167,7 @@ def test_export_pack_and_the_shipped_reference_fallback(tmp_path):
     assert dense and dense[0]["algorithm"] == "ppo"
 
 
-def test_the_reference_is_found_from_any_directory(tmp_path, monkeypatch):
+def test_the_reference_is_found_from_any_directory(tmp_path, monkeypatch, capsys):
     # `bench recommend` away from the checkout (an editable install used from one's own project)
     # reads the checkout's packs; a results/reference/ in the working directory comes first.
     from bench import cli
@@ -166,6 +179,12 @@ def test_the_reference_is_found_from_any_directory(tmp_path, monkeypatch):
     write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9)], seeds=2, suite="ref-x")
     packed.pack(url, "ref-x", tmp_path / "results" / "reference" / "x")
     assert cli._reference_dir() == Path("results/reference")
+    # The first read unpacks it into the cache and says so (tens of seconds for the real reference).
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = cli._reference_url()
+    assert "first use of the shipped reference: unpacking 1 pack(s)" in capsys.readouterr().err
+    assert cli._reference_url() == first == f"sqlite:///{tmp_path / 'cache' / 'bench' / 'reference.db'}"
+    assert capsys.readouterr().err == ""
 
 
 def test_the_shipped_reference_stays_under_40_mb_and_every_pack_reads():

@@ -184,3 +184,31 @@ def test_read_frame_is_read_sql(store_url):
     assert len(fast) == 9 and fast["cpu_s"].isna().sum() == 2
     assert list(empty.columns) == list(slow.columns) and len(empty) == 0
     assert len(db.episodes_frame(suite)) == 9 and db.episodes_frame("it").empty
+
+
+def test_insert_frame_binds_plain_values_nan_as_null_and_skips_rows_already_there(store_url):
+    # The bulk loader behind bench import and the shipped reference's cache.
+    import numpy as np
+    import pandas as pd
+
+    from bench.run.store import episodes, insert_frame, read_frame
+
+    db = Store(store_url)
+    cells = make_cells(1)
+    db.register("s", "s.yaml", {}, {}, cells)
+    k = cells[0].key
+    df = pd.DataFrame({"key": [k, k, k], "idx": np.array([0, 1, 2], dtype="int64"), "step": [10, 20, 30],
+                       "wall_s": [0.5, 1.0, 1.5], "ret": [1.0, -2.25, 3.0], "length": [10, 10, 10],
+                       "cpu_s": [np.nan, 0.75, 1.25]})
+    q = sa.select(episodes.c.key, episodes.c.idx, episodes.c.step, episodes.c.wall_s, episodes.c.ret,
+                  episodes.c.length, episodes.c.cpu_s).where(episodes.c.key == k).order_by(episodes.c.idx)
+    with db.engine.begin() as conn:
+        insert_frame(conn, episodes, df.iloc[:2])
+        insert_frame(conn, episodes, df.assign(ret=[9.0, 9.0, 3.0]))  # rows 0 and 1 are there: kept as they are
+        insert_frame(conn, episodes, df.iloc[:0])
+    with db.engine.connect() as conn:
+        back = read_frame(conn, q)
+        nulls = conn.execute(sa.select(sa.func.count()).select_from(episodes)
+                             .where(episodes.c.key == k, episodes.c.cpu_s.is_(None))).scalar()
+    pd.testing.assert_frame_equal(back, df, check_dtype=False)
+    assert nulls == 1  # NULL, not a stored NaN (PostgreSQL keeps NaN as a value)

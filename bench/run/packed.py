@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -223,19 +225,43 @@ def unpack(packs: list[Path], cache: Path) -> str:
     half-built one, and two readers building at once each end with a whole one.
     """
     cache = Path(cache)
-    stamp = cache.with_name(cache.name + ".fingerprint")
-    fp = fingerprint(packs)
-    if cache.is_file() and stamp.is_file() and stamp.read_text().strip() == fp:
+    if is_unpacked(packs, cache):
         return f"sqlite:///{cache}"
+    stamp, fp = _stamp(cache), fingerprint(packs)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(f"{cache.name}.{fp}.building")
-    tmp.unlink(missing_ok=True)
-    db = st.Store(f"sqlite:///{tmp}")
-    load(packs, db)
-    db.dispose()
-    tmp.replace(cache)
+    _remove_abandoned_builds(cache)
+    # One per builder (process and thread), so builders side by side never share a file.
+    tmp = cache.with_name(f"{cache.name}.{os.getpid()}-{threading.get_ident()}.building")
+    try:
+        db = st.Store(f"sqlite:///{tmp}")
+        load(packs, db)
+        db.dispose()
+        tmp.replace(cache)
+    finally:
+        tmp.unlink(missing_ok=True)
     stamp.write_text(fp + "\n")
     return f"sqlite:///{cache}"
+
+
+def _remove_abandoned_builds(cache: Path) -> None:
+    """Delete half-built copies of ``cache`` whose builder is gone (killed before its ``finally``)."""
+    for f in cache.parent.glob(f"{cache.name}.*.building"):
+        try:
+            os.kill(int(f.name[len(cache.name) + 1:-len(".building")].split("-")[0]), 0)
+        except ProcessLookupError:
+            f.unlink(missing_ok=True)
+        except (ValueError, PermissionError):  # not ours to judge: another user's, or a name we did not write
+            pass
+
+
+def _stamp(cache: Path) -> Path:
+    return cache.with_name(cache.name + ".fingerprint")
+
+
+def is_unpacked(packs: list[Path], cache: Path) -> bool:
+    """Whether :func:`unpack` would find ``cache`` already built from these very packs."""
+    stamp = _stamp(Path(cache))
+    return Path(cache).is_file() and stamp.is_file() and stamp.read_text().strip() == fingerprint(packs)
 
 
 def with_siblings(packs: list[Path]) -> list[Path]:
@@ -305,5 +331,8 @@ def load(packs: list[Path], db: "st.Store") -> dict[str, int]:
                     df = clocks_to_s(df)
                 table = st.metadata.tables[name]
                 df = df[[col for col in df.columns if col in table.c]]
-                c.execute(st._insert(c, table).on_conflict_do_nothing(), df.astype(object).where(df.notna(), None).to_dict("records"))
+                if name in ("episodes", "diagnostics", "evaluations"):  # millions of rows of plain numbers
+                    st.insert_frame(c, table, df)
+                else:
+                    c.execute(st._insert(c, table).on_conflict_do_nothing(), df.astype(object).where(df.notna(), None).to_dict("records"))
     return counts

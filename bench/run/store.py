@@ -257,6 +257,35 @@ def read_frame(conn: Any, stmt: Any):
     return pd.DataFrame.from_records(rows, columns=names, coerce_float=True)  # as read_sql builds it
 
 
+def insert_frame(conn: Any, table: sa.Table, df: Any) -> None:
+    """Insert the rows of ``df`` (columns named as ``table``'s, plain numbers and strings) into
+    ``table``, skipping rows whose key is already there (ON CONFLICT DO NOTHING), NaN as NULL.
+
+    The driver's own ``executemany`` takes the rows: SQLAlchemy's per-row parameter objects and
+    pandas' per-value boxing cost four times the inserts themselves (loading the shipped
+    reference's 3M episode rows: 85 s through ``execute(insert, records)``).
+    """
+    cols = list(df.columns)
+    compiled = _insert(conn, table).on_conflict_do_nothing().compile(dialect=conn.dialect, column_keys=cols)
+    values = []
+    for col in cols:
+        v = df[col].to_numpy(dtype=object)  # Python ints, floats and strs, which every driver binds
+        v[df[col].isna().to_numpy()] = None
+        values.append(v.tolist())
+    if compiled.positional:
+        order = [cols.index(k) for k in compiled.positiontup]
+        rows: Any = list(zip(*(values[i] for i in order)))
+    else:
+        rows = [dict(zip(cols, r)) for r in zip(*values)]
+    if not rows:
+        return
+    cur = conn.connection.driver_connection.cursor()
+    try:
+        cur.executemany(str(compiled), rows)
+    finally:
+        cur.close()
+
+
 def has_column(conn: Any, table: str, column: str) -> bool:
     """Whether ``table`` has ``column`` (a store written before a migration may not)."""
     return column in {c["name"] for c in sa.inspect(conn).get_columns(table)}
