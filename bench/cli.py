@@ -517,7 +517,7 @@ def _export_scores(url: str, suite: Optional[str], column: str, format: str, out
 
     from bench.analysis import scoring
 
-    scored = scoring.score(scoring.load(url, [suite] if suite else None, diagnostics=False,
+    scored = scoring.score(scoring.load(url, [suite] if suite else None, diagnostics=(),
                                         log=lambda s: err.print(s, markup=False)))
     envs, mats = scoring.score_matrices(scored, column)
     if not mats:
@@ -872,7 +872,12 @@ def report(
 
     from bench.analysis.report import build
 
-    path = build(url, out_dir, chosen or None, log=lambda s: err.print(s))
+    if err.is_terminal:  # a live line of the step under way; logs and CI get only the lines that stay
+        with err.status("report: reading the store") as live:
+            path = build(url, out_dir, chosen or None, log=lambda s: err.print(s),
+                         stage=lambda s: live.update(f"report: {s}"))
+    else:
+        path = build(url, out_dir, chosen or None, log=lambda s: err.print(s))
     if screenshot is not None:
         from bench.analysis.report import screenshot as take
 
@@ -916,7 +921,8 @@ def recommend(
 
     from bench.analysis import scoring
 
-    data = scoring.load(url, diagnostics=False, log=lambda s: err.print(s, markup=False))
+    data = scoring.load(url, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
+                        log=lambda s: err.print(s, markup=False))
     scored = scoring.score(data)
     rows = scoring.recommendation_rows(
         scoring.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))

@@ -198,8 +198,12 @@ def test_report_warns_when_wall_clock_comes_from_different_hardware(tmp_path):
     write_store(url, ENVS[:1], OTHERS[:1], seeds=3, suite="there", meta_extra={"cpu_model": "Other CPU", "torch_threads": 4})
     html = build(url, tmp_path / "out").read_text()
     assert "Wall-clock warning" in html and "Other CPU · 4 torch thread(s)" in html
-    single = build(url, tmp_path / "one", ["here"]).read_text()
+    steps: list[str] = []
+    single = build(url, tmp_path / "one", ["here"], stage=steps.append).read_text()
     assert "Wall-clock warning" not in single
+    # The live status line of `bench report` in a terminal walks through the steps, each env named.
+    assert steps[0] == "reading the store" and f"figures of {ENVS[0]} (1 of 1)" in steps
+    assert steps.index("claims") < steps.index("implementation parity")
 
 
 def test_bad_input_is_one_line_and_exit_2(planted, tmp_path):

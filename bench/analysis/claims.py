@@ -96,13 +96,18 @@ def measures(scored: scoring.Scored, diagnostics: pd.DataFrame) -> pd.DataFrame:
     r["model_bytes"] = [float((m or {}).get("model_memory", {}).get("total_bytes", np.nan)) if isinstance(m, dict)
                         else np.nan for m in r["meta"]]
     r["exact_match"] = r["key"].map(_last_mean(diagnostics, "seq/exact_match"))
-    r["hacking"] = [_gap_growth(diagnostics, k, e) for k, e in zip(r["key"], r["env"])]
+    # Split the scores by run once: filtering the whole frame per run is quadratic (565 runs × 1.4M rows
+    # of the shipped reference cost 14 s of a report).
+    scores = diagnostics[diagnostics["name"].isin(("seq/proxy_score", "seq/true_score"))]
+    by_run = dict(tuple(scores.groupby("key", sort=False)))
+    r["hacking"] = [_gap_growth(by_run.get(k, scores.iloc[:0]), e) for k, e in zip(r["key"], r["env"])]
     return r
 
 
-def _series(diagnostics: pd.DataFrame, key: str, name: str) -> np.ndarray:
-    d = diagnostics[(diagnostics["key"] == key) & (diagnostics["name"] == name)]
-    return d.sort_values("step")["value"].to_numpy(float)
+def _series(diagnostics: pd.DataFrame, name: str) -> np.ndarray:
+    """One run's ``name`` values in step order (``diagnostics``: that run's rows)."""
+    d = diagnostics[diagnostics["name"] == name]
+    return d.sort_values("step", kind="stable")["value"].to_numpy(float)
 
 
 def _last_mean(diagnostics: pd.DataFrame, name: str) -> dict[str, float]:
@@ -111,11 +116,12 @@ def _last_mean(diagnostics: pd.DataFrame, name: str) -> dict[str, float]:
     return {k: float(g["value"].to_numpy(float)[-LAST_UPDATES:].mean()) for k, g in d.groupby("key", sort=False)}
 
 
-def _gap_growth(diagnostics: pd.DataFrame, key: str, env: str) -> float:
-    """Reward hacking in one run of the preference task: the growth of ``proxy − true`` (the true score
-    standardised on the reward model's comparison responses, the proxy's own scale) from the first 3
-    updates to the last :data:`LAST_UPDATES`; NaN where the run recorded no proxy score."""
-    proxy, true = _series(diagnostics, key, "seq/proxy_score"), _series(diagnostics, key, "seq/true_score")
+def _gap_growth(diagnostics: pd.DataFrame, env: str) -> float:
+    """Reward hacking in one run of the preference task (``diagnostics``: that run's rows): the growth
+    of ``proxy − true`` (the true score standardised on the reward model's comparison responses, the
+    proxy's own scale) from the first 3 updates to the last :data:`LAST_UPDATES`; NaN where the run
+    recorded no proxy score."""
+    proxy, true = _series(diagnostics, "seq/proxy_score"), _series(diagnostics, "seq/true_score")
     n = min(proxy.size, true.size)
     if n < 3 + LAST_UPDATES:
         return float("nan")

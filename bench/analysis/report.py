@@ -369,11 +369,19 @@ def _inventory(data: an.Data) -> tuple[list[dict], list[dict]]:
 
 
 def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
-          log: Callable[[str], None] | None = None, anchors: bool = True) -> Path:
-    """Write ``out_dir/index.html`` for ``suites`` (default: all in the store); returns its path."""
+          log: Callable[[str], None] | None = None, anchors: bool = True,
+          stage: Callable[[str], None] | None = None) -> Path:
+    """Write ``out_dir/index.html`` for ``suites`` (default: all in the store); returns its path.
+
+    :param log: gets the lines worth keeping (notes while reading, the time it took).
+    :param stage: gets the step under way, for a live status line (a report of the shipped
+        reference takes tens of CPU seconds).
+    """
     import jinja2
 
+    stage = stage or (lambda _: None)
     t0 = time.perf_counter()
+    stage("reading the store")
     data = an.load(store_url, suites, anchors=anchors, log=log)
     scored = an.score(data)
     runs = scored.runs
@@ -387,7 +395,8 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     flagged = collapse.flags(runs, data.episodes, data.diagnostics, data.anchors, data.traits)
     last_eval = _last_evaluations(data.store_url, runs)
     env_sections = []
-    for env_id, c in scored.curves.items():
+    for i, (env_id, c) in enumerate(scored.curves.items()):
+        stage(f"figures of {env_id} ({i + 1} of {len(scored.curves)})")
         g = runs[runs["env"] == env_id]
         a = data.anchors.get(env_id)
         thr = data.traits.get(env_id, {}).get("threshold")
@@ -415,6 +424,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     across = None
     dm = pd.DataFrame()
     if an.normalised_envs(scored):
+        stage("across environments and the decision matrix")
         agg = an.across_envs(scored)
         pim = an.improvement_matrix(scored)
         plabels = sorted(runs.loc[runs["final_norm"].notna(), "label"].unique())
@@ -441,9 +451,12 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
 
     # The claims of the suites asked for; by default of every claim suite in the store (which the
     # rest of the report leaves out, see scoring.load).
+    stage("claims")
     claim_rows = cl.rows(cl.evaluate(store_url, suites, anchors=anchors))
 
     from bench.analysis import parity as par
+
+    stage("implementation parity")
 
     parity_rows = [row for algo, a, b in par.implementation_pairs(runs)
                    for row in parity_table_rows(par.parity(

@@ -168,18 +168,21 @@ class Data:
     notes: list[str] = field(default_factory=list)
 
 
-def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool = True, diagnostics: bool = True,
-         log: Callable[[str], None] | None = None) -> Data:
+def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool = True,
+         diagnostics: Iterable[str] | None = None, log: Callable[[str], None] | None = None) -> Data:
     """Read runs, episodes, diagnostics, env traits and anchors of ``suites`` (default: all but the
     suites that test a claim, see below).
 
     :param anchors: compute missing env anchors (a few seconds of random play per
         env, stored once). With ``False`` only stored anchors are used.
-    :param diagnostics: with ``False`` the diagnostics frame is left empty: :func:`score` and the
-        recommendation table do not read it (the report's collapse flags and claims do).
+    :param diagnostics: the diagnostic names to read (default: every one the report uses,
+        :data:`DIAGNOSTICS`, :data:`COLLAPSE_DIAGNOSTICS` and :data:`SEQUENCE_DIAGNOSTICS`). Fewer
+        is faster: :func:`score` reads none, the recommendation table only the sequence tasks'.
     :raises KeyError: a named suite is not in the store.
     """
     import sqlalchemy as sa
+
+    diag_names = list(DIAGNOSTICS + COLLAPSE_DIAGNOSTICS + SEQUENCE_DIAGNOSTICS if diagnostics is None else diagnostics)
 
     from bench.analysis.anchors import ensure_anchors, stored_anchors
     from bench.run import store as st
@@ -231,11 +234,11 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
             episodes.append(st.read_frame(c,
                 sa.select(st.episodes.c.key, st.episodes.c.step, st.episodes.c.wall_s, cpu_col, st.episodes.c.ret)
                 .where(st.episodes.c.key.in_(chunk)).order_by(st.episodes.c.key, st.episodes.c.idx)))
-            if diagnostics:
+            if diag_names:
                 diags.append(st.read_frame(c,
                     sa.select(st.diagnostics.c.key, st.diagnostics.c.step, st.diagnostics.c.name, st.diagnostics.c.value)
                     .where(st.diagnostics.c.key.in_(chunk),
-                           st.diagnostics.c.name.in_(DIAGNOSTICS + COLLAPSE_DIAGNOSTICS + SEQUENCE_DIAGNOSTICS))
+                           st.diagnostics.c.name.in_(diag_names))
                     .order_by(st.diagnostics.c.key, st.diagnostics.c.id)))
     ep = pd.concat(episodes, ignore_index=True) if episodes else empty_ep
     dg = pd.concat(diags, ignore_index=True) if diags else empty_dg

@@ -20,6 +20,7 @@ very same model.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -167,6 +168,7 @@ def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.sum(np.sign(x[i] - x[j]) * np.sign(y[i] - y[j])) / i.size)
 
 
+@functools.lru_cache(maxsize=64)  # pure in its arguments; a report asks once per run (0.15 s each)
 def true_score_scale(length: int = 8, pairs: int = 2000, noise: float = 0.25, seed: int = 0) -> tuple[float, float]:
     """Mean and standard deviation of the true score over the responses of the reward model's own
     comparisons: the distribution on which its proxy score is standardised. ``(true − mean) / std`` puts
