@@ -116,6 +116,26 @@ def _bad_input(lines: list[str] | str) -> typer.Exit:
     return typer.Exit(2)
 
 
+def _writable(flag: str, path: Path, *, folder: bool) -> Path:
+    """``path`` if the command can write it there (a file, or with ``folder`` a folder to fill), checked
+    before any work: creates nothing. Else one line naming ``flag``, exit status 2 (a measurement of
+    minutes must not end in an unwritable path)."""
+    import os
+
+    what = "a folder (new or existing)" if folder else "a file path (new or existing)"
+    if path.exists() and path.is_dir() != folder:
+        raise _bad_input(f"{flag}: {path} is {'a file' if folder else 'a folder'}; allowed: {what}")
+    up = path if path.exists() else path.parent
+    while not up.exists() and up != up.parent:
+        up = up.parent
+    if not up.is_dir():
+        raise _bad_input(f"{flag}: {path} cannot be created: {up} is not a folder; allowed: {what} under a folder")
+    if not os.access(up, os.W_OK | os.X_OK):
+        raise _bad_input(f"{flag}: {path} cannot be written: {up} is not writable by this user; allowed: {what} "
+                         "somewhere writable")
+    return path
+
+
 def _load(suite_path: Path):
     from bench.suites.suite import SuiteError, load_suite
 
@@ -444,6 +464,7 @@ def export(
     if format != "pack" and out_path.is_dir():
         suffix = {"rliable-npz": "npz", "rliable-json": "json"}.get(format, format)
         raise _bad_input(f"--out: {out_path} is a folder; allowed: a file path, e.g. {out_path / (what + '.' + suffix)}")
+    _writable("--out", out_path, folder=format == "pack")
     db = _open_readonly(url)
     if db is None:
         raise _bad_input(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)")
@@ -602,6 +623,8 @@ def speed(
     why = vec_env_problem(env, vec_env)
     if why is not None:
         raise _bad_input(f"--vec-env: {vec_env!r}: {why}")
+    if out_json is not None:
+        _writable("--json", out_json, folder=False)
     results = []
     for a in algos:
         results.append(compare(a, env, timesteps=timesteps, rounds=rounds, sample_seeds=seeds,
@@ -662,6 +685,8 @@ def tune(
                             targets_from_suite, with_anchor)
 
     obj = objective.value if objective else None
+    if export_path is not None:  # checked first: tuning takes hours, and the export comes last
+        _writable("--export", export_path, folder=False)
     try:
         if suite is not None:
             if algo or env:
@@ -868,6 +893,9 @@ def report(
     out_dir = out_dir or Path("reports") / ("+".join(chosen) if chosen else "all")
     if out_dir.exists() and not out_dir.is_dir():
         raise _bad_input(f"--out: {out_dir} is a file; allowed: a folder (new or existing) for index.html")
+    _writable("--out", out_dir, folder=True)
+    if screenshot is not None:
+        _writable("--screenshot", screenshot, folder=False)
     err.print(where)
 
     from bench.analysis.report import build

@@ -559,9 +559,19 @@ def test_case11_bad_out_paths_are_one_line(tmp_path):
     one_line(p, "--out", "is a file")
     p = bench("export", "--store", url, "--out", str(tmp_path), cwd=tmp_path)
     one_line(p, "--out", "is a folder")
-    p = bench("export", "--store", url, "--out", str(tmp_path / "afile" / "x.csv"), cwd=tmp_path)
-    one_line(p, "afile", rc=1)
+    # A path under a file is refused before any work, as bad input: a report, a speed measurement
+    # or a tuning study must not run for minutes and then fail to write.
+    under = tmp_path / "afile" / "x"
+    for args, flag in [(("export", "--store", url, "--out", f"{under}.csv"), "--out"),
+                       (("export", "--store", url, "--format", "pack", "--suite", "s", "--out", str(under)), "--out"),
+                       (("report", "--store", url, "--out", str(under)), "--out"),
+                       (("report", "--store", url, "--out", str(tmp_path / "rep"), "--screenshot", f"{under}.png"), "--screenshot"),
+                       (("speed", "--timesteps", "64", "--json", f"{under}.json"), "--json"),
+                       (("tune", "--algo", "ppo", "--env", "CartPole-v1", "--trials", "1",
+                         "--store", f"sqlite:///{tmp_path / 't.db'}", "--export", f"{under}.yaml"), "--export")]:
+        one_line(bench(*args, cwd=tmp_path), flag, "cannot be created", "afile is not a folder")
     assert (tmp_path / "afile").read_text() == "x"
+    assert not (tmp_path / "rep").exists() and not (tmp_path / "t.db").exists()
 
 
 def test_case11_a_full_disk_is_one_line(tmp_path, tmpfs):
