@@ -125,12 +125,15 @@ def _writable(flag: str, path: Path, *, folder: bool) -> Path:
     what = "a folder (new or existing)" if folder else "a file path (new or existing)"
     if path.exists() and path.is_dir() != folder:
         raise _bad_input(f"{flag}: {path} is {'a file' if folder else 'a folder'}; allowed: {what}")
-    up = path if path.exists() else path.parent
-    while not up.exists() and up != up.parent:
-        up = up.parent
-    if not up.is_dir():
+    if path.exists():  # replaced (a file) or filled (a folder) where it is
+        up = path
+    else:
+        up = path.parent
+        while not up.exists() and up != up.parent:
+            up = up.parent
+    if up is not path and not up.is_dir():
         raise _bad_input(f"{flag}: {path} cannot be created: {up} is not a folder; allowed: {what} under a folder")
-    if not os.access(up, os.W_OK | os.X_OK):
+    if not os.access(up, os.W_OK | (os.X_OK if up.is_dir() else 0)):
         raise _bad_input(f"{flag}: {path} cannot be written: {up} is not writable by this user; allowed: {what} "
                          "somewhere writable")
     return path
@@ -1093,11 +1096,7 @@ def _recommend_cell(r: dict, col: str) -> str:
     if col == "implementations":
         return r["impl"] or "—"
     if col == "evidence":
-        if not r["envs"]:
-            return "no env"
-        n = len(r["envs"])
-        pair = [r["runs"][x] for x in (r["algorithm"], r["runner_up"]) if x in r["runs"]]
-        return f"{n} env{'s' if n > 1 else ''}, {' v '.join(pair)} runs"
+        return r["evidence"]
     if col == "runner-up":
         return f"{r['runner_up']}: {r['runner_up_score']}" if r["runner_up"] else "—"
     if col == "track record":

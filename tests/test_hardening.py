@@ -572,6 +572,14 @@ def test_case11_bad_out_paths_are_one_line(tmp_path):
         one_line(bench(*args, cwd=tmp_path), flag, "cannot be created", "afile is not a folder")
     assert (tmp_path / "afile").read_text() == "x"
     assert not (tmp_path / "rep").exists() and not (tmp_path / "t.db").exists()
+    # What may be written passes, and the check creates nothing: an existing file (replaced), an
+    # existing folder (filled), a new path in folders still to be made.
+    from bench.cli import _writable
+
+    for path, folder in [(tmp_path / "afile", False), (tmp_path, True), (tmp_path / "new" / "deeper" / "x.json", False),
+                         (tmp_path / "new" / "rep", True)]:
+        assert _writable("--out", path, folder=folder) == path
+    assert not (tmp_path / "new").exists()
 
 
 def test_case11_a_full_disk_is_one_line(tmp_path, tmpfs):

@@ -82,6 +82,20 @@ def test_recommend_says_tie_for_indistinguishable_algorithms(twins, tmp_path):
     assert p.stdout.count("a2c ≈ trpo") + p.stdout.count("trpo ≈ a2c") == 2 and "insufficient evidence" in p.stdout
 
 
+def test_the_page_opens_with_the_answer(planted, tmp_path):
+    # The report's first section is the recommendation table's answers, row for row (profiles with a
+    # measured env), so a reader sees which algorithm before the evidence.
+    page = build(planted, tmp_path / "rep", anchors=False).read_text()
+    assert page.index('id="answer"') < page.index('id="inventory"') < page.index('id="recommendations"')
+    table = re.search(r'<table id="answer-table">(.*?)</table>', page, re.S).group(1)
+    got = [[html_lib.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+           for row in re.findall(r"<tr class=[^>]*>(.*?)</tr>", table, re.S)]
+    rows = [r for r in analysis.recommendation_rows(analysis.recommend(scored(planted))) if r["envs"]]
+    assert got == [[f"{r['action']} {r['obs']} {r['reward']}", r["priority"], r["answer"],
+                    f"{r['p_value']:.2g}" if r["p_value"] is not None else "—", r["evidence"]] for r in rows]
+    assert ["discrete vector dense", "samples", "trpo"] in [g[:3] for g in got]  # the planted winner, named alone
+
+
 def test_recommend_without_a_covering_env_says_so(planted):
     recs = analysis.recommend(scored(planted), obs="pixels")
     assert len(recs) == 8

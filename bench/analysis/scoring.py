@@ -927,7 +927,7 @@ def recommendation_rows(recs: list[Recommendation]) -> list[dict[str, Any]]:
     score, runner_up_score (as printed, with what kind of interval they carry; their numbers as
     ``score_point, score_lo, score_hi, score_kind`` and likewise), p_value,
     implementation (a sentence), impl (a short form: labels without the algorithm's prefix), envs, runs (algorithm → runs per env), track_record ("hits/trials" or ""),
-    hardware, message.
+    hardware, message, evidence (``2 envs, 20 v 20 runs``).
     """
     rows = []
     for r in recs:
@@ -944,8 +944,18 @@ def recommendation_rows(recs: list[Recommendation]) -> list[dict[str, Any]]:
             p_value=r.p_value, implementation=r.implementation, impl=_impl_short(r), envs=list(r.envs), runs=dict(r.runs),
             parity_different=list(r.parity_different),
             track_record=f"{r.loo[0]}/{r.loo[1]}" if r.loo and r.loo[1] else "", hardware=r.hardware, message=r.message,
+            evidence=_evidence(r),
         ))
     return rows
+
+
+def _evidence(r: Recommendation) -> str:
+    """The row's evidence in a few words: ``2 envs, 20 v 20 runs`` (the answer's runs, then the runner-up's)."""
+    if not r.envs:
+        return "no env"
+    n = len(r.envs)
+    pair = [str(r.runs[x]) for x in (r.algorithm, r.runner_up) if x in r.runs]
+    return f"{n} env{'s' if n > 1 else ''}, {' v '.join(pair)} runs"
 
 
 def _impl_short(r: Recommendation) -> str:
