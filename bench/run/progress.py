@@ -64,6 +64,37 @@ def progress_line(suite: str, n_cells: int, n_finished: int, running: Sequence[t
             + f"; {duration(elapsed)} so far" + (f", ~{duration(left)} left" if left is not None else ""))
 
 
+class Heartbeat:
+    """Calls ``beat()`` every ``every`` seconds from a daemon thread while the ``with`` block runs.
+
+    Training holds the GIL only in stretches (torch and NumPy release it, and the
+    interpreter switches threads every few milliseconds), so the beat keeps time
+    even through an update of several minutes. A failed beat (a store briefly
+    unreachable) is retried at the next one.
+    """
+
+    def __init__(self, beat: Callable[[], None], every: float, name: str = "bench-heartbeat"):
+        self.beat = beat
+        self.every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.beat()
+            except Exception:  # noqa: BLE001 - the next beat tries again; the run (or display) goes on
+                pass
+
+    def __enter__(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=max(self.every, 5.0))
+
+
 class LiveProgress:
     """Polls the store for the steps of this ``bench run``'s cells in flight, every ``every`` seconds,
     in a daemon thread, and hands ``on_poll`` a ``{key: fraction}`` of those running.
@@ -77,8 +108,7 @@ class LiveProgress:
         self._rows, self._on_poll, self.every = rows, on_poll, every
         self._pending = set(keys)
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="bench-progress", daemon=True)
+        self._ticker = Heartbeat(lambda: self._on_poll(self.poll()), every, name="bench-progress")
 
     def finished(self, key: str) -> None:
         with self._lock:
@@ -93,17 +123,9 @@ class LiveProgress:
         with self._lock:  # a cell that finished during the query is not counted twice
             return {k: f for k, f in fracs.items() if k in self._pending}
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every):
-            try:
-                self._on_poll(self.poll())
-            except Exception:  # noqa: BLE001 - the next poll tries again
-                pass
-
     def __enter__(self) -> "LiveProgress":
-        self._thread.start()
+        self._ticker.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=max(self.every, 5.0))
+        self._ticker.__exit__(*exc)

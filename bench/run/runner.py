@@ -33,6 +33,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from bench.run.progress import Heartbeat
 from bench.suites.suite import Cell
 
 # Every worker uses one torch/BLAS thread: runs are parallel across processes,
@@ -281,37 +282,6 @@ def _store(url: str):
     if url not in _STORES:
         _STORES[url] = Store(url)
     return _STORES[url]
-
-
-class Heartbeat:
-    """Calls ``beat()`` every ``every`` seconds from a daemon thread while the ``with`` block runs.
-
-    Training holds the GIL only in stretches (torch and NumPy release it, and the
-    interpreter switches threads every few milliseconds), so the beat keeps time
-    even through an update of several minutes. A failed beat (a store briefly
-    unreachable) is retried at the next one.
-    """
-
-    def __init__(self, beat: Callable[[], None], every: float):
-        self.beat = beat
-        self.every = every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="bench-heartbeat", daemon=True)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every):
-            try:
-                self.beat()
-            except Exception:  # noqa: BLE001 - the next beat tries again; the run itself goes on
-                pass
-
-    def __enter__(self) -> "Heartbeat":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=max(self.every, 5.0))
 
 
 def run_cell(store_url: str, cell: Cell, owner: str) -> Outcome:
