@@ -13,6 +13,7 @@ is off on both consoles, and styled words are built as :class:`rich.text.Text`.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from enum import Enum
@@ -26,6 +27,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from bench.run.store import DEFAULT_URL, StoreError
+from typer._click.exceptions import UsageError  # typer's own copy of click: what its parser raises
 
 #: Set by ``--debug``: errors show their traceback instead of one line.
 DEBUG = False
@@ -43,12 +45,17 @@ class _BenchGroup(TyperGroup):
         if "--debug" in head:
             DEBUG = True
             head = [a for a in head if a != "--debug"]
-        return super().parse_args(ctx, head + sep + tail)
+        try:
+            return super().parse_args(ctx, head + sep + tail)
+        except UsageError as e:
+            raise _usage_line(e) from None
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, typer.exceptions.TyperException):  # click's own exits and usage errors
+        except UsageError as e:  # a bad option, value or argument of a command
+            raise _usage_line(e) from None
+        except (typer.Exit, typer.Abort, typer.exceptions.TyperException):  # click's own exits
             raise
         except Exception as e:  # noqa: BLE001 - the one place that turns any error into one line
             if DEBUG:
@@ -57,6 +64,29 @@ class _BenchGroup(TyperGroup):
                 traceback.print_exc()
             print(_error_line(e), file=sys.stderr)
             raise typer.Exit(1) from None
+
+
+def _usage_line(e: UsageError) -> typer.Exit:
+    """A usage error (unknown option, missing argument, value out of range) as the one line every other
+    bad input gets, exit status 2: ``bench speed: Invalid value for '--timesteps': 0 is not in the
+    range x>=1. (bench speed --help)``, not click's boxed usage text."""
+    where = e.ctx.command_path if e.ctx is not None else "bench"
+    got = _given(getattr(getattr(e, "param", None), "opts", []))
+    text = e.format_message() + (f" (got {got!r})" if got is not None else "")
+    print(" ".join(f"{where}: {text} ({where} --help)".split()), file=sys.stderr)
+    return typer.Exit(2)
+
+
+def _given(opts: list[str]) -> str | None:
+    """The value given on the command line to the option named ``opts`` (its last use), if any."""
+    args, got = sys.argv[1:], None
+    for i, a in enumerate(args):
+        for o in opts:
+            if a == o and i + 1 < len(args):
+                got = args[i + 1]
+            elif a.startswith(o + "="):
+                got = a[len(o) + 1:]
+    return got
 
 
 def _error_line(e: BaseException) -> str:
@@ -688,6 +718,10 @@ def tune(
                             targets_from_suite, with_anchor)
 
     obj = objective.value if objective else None
+    if study is not None and not re.fullmatch(r"[^\x00-\x1f\x7f-\x9f]{1,128}", study):
+        # Printed in every progress line and stored as Optuna's study name: text, as labels are.
+        raise _bad_input(f"--study: {study!r} is not a study name; allowed: 1 to 128 printable characters "
+                         "(no control characters)")
     if export_path is not None:  # checked first: tuning takes hours, and the export comes last
         _writable("--export", export_path, folder=False)
     try:

@@ -673,3 +673,29 @@ def test_case14_heartbeats_keep_coming_during_a_long_update(tmp_path, monkeypatc
     out = runner.run_cell(url, cell, "me:1:1")
     assert out.status == "done", out
     assert seen and seen[0] > 1.5, seen  # beats arrived while the update ran, not only after it
+
+
+# --------------------------------------------------------------------------- #
+# Usage errors and typed names are bad input like any other
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("args, needles", [
+    (("speed", "--timesteps", "0"), ("bench speed:", "--timesteps", "greater than or equal to 1", "got '0'", "bench speed --help")),
+    (("run", "s.yaml", "--workers=-3"), ("bench run:", "--workers", "got '-3'")),
+    (("status",), ("bench status:", "Missing argument", "suite")),
+    (("recommend", "--nope"), ("bench recommend:", "No such option: --nope")),
+    (("nope",), ("bench:", "No such command 'nope'", "bench --help")),
+])
+def test_usage_errors_are_one_line_not_a_usage_box(tmp_path, args, needles):
+    # click's own errors (an unknown option, a value out of range, a missing argument) print a boxed
+    # usage text of a dozen lines; bench prints them as every other bad input: one line, exit 2.
+    one_line(bench(*args, cwd=tmp_path), *needles)
+
+
+def test_a_study_name_with_control_characters_is_refused_before_any_store(tmp_path):
+    # Printed in every progress line (a terminal escape would be obeyed) and stored as Optuna's name.
+    for name in ("a\x1b[31mb", "", "x" * 129, "tab\there"):
+        p = bench("tune", "--algo", "ppo", "--env", "CartPole-v1", "--trials", "1", "--study", name,
+                  "--store", f"sqlite:///{tmp_path / 't.db'}", cwd=tmp_path)
+        one_line(p, "--study:", "allowed: 1 to 128 printable characters")
+        assert "\x1b" not in p.stderr  # shown escaped
+    assert not (tmp_path / "t.db").exists()
