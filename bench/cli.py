@@ -360,8 +360,9 @@ def run(
                         and len(shown["finished"]) < len(todo)):
                     shown["line_at"] = now
                     running = sorted((names[k], f) for k, f in shown["partial"].items())
+                    # One log line each, however many cells run: a wrapped line breaks grep and tail.
                     progress.console.print(progress_line(loaded.suite.name, len(todo), len(shown["finished"]),
-                                                         running, now - t0))
+                                                         running, now - t0), soft_wrap=True)
 
         live = LiveProgress(db.rows, names, on_poll, every=HEARTBEAT_EVERY_S)
 

@@ -111,3 +111,27 @@ def test_status_shows_how_far_a_running_run_is(tmp_path):
     assert p.returncode == 0, p.stderr
     row = next(m.group(0) for m in re.finditer(r"│ CartPole-v1 │ ppo-sb3 │ 0 .*", p.stdout))
     assert "410,000 of 1,000,000 (41%" in row and "left)" in row
+
+
+def test_a_log_gets_whole_progress_lines(tmp_path, monkeypatch):
+    # Where stderr is not a terminal (nohup, CI), `bench run` writes a progress line now and then; each
+    # stays one line however long the names of the cells in flight (rich wrapped them at 160 columns).
+    from typer.testing import CliRunner
+
+    from bench import cli
+    from bench.run import runner
+
+    monkeypatch.setattr(cli, "PROGRESS_LINE_EVERY_S", 0.0)
+    monkeypatch.setattr(runner, "HEARTBEAT_EVERY_S", 0.2)
+    # Every cell still pending reads as half done (workers beat every 10 s; these runs last about 3).
+    monkeypatch.setattr(LiveProgress, "poll", lambda self: {k: 0.5 for k in self._pending})
+    long = "a-label-long-enough-to-push-a-progress-line-past-the-log-width-" * 2
+    f = tmp_path / "s.yaml"
+    f.write_text(f"name: s\nseeds: [0, 1]\ndefaults: {{timesteps: 4096}}\nenvs: [{{id: CartPole-v1}}]\n"
+                 f"algorithms:\n  - {{algo: reinforce, impl: bench, label: {long[:120]}}}\n")
+    res = CliRunner().invoke(cli.app, ["run", str(f), "--store", f"sqlite:///{tmp_path / 's.db'}", "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    lines = [ln for ln in res.output.splitlines() if "cells finished" in ln]
+    assert any(long[:120] in ln and len(ln) > 250 for ln in lines), res.output  # long enough to have wrapped
+    for ln in lines:
+        assert re.fullmatch(r"s: \d/2 cells finished; .* so far(, ~.* left)?", ln), ln
