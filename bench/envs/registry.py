@@ -169,10 +169,10 @@ MINATAR_PREFIX = "MinAtar/"
 #: per token 672 on Sort, 641 on Add, 522 on Preference (SB3 PPO's MLP 145, 147, 103).
 #: MinAtar (1e6 steps; a step is a frame): 1,300 µs, sb3-contrib TRPO's 1,279 µs per step on
 #: MinAtar/Breakout-v1, the slowest label, from 30k-step runs on a contended machine (2026-11-24).
-#: Its first 1e6-step reference runs (``results/reference/minatar``, 2026-11-25) took 1,299 µs on
-#: Breakout (seed 0) and 1,364-1,397 (seeds 1-2, beside a test run), and own TRPO took 1,044 on
-#: Freeway against 699 on Breakout, so sb3-contrib TRPO on Freeway will likely exceed 1,300: not an
-#: upper bound. To set from the slowest label once every TRPO cell has run.
+#: Its 1e6-step reference runs (``results/reference/minatar``, 2026-11-25, contended) took a mean of
+#: 1,318 µs on Breakout (1,262-1,397 over 5 seeds), 1,298 on Asterix (1,280-1,315) and 1,153 on
+#: Freeway (seed 0 of 5), still the slowest label on each (own TRPO 699 / 700 / 1,044). Kept at
+#: 1,300 until Freeway's last four sb3-contrib TRPO seeds have run; then set per env from these means.
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
     "MinAtar/Breakout-v1": 1300.0,
