@@ -68,8 +68,8 @@ class _BenchGroup(TyperGroup):
 
 def _usage_line(e: UsageError) -> typer.Exit:
     """A usage error (unknown option, missing argument, value out of range) as the one line every other
-    bad input gets, exit status 2: ``bench speed: Invalid value for '--timesteps': 0 is not in the
-    range x>=1. (bench speed --help)``, not click's boxed usage text."""
+    bad input gets, exit status 2: ``bench speed: Invalid value for '--timesteps': Input should be
+    greater than or equal to 1 (got '0') (bench speed --help)``, not click's boxed usage text."""
     where = e.ctx.command_path if e.ctx is not None else "bench"
     got = _given(getattr(getattr(e, "param", None), "opts", []))
     text = e.format_message() + (f" (got {got!r})" if got is not None else "")
@@ -928,10 +928,7 @@ def report(
 
         if find_chromium() is None:
             raise _bad_input(f"--screenshot: {screenshot} needs chromium on PATH (Debian: apt-get install chromium); none found")
-    out_dir = out_dir or Path("reports") / ("+".join(chosen) if chosen else "all")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise _bad_input(f"--out: {out_dir} is a file; allowed: a folder (new or existing) for index.html")
-    _writable("--out", out_dir, folder=True)
+    out_dir = _writable("--out", out_dir or Path("reports") / ("+".join(chosen) if chosen else "all"), folder=True)
     if screenshot is not None:
         _writable("--screenshot", screenshot, folder=False)
     err.print(where)
