@@ -863,10 +863,9 @@ def _reference_url() -> str | None:
             base = Path(tempfile.gettempdir()) / "bench-cache"
             base.mkdir(parents=True, exist_ok=True)
         cache = base / "reference.db"
-        if not packed.is_unpacked(packs, cache):  # once per checkout of the packs: tens of seconds
-            err.print(f"first use of the shipped reference: unpacking {len(packs)} pack(s) into {cache} "
-                      "(once; later commands read it directly)", markup=False)
-        return packed.unpack(packs, cache)
+        return packed.unpack(packs, cache, on_build=lambda: err.print(  # once per checkout of the packs
+            f"first use of the shipped reference: unpacking {len(packs)} pack(s) into {cache} "
+            "(once; later commands read it directly)", markup=False))
     return None
 
 

@@ -24,6 +24,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import sqlalchemy as sa
 
@@ -217,17 +218,21 @@ def fingerprint(packs: list[Path]) -> str:
     return h.hexdigest()[:16]
 
 
-def unpack(packs: list[Path], cache: Path) -> str:
+def unpack(packs: list[Path], cache: Path, *, on_build: Callable[[], None] | None = None) -> str:
     """A SQLite store holding every pack in ``packs``, built at ``cache`` unless it is already
     built from these very packs; returns its URL.
 
     The store is built beside ``cache`` and moved into place, so a reader never sees a
     half-built one, and two readers building at once each end with a whole one.
+
+    :param on_build: called before a build (not when the cache is current), to say it will take a while.
     """
     cache = Path(cache)
-    if is_unpacked(packs, cache):
+    stamp, fp = cache.with_name(cache.name + ".fingerprint"), fingerprint(packs)  # hashing reads every pack: once
+    if cache.is_file() and stamp.is_file() and stamp.read_text().strip() == fp:
         return f"sqlite:///{cache}"
-    stamp, fp = _stamp(cache), fingerprint(packs)
+    if on_build is not None:
+        on_build()
     cache.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned_builds(cache)
     # One per builder (process and thread), so builders side by side never share a file.
@@ -252,16 +257,6 @@ def _remove_abandoned_builds(cache: Path) -> None:
             f.unlink(missing_ok=True)
         except (ValueError, PermissionError):  # not ours to judge: another user's, or a name we did not write
             pass
-
-
-def _stamp(cache: Path) -> Path:
-    return cache.with_name(cache.name + ".fingerprint")
-
-
-def is_unpacked(packs: list[Path], cache: Path) -> bool:
-    """Whether :func:`unpack` would find ``cache`` already built from these very packs."""
-    stamp = _stamp(Path(cache))
-    return Path(cache).is_file() and stamp.is_file() and stamp.read_text().strip() == fingerprint(packs)
 
 
 def with_siblings(packs: list[Path]) -> list[Path]:
