@@ -164,6 +164,15 @@ def test_missing_file(tmp_path):
     assert r.exit_code == 2 and "no such suite file" in r.stderr
 
 
+def test_folder_or_device_is_not_a_suite(tmp_path):
+    # They exist, so "no such suite file" would send the user looking for a typo.
+    for path, said in ((tmp_path, "a folder; allowed: a suite YAML file"),
+                       ("/dev/null", "not a regular file; allowed: a suite YAML file")):
+        r = CliRunner().invoke(app, ["run", str(path), "--store", f"sqlite:///{tmp_path}/x.db"])
+        assert r.exit_code == 2 and said in r.stderr and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "x.db").exists()
+
+
 def test_dry_run_lists_cells_and_writes_nothing(tmp_path):
     f = tmp_path / "good.yaml"
     f.write_text(GOOD)

@@ -697,8 +697,11 @@ def load_suite(path: str | Path) -> LoadedSuite:
     """Read, validate and expand a suite file. Raises :class:`SuiteError`."""
     file = str(path)
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise SuiteError(file, [Problem("", "no such suite file")])
+    if not p.is_file():  # a folder, /dev/null or a FIFO exists but holds no suite: say so, not "no such file"
+        what = "a folder" if p.is_dir() else "not a regular file"
+        raise SuiteError(file, [Problem("", f"{what}; allowed: a suite YAML file")])
     try:
         with p.open("rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
