@@ -167,17 +167,16 @@ MINATAR_PREFIX = "MinAtar/"
 #: The sequence tasks (a step is a token): own PPO with ``policy: sequence`` is the slowest label of
 #: ``results/reference/sequence`` (40,960 tokens, 10 seeds, 2026-11-24, contended runs): mean CPU µs
 #: per token 672 on Sort, 641 on Add, 522 on Preference (SB3 PPO's MLP 145, 147, 103).
-#: MinAtar (1e6 steps; a step is a frame): 1,300 µs, sb3-contrib TRPO's 1,279 µs per step on
-#: MinAtar/Breakout-v1, the slowest label, from 30k-step runs on a contended machine (2026-11-24).
-#: Its 1e6-step reference runs (``results/reference/minatar``, 2026-11-25, contended) took a mean of
-#: 1,318 µs on Breakout (1,262-1,397 over 5 seeds), 1,298 on Asterix (1,280-1,315) and 1,153 on
-#: Freeway (seed 0 of 5), still the slowest label on each (own TRPO 699 / 700 / 1,044). Kept at
-#: 1,300 until Freeway's last four sb3-contrib TRPO seeds have run; then set per env from these means.
+#: MinAtar (1e6 steps; a step is a frame): the slowest label's mean over its 5 reference runs
+#: (``results/reference/minatar``, 1e6 steps, 2026-11-24/25), rounded up to 100 µs:
+#: MinAtar/Breakout-v1 1,400 (sb3-contrib TRPO 1,318; 1,262-1,397), MinAtar/Asterix-v1 1,300
+#: (sb3-contrib TRPO 1,298; 1,280-1,315), MinAtar/Freeway-v1 1,100 (own TRPO 1,044; 981-1,086; sb3-contrib
+#: TRPO's four quiet runs there took 855-898 and its contended seed 0 1,153, so its mean is 925).
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
-    "MinAtar/Breakout-v1": 1300.0,
+    "MinAtar/Breakout-v1": 1400.0,
     "MinAtar/Asterix-v1": 1300.0,
-    "MinAtar/Freeway-v1": 1300.0,
+    "MinAtar/Freeway-v1": 1100.0,
     "bench/Sort-v0": 700.0,
     "bench/Add-v0": 700.0,
     "bench/Preference-v0": 600.0,
