@@ -2,10 +2,17 @@
 import json, re
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
-SUITE = {"classic": "suites/reference/classic.yaml", "box2d": "suites/reference/box2d.yaml",
-         "mujoco": "suites/reference/mujoco.yaml", "atari": "suites/reference/atari.yaml",
-         "sequence": "suites/reference/sequence.yaml", "parity": "suites/parity.yaml",
-         "minatar": "suites/reference/minatar.yaml"}
+
+
+def suite_of(pack: str) -> str:
+    """The suite file a pack is regenerated from: suites/reference/, suites/ or suites/claims/ (claim-*)."""
+    for cand in (f"suites/reference/{pack}.yaml", f"suites/{pack}.yaml",
+                 f"suites/claims/{pack.removeprefix('claim-')}.yaml"):
+        if (ROOT / cand).is_file():
+            return cand
+    raise SystemExit(f"results/reference/{pack}: no suite file for it under suites/")
+
+
 rows = []
 for p in sorted((ROOT / "results/reference").iterdir()):
     if not (p / "pack.json").is_file():
@@ -14,7 +21,7 @@ for p in sorted((ROOT / "results/reference").iterdir()):
     shared = sum(m.get("shared_runs", {}).values())
     done = m["runs"].get("done", 0) + shared
     total = sum(m["runs"].values()) + shared
-    suite = SUITE.get(p.name) or f"suites/claims/{p.name.removeprefix('claim-')}.yaml"
+    suite = suite_of(p.name)
     rows.append(f"| `{p.name}` | {done} of {total} | {m['cpu_hours']:.2f} | `bench run {suite}` |")
 table = "\n".join(["| pack | runs done | CPU-hours | regenerate (then pack: [how](docs/reference.md)) |", "|---|---|---|---|", *rows])
 readme = (ROOT / "README.md").read_text()
