@@ -321,3 +321,30 @@ def test_model_memory_is_shown_per_label(tmp_path):
     assert row["memory"] == mem
     html = build(url, tmp_path / "rep", anchors=False).read_text()
     assert "54 KiB (36 KiB optimiser)" in html
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_env_figure_legends_name_every_label(monkeypatch, timed):
+    """Both legends list each label, also for an env without a time scale, whose time panels are empty:
+    they once took their entries from those panels and listed no algorithm at all."""
+    import numpy as np
+    import pandas as pd
+
+    from bench.analysis import report
+    from bench.analysis.scoring import EnvCurves
+
+    figs = []
+    monkeypatch.setattr(report, "_png", lambda fig: figs.append(fig) or "")
+    grid = np.linspace(1, 100, 20)
+    rng = np.random.default_rng(0)
+    curves = {lb: rng.normal(size=(3, 20)) for lb in ("ppo-bench", "ppo-sb3")}
+    c = EnvCurves(steps=grid, cpu=grid if timed else np.array([]), by_steps=curves, by_cpu=curves if timed else {})
+    runs = pd.DataFrame({"label": ["ppo-bench"] * 3 + ["ppo-sb3"] * 3, "t_steps": [50.0] * 6, "t_cpu": [5.0] * 6,
+                         "solved": [True, False, False] * 2})
+    style = report.Style(["ppo-bench", "ppo-sb3"], {"ppo-bench": "bench", "ppo-sb3": "sb3"})
+    report.fig_env("X-v0", c, runs, style, threshold=1.0, random=0.0)
+    axes = figs[0].axes
+    top, bottom = (" ".join(t.get_text() for t in axes[i].get_legend().get_texts()) for i in (1, 3))
+    for lb in ("ppo-bench", "ppo-sb3"):
+        assert report.legend_text(lb) in top, top
+        assert lb in bottom, bottom

@@ -147,8 +147,9 @@ def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, thre
     axes[0, 1].sharey(axes[0, 0])
     for ax, col, grid in ((axes[1, 0], "t_steps", c.steps), (axes[1, 1], "t_cpu", c.cpu)):
         if not grid.size:  # no time scale for this env: no time axis
-            ax.text(0.5, 0.5, "no time scale for this env\n(set time_scale_us in the suite)", ha="center", va="center",
-                    transform=ax.transAxes, color="0.4")
+            for a in (axes[0, 1], ax):
+                a.text(0.5, 0.5, "no time scale for this env\n(set time_scale_us in the suite)", ha="center",
+                       va="center", transform=a.transAxes, color="0.4")
             continue
         grid = np.r_[0.0, grid]
         for label, g in runs.groupby("label", sort=True):
@@ -166,10 +167,13 @@ def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, thre
     axes[0, 1].set_title("return vs training CPU seconds")
     axes[1, 0].set_title("solved by env steps (Kaplan-Meier)")
     axes[1, 1].set_title("solved by CPU seconds (Kaplan-Meier)")
-    axes[0, 1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title="IQM over seeds, 95% CI",
-                      title_fontsize=8)
-    axes[1, 1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1),
-                      title="unsolved runs censored at their end", title_fontsize=8)
+    # Each legend sits right of the time panel but takes its entries from the steps panel beside it, which
+    # draws the same labels: an env without a time scale has empty time panels and would list no algorithm.
+    for row, title in ((0, "IQM over seeds, 95% CI"), (1, "unsolved runs censored at their end")):
+        handles, labels = axes[row, 0].get_legend_handles_labels()
+        if handles:
+            axes[row, 1].legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title=title,
+                                title_fontsize=8)
     return _png(fig)
 
 
