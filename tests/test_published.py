@@ -58,7 +58,9 @@ def test_report_shows_published_rows_from_last_evaluations(tmp_path):
     rows = re.findall(r"<tr(?: class=\"below-published\")?><td class=\"\w+\">([\w-]+)</td>", table)
     assert rows == ["ppo-bench", "ppo-sb3"]  # REINFORCE has no published number
     assert "last evaluation (deterministic)" in table and "5819 ± 664" in table
-    assert table.count('class="below-published"') == 1 and "<strong>more than one IQR below the zoo</strong>" in table
+    assert table.count('class="below-published"') == 1
+    assert ("<strong>more than one IQR below the zoo, where ppo-sb3 with the same settings is not: look at this "
+            "implementation</strong>") in table
     # The value shown is the evaluation's (final training return + 100), not the training return.
     from bench.run.store import Store
 
@@ -75,3 +77,26 @@ def test_report_without_evaluations_uses_final_training_return_and_budget_note(t
     assert "final training return (trailing mean)" in table
     assert "not comparable: budget 100,000 vs the zoo&#39;s 500,000" in table or \
         "not comparable: budget 100,000 vs the zoo's 500,000" in table
+
+
+def test_a_flag_says_whether_sb3_with_the_same_settings_is_below_too():
+    """Own PPO on Hopper-v5 stood still at ~1,000 where the zoo's one run reached 2,410, and so did SB3's
+    PPO with the same settings: the flag must say which of the two it points at."""
+    import pandas as pd
+
+    def frame(own, sb3):
+        vals = {"ppo-bench": own, "ppo-sb3": sb3}
+        return pd.DataFrame([dict(label=lb, algo="ppo", impl=lb.split("-")[1], key=f"{lb}{i}", final_return=v)
+                             for lb, vs in vals.items() for i, v in enumerate(vs)])
+
+    low, high = [990.0, 1000.0, 1010.0, 1020.0, 1030.0], [2390.0, 2400.0, 2410.0, 2420.0, 2430.0]
+    both = {r["label"]: r for r in report._published_rows(frame(low, low), "Hopper-v5", 1_000_000, {})}
+    assert both["ppo-bench"]["below"] and both["ppo-sb3"]["below"]
+    assert both["ppo-bench"]["verdict"].endswith("so is ppo-sb3 with the same settings: the settings, not this "
+                                                 "implementation")
+    assert both["ppo-sb3"]["verdict"] == "more than one IQR below the zoo"  # the baseline's own row is plain
+    own_only = {r["label"]: r for r in report._published_rows(frame(low, high), "Hopper-v5", 1_000_000, {})}
+    assert own_only["ppo-bench"]["verdict"].endswith("where ppo-sb3 with the same settings is not: look at this "
+                                                     "implementation")
+    fine = {r["label"]: r for r in report._published_rows(frame(high, low), "Hopper-v5", 1_000_000, {})}
+    assert fine["ppo-bench"]["verdict"] == "within one IQR of the zoo or above"

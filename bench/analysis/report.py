@@ -540,7 +540,7 @@ def _published_rows(g: pd.DataFrame, env_id: str, budget: int, last_eval: dict[s
             continue
         c = check(values, pub, budget)
         rows.append(dict(
-            label=label, impl=str(r["impl"].iloc[0]), runs=c.runs,
+            label=label, algo=pub.algo, impl=str(r["impl"].iloc[0]), runs=c.runs,
             ours=f"{c.median:.4g} [{c.q25:.4g}, {c.q75:.4g}]",
             measure="last evaluation (deterministic)" if use_eval else "final training return (trailing mean)",
             zoo=f"{pub.mean:.4g} ± {pub.std:.3g}", zoo_env=pub.zoo_env, zoo_budget=f"{pub.timesteps:,}",
@@ -549,6 +549,16 @@ def _published_rows(g: pd.DataFrame, env_id: str, budget: int, last_eval: dict[s
                      f"not comparable: budget {budget:,} vs the zoo's {pub.timesteps:,}"),
             below=c.below,
         ))
+    # A flag asks "this implementation or these settings?": the SB3 baseline ran the same settings beside it.
+    for row in rows:
+        if not row["below"] or row["impl"] == "sb3":
+            continue
+        sb3 = [o for o in rows if o["algo"] == row["algo"] and o["impl"] == "sb3"]
+        if sb3:
+            o = sb3[0]
+            row["verdict"] += (f"; so is {o['label']} with the same settings: the settings, not this implementation"
+                               if o["below"] else
+                               f", where {o['label']} with the same settings is not: look at this implementation")
     return rows
 
 
