@@ -129,6 +129,10 @@ def _algo_kwargs(algo: str, params: BaseModel) -> dict[str, Any]:
         gamma=p.gamma,
         gae_lambda=p.gae_lambda,
         normalize_advantage=p.normalize_advantage,
+        # gSDE: SB3's ActorCriticPolicy then builds StateDependentNoiseDistribution (full_std, exp, no squashing,
+        # learn_features off), as bench.algos.policy.SDEGaussianPd.
+        use_sde=p.use_sde,
+        sde_sample_freq=p.sde_sample_freq,
     )
     if algo == "ppo":
         assert isinstance(params, PPOParams), f"ppo needs PPOParams, got {type(params).__name__}"

@@ -15,6 +15,7 @@ EXPECTED_IDS = [
     "CartPole-v1",
     "MountainCar-v0",
     "Pendulum-v1",
+    "MountainCarContinuous-v0",
     "LunarLander-v3",
     "LunarLanderContinuous-v3",
     "HalfCheetah-v5",
@@ -71,7 +72,10 @@ def test_registry_traits():
     assert mc.reward == "sparse" and mc.threshold == -110.0
     assert (pong.family, pong.action, pong.obs) == ("atari", "discrete", "pixels")
     assert envs.REGISTRY["ALE/Breakout-v5"].threshold == 31.8 and pong.threshold == 9.3
-    assert [s.id for s in envs.list_specs() if s.reward == "sparse"] == ["MountainCar-v0", "MinAtar/Freeway-v1"]
+    assert [s.id for s in envs.list_specs() if s.reward == "sparse"] == [
+        "MountainCar-v0", "MountainCarContinuous-v0", "MinAtar/Freeway-v1"]
+    mcc = envs.REGISTRY["MountainCarContinuous-v0"]
+    assert (mcc.family, mcc.action, mcc.obs, mcc.threshold) == ("classic", "continuous", "vector", 90.0)
 
 
 def test_inferred_spec_for_unregistered_id():

@@ -19,7 +19,8 @@ from bench.algos.hyperparams import (
 )
 
 BENCH_IDS = {
-    "CartPole-v1", "MountainCar-v0", "Pendulum-v1", "LunarLander-v3", "LunarLanderContinuous-v3",
+    "CartPole-v1", "MountainCar-v0", "Pendulum-v1", "MountainCarContinuous-v0", "LunarLander-v3",
+    "LunarLanderContinuous-v3",
     "HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Humanoid-v5", "ALE/Breakout-v5", "ALE/Pong-v5",
 }
 

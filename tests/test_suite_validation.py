@@ -58,6 +58,13 @@ BAD = [
     ("numpy kernel on pixels", GOOD.replace("impl: sb3", "impl: bench").replace("CartPole-v1", "ALE/Pong-v5")
      .replace("n_envs: 2", "n_envs: 2, kernel: numpy"),
      "algorithms[0].hyperparams.kernel", "ALE/Pong-v5 has pixel observations; allowed here: auto, torch"),
+    ("gsde on discrete actions", GOOD.replace("n_envs: 2", "n_envs: 2, use_sde: true"),
+     "algorithms[0].hyperparams.use_sde", "gSDE needs continuous actions, and CartPole-v1's are discrete; allowed here: false"),
+    ("gsde with the numpy kernel", GOOD.replace("impl: sb3", "impl: bench").replace("CartPole-v1", "Pendulum-v1")
+     .replace("n_envs: 2", "n_envs: 2, use_sde: true, kernel: numpy"),
+     "algorithms[0].hyperparams.kernel", "allowed with use_sde: auto, torch"),
+    ("sde_sample_freq without gsde", GOOD.replace("n_envs: 2", "n_envs: 2, sde_sample_freq: 4"),
+     "algorithms[0].hyperparams.sde_sample_freq", "only applies with use_sde: true"),
     ("bad name", GOOD.replace("name: t", "name: 'my suite!'"), "name", "pattern"),
     ("numpy reinforce on pixels", GOOD.replace("algo: ppo", "algo: reinforce").replace("impl: sb3", "impl: numpy")
      .replace("CartPole-v1", "ALE/Pong-v5").replace("n_envs: 2, n_steps: 64, batch_size: 64", "n_envs: 2"),

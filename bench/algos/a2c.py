@@ -116,7 +116,8 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
     # the loss is the one the torch branch of the update states, checked against it in the tests.
     kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
-    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng)
+    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng,
+                          sde_sample_freq=p.sde_sample_freq)
 
     # Derived sizes, in one place.
     batch = p.n_steps * p.n_envs

@@ -264,6 +264,10 @@ class Collector:
     acts through NumPy on the same parameters, sampling from ``rng``; otherwise
     through torch, sampling from torch's generator.
 
+    A gSDE policy (``policy.use_sde``) gets new noise matrices at the start of every rollout and, with
+    ``sde_sample_freq`` k > 0, before every k-th step of it, as SB3's ``collect_rollouts``; it acts
+    through torch (the NumPy kernel has no gSDE).
+
     One known difference from SB3's ``VecNormalize`` + ``collect_rollouts`` (kept, see
     docs/parity.md, "Differences, line by line"): a truncated episode's final observation is
     normalised with the statistics *before* this step's update, SB3's after it. The two
@@ -276,9 +280,13 @@ class Collector:
 
     def __init__(self, envs: gym.vector.VectorEnv, policy: ActorCritic, normalizer: Normalizer, *, seed: int,
                  device: torch.device = torch.device("cpu"), kernel: "ActorCriticKernel | None" = None,
-                 rng: np.random.Generator | None = None):
+                 rng: np.random.Generator | None = None, sde_sample_freq: int = -1):
         self.envs, self.policy, self.norm, self.device = envs, policy, normalizer, device
         self.kernel = kernel
+        self.sde = getattr(policy, "use_sde", False)
+        if self.sde and kernel is not None:
+            raise ValueError("a gSDE policy acts through torch; the NumPy kernel has no state-dependent noise")
+        self.sde_sample_freq = sde_sample_freq
         self.rng = rng if rng is not None else np.random.default_rng(seed)
         space = envs.single_action_space
         self.continuous = isinstance(space, gym.spaces.Box)
@@ -320,6 +328,8 @@ class Collector:
         final_values: list[tuple[int, np.ndarray, np.ndarray]] = []  # (t, env mask, V(final_obs))
         with torch.inference_mode():
             for t in range(n_steps):
+                if self.sde and (t == 0 or (self.sde_sample_freq > 0 and t % self.sde_sample_freq == 0)):
+                    self.policy.reset_noise(n)
                 obs_buf[t] = self.obs
                 a, logp_buf[t], val_buf[t] = self._act(self.obs)
                 act_buf[t] = a

@@ -18,9 +18,10 @@ SB3 itself expresses as strings or callables are structured fields here:
 Hyperparameters resolve in layers (:func:`resolve`): the model's defaults, then
 the zoo's tuned values for the env (:data:`ZOO`), then each override in order.
 
-Not supported, on purpose: gSDE (``use_sde`` / ``sde_sample_freq``) and custom
-optimizers. Where the zoo's tuned values were found with them, the comment above
-the block says so: those numbers may do worse here than in the zoo's reports.
+Not supported, on purpose: custom optimizers. gSDE (``use_sde`` / ``sde_sample_freq``)
+is supported by PPO, A2C, TRPO and NPG; the zoo blocks for Pendulum-v1 and
+LunarLanderContinuous-v3 were tuned with it but are kept here without it (the comment
+above each block says why), so those numbers may differ from the zoo's reports.
 """
 
 from __future__ import annotations
@@ -135,6 +136,27 @@ def _ent_rate_field() -> Any:
     )
 
 
+def _use_sde_field() -> Any:
+    return Field(
+        False,
+        description=(
+            "Generalized State-Dependent Exploration (gSDE; Raffin et al. 2022, \"Smooth Exploration for Robotic "
+            "Reinforcement Learning\", CoRL): the action noise is latent(s)·ε, the policy's last hidden layer times a "
+            "matrix ε ~ N(0, σ²) held fixed between resamples, so exploration is a smooth function of the state; σ "
+            "(one entry per hidden unit and action dimension, started at exp(log_std_init)) is learned. Continuous "
+            "actions only; impl bench runs it on the torch path (kernel auto or torch)."
+        ),
+    )
+
+
+def _sde_sample_freq_field() -> Any:
+    return Field(
+        -1, ge=-1,
+        description="gSDE only: draw a new noise matrix ε every this many steps of a rollout; -1 (SB3's default) "
+                    "or 0: once per rollout.",
+    )
+
+
 def _error(field: str, message: str, value: Any) -> ValidationError:
     """A ValidationError located at ``field`` (a model validator's own errors have an empty loc)."""
     return ValidationError.from_exception_data(
@@ -226,6 +248,15 @@ class _OnPolicyParams(_Strict):
                 self.n_steps,
             )
 
+    def _check_sde(self) -> None:
+        use_sde, freq = getattr(self, "use_sde", False), getattr(self, "sde_sample_freq", -1)
+        if freq not in (-1, 0) and not use_sde:
+            raise _error("sde_sample_freq", "sde_sample_freq only applies with use_sde: true; set use_sde: true or "
+                                            "leave sde_sample_freq out", freq)
+        if use_sde and self.kernel == "numpy":
+            raise _error("kernel", "gSDE (use_sde) runs on the torch path, the NumPy kernel has no state-dependent "
+                                   "noise; allowed with use_sde: auto, torch", self.kernel)
+
     def _check_batch(self, batch_size: int) -> None:
         rollout = self.n_steps * self.n_envs
         if batch_size > rollout:
@@ -270,6 +301,8 @@ class PPOParams(_OnPolicyParams):
     target_kl: float | None = Field(
         None, gt=0, description="Stop the epochs early once the approximate KL exceeds 1.5 × this; null disables it."
     )
+    use_sde: bool = _use_sde_field()
+    sde_sample_freq: int = _sde_sample_freq_field()
     policy: Literal["mlp", "sequence"] = Field(
         "mlp", description="mlp: the MLP/CNN ActorCritic; sequence: a small causal transformer over tokens that "
                            "starts from the task's SFT reference (sequence tasks only, bench/Sort-v0 ...; see "
@@ -304,8 +337,12 @@ class PPOParams(_OnPolicyParams):
                 "advantages of a one-sample minibatch normalise to NaN); raise batch_size",
                 self.batch_size,
             )
+        if self.use_sde and self.policy == "sequence":
+            raise _error("use_sde", "gSDE is for continuous actions, and policy sequence emits tokens; set "
+                                    "use_sde: false", self.use_sde)
         self._check_rollout()
         self._check_batch(self.batch_size)
+        self._check_sde()
         return self
 
 
@@ -324,10 +361,13 @@ class A2CParams(_OnPolicyParams):
     normalize_advantage: bool = Field(False, description="Standardise advantages per rollout (SB3 A2C default: off).")
     use_rms_prop: bool = Field(True, description="RMSprop (alpha 0.99) as in the A2C paper; false uses Adam.")
     rms_prop_eps: float = Field(1e-5, gt=0, description="RMSprop ε (numerical stability).")
+    use_sde: bool = _use_sde_field()
+    sde_sample_freq: int = _sde_sample_freq_field()
 
     @model_validator(mode="after")
     def _consistent(self) -> A2CParams:
         self._check_rollout()
+        self._check_sde()
         return self
 
 
@@ -352,6 +392,10 @@ class A3CParams(A2CParams):
         if self.grad_noise_chunks is not None:
             raise _error("grad_noise_chunks", "A3C does not measure gradient noise; set it to null",
                          self.grad_noise_chunks)
+        if self.use_sde:
+            # Each worker would need its own noise matrices drawn from the shared σ; not built.
+            raise _error("use_sde", "A3C's workers sample plain Gaussian noise, gSDE is not supported; allowed: false",
+                         self.use_sde)
         if self.ent_schedule != "constant":
             # The workers take A2C's gradient with the constant ent_coef; a schedule would need the global
             # step in every worker, which they do not share.
@@ -393,12 +437,15 @@ class TRPOParams(_OnPolicyParams):
     )
     #: Added after TRPO runs existed; at ``mean`` it stays out of the key (see :func:`key_view`). Runs it changed
     #: (own TRPO with d > 1, i.e. LunarLanderContinuous-v3 in the shipped reference) were re-run.
+    use_sde: bool = _use_sde_field()
+    sde_sample_freq: int = _sde_sample_freq_field()
     late_defaults: ClassVar[dict[str, Any]] = {"kl_action_dims": "mean"}
 
     @model_validator(mode="after")
     def _consistent(self) -> TRPOParams:
         self._check_rollout()
         self._check_batch(self.batch_size)
+        self._check_sde()
         return self
 
 
@@ -559,11 +606,14 @@ class NPGParams(_OnPolicyParams):
     sub_sampling_factor: int = Field(
         1, ge=1, description="Use every k-th transition for the policy step (faster; 1 uses them all)."
     )
+    use_sde: bool = _use_sde_field()
+    sde_sample_freq: int = _sde_sample_freq_field()
 
     @model_validator(mode="after")
     def _consistent(self) -> NPGParams:
         self._check_rollout()
         self._check_batch(self.batch_size)
+        self._check_sde()
         return self
 
 
@@ -623,7 +673,8 @@ PARAMS: dict[str, type[BaseModel]] = {
 #: Hyperparameters added after stores of runs existed, with their defaults: :func:`key_view`
 #: leaves them out of a cell's stored values (and hence its key) while at their default,
 #: so every key computed before they existed still names the same run.
-LATE_DEFAULTS: dict[str, Any] = {"ent_schedule": "constant", "ent_schedule_rate": 5.0, "vec_env": "sync"}
+LATE_DEFAULTS: dict[str, Any] = {"ent_schedule": "constant", "ent_schedule_rate": 5.0, "vec_env": "sync",
+                                 "use_sde": False, "sde_sample_freq": -1}
 
 
 def key_view(params: BaseModel) -> dict[str, Any]:
@@ -666,7 +717,8 @@ _ZOO_PPO: dict[str, dict[str, Any]] = {
         "vf_coef": 0.5, "ent_coef": 0.01,
     },
     # ppo.yml `Pendulum-v1` (Tuned). The zoo tuned it WITH gSDE (use_sde: True,
-    # sde_sample_freq: 4), which bench does not support. In its place, bench's one
+    # sde_sample_freq: 4), which bench did not support when its reference ran (it does since
+    # 2026-11-25; these settings are kept so stored runs stay comparable). In its place, bench's one
     # addition: log_std_init 0.5 (initial std 1.65 on torques clipped to ±2), because
     # without gSDE the default std of 1 under-explores the swing-up. Measured
     # 2026-11-23, 200k steps, seeds 5-9 (held out from the learning bar's seeds 0-4),
@@ -687,6 +739,14 @@ _ZOO_PPO: dict[str, dict[str, Any]] = {
     "MountainCar-v0": {
         "normalize": True, "n_envs": 16, "n_steps": 16, "gae_lambda": 0.98, "gamma": 0.99,
         "n_epochs": 4, "ent_coef": 0.0,
+    },
+    # ppo.yml `MountainCarContinuous-v0`, with gSDE; policy_kwargs: log_std_init=-3.29, ortho_init=False.
+    # The zoo's batch_size 256 is more than its one rollout of 8 steps: SB3 then takes the whole rollout
+    # as one minibatch (RolloutBuffer.get slices past the end), which batch_size 8 states.
+    "MountainCarContinuous-v0": {
+        "normalize": True, "n_envs": 1, "batch_size": 8, "n_steps": 8, "gamma": 0.9999,
+        "learning_rate": 7.77e-05, "ent_coef": 0.00429, "clip_range": 0.1, "n_epochs": 10, "gae_lambda": 0.9,
+        "max_grad_norm": 5.0, "vf_coef": 0.19, "use_sde": True, "log_std_init": -3.29, "ortho_init": False,
     },
     # ppo.yml `LunarLander-v2`
     "LunarLander-v3": {
@@ -748,7 +808,13 @@ _ZOO_A2C: dict[str, dict[str, Any]] = {
     },
     # a2c.yml `MountainCar-v0`
     "MountainCar-v0": {"normalize": True, "n_envs": 16, "ent_coef": 0.0},
-    # a2c.yml `Pendulum-v1` (Tuned). Tuned WITH gSDE (use_sde: True), not supported here.
+    # a2c.yml `MountainCarContinuous-v0`, with gSDE; policy_kwargs: log_std_init=0.0, ortho_init=False
+    "MountainCarContinuous-v0": {
+        "normalize": True, "n_envs": 4, "n_steps": 100, "ent_coef": 0.0, "use_sde": True, "sde_sample_freq": 16,
+        "log_std_init": 0.0, "ortho_init": False,
+    },
+    # a2c.yml `Pendulum-v1` (Tuned). Tuned WITH gSDE (use_sde: True); kept without it, as the shipped
+    # reference ran it before bench had gSDE.
     # policy_kwargs: log_std_init=-2, ortho_init=False
     "Pendulum-v1": {
         "normalize": True, "n_envs": 8, "ent_coef": 0.0, "max_grad_norm": 0.5, "n_steps": 8,
@@ -756,8 +822,8 @@ _ZOO_A2C: dict[str, dict[str, Any]] = {
         "normalize_advantage": False, "learning_rate": 7e-4, "lr_schedule": "linear",
         "log_std_init": -2.0, "ortho_init": False,
     },
-    # a2c.yml `LunarLanderContinuous-v3` (Tuned). Tuned WITH gSDE (use_sde: True), not
-    # supported here. policy_kwargs: log_std_init=-2, ortho_init=False
+    # a2c.yml `LunarLanderContinuous-v3` (Tuned). Tuned WITH gSDE (use_sde: True); kept without
+    # it, as the shipped reference ran it before bench had gSDE. policy_kwargs: log_std_init=-2, ortho_init=False
     "LunarLanderContinuous-v3": {
         "normalize": True, "n_envs": 4, "ent_coef": 0.0, "max_grad_norm": 0.5, "n_steps": 8,
         "gae_lambda": 0.9, "vf_coef": 0.4, "gamma": 0.99, "use_rms_prop": True,
@@ -790,7 +856,7 @@ _ZOO_TRPO: dict[str, dict[str, Any]] = {
         "gamma": 0.99, "learning_rate": 1e-3, "n_critic_updates": 20,
     },
     # trpo.yml `Pendulum-v1` (Tuned). Tuned WITH gSDE (use_sde: True,
-    # sde_sample_freq: 4), not supported here.
+    # sde_sample_freq: 4); kept without it, as the shipped reference ran it before bench had gSDE.
     "Pendulum-v1": {"n_envs": 2, "n_steps": 1024, "gamma": 0.9, "n_critic_updates": 15},
     # trpo.yml `LunarLander-v3` (Tuned)
     "LunarLander-v3": {
@@ -799,6 +865,8 @@ _ZOO_TRPO: dict[str, dict[str, Any]] = {
     },
     # trpo.yml `LunarLanderContinuous-v3` (Tuned)
     "LunarLanderContinuous-v3": {"normalize": True, "n_envs": 2, "n_steps": 1024, "n_critic_updates": 20},
+    # trpo.yml `MountainCarContinuous-v0`, with gSDE
+    "MountainCarContinuous-v0": {"normalize": True, "n_envs": 2, "use_sde": True, "sde_sample_freq": 4},
     # trpo.yml `MountainCar-v0` (Tuned)
     "MountainCar-v0": {"normalize": True, "n_envs": 2, "n_steps": 1024, "n_critic_updates": 20},
     # trpo.yml `HalfCheetah-v4` (Tuned): <<: *mujoco-defaults, target_kl: 0.04
@@ -834,6 +902,7 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
         "Pendulum-v1": 100_000,
         "CartPole-v1": 100_000,
         "MountainCar-v0": 1_000_000,
+        "MountainCarContinuous-v0": 20_000,
         "LunarLander-v3": 1_000_000,  # LunarLander-v2
         "LunarLanderContinuous-v3": 1_000_000,
         "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
@@ -847,6 +916,7 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
         "CartPole-v1": 500_000,
         "LunarLander-v3": 200_000,  # LunarLander-v2
         "MountainCar-v0": 1_000_000,
+        "MountainCarContinuous-v0": 100_000,
         "Pendulum-v1": 1_000_000,
         "LunarLanderContinuous-v3": 5_000_000,
         "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
@@ -860,6 +930,7 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
         "LunarLander-v3": 200_000,
         "LunarLanderContinuous-v3": 100_000,
         "MountainCar-v0": 100_000,
+        "MountainCarContinuous-v0": 50_000,
         "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
         "Hopper-v5": 1_000_000,  # Hopper-v4
         "Walker2d-v5": 1_000_000,  # Walker2d-v4

@@ -239,7 +239,8 @@ def train_natural(env_id: str, p: Any, step_fn: PolicyStep, prefix: str, *, seed
     # Small MLPs on the CPU act and fit the critic through NumPy (npkernel.py says why). The
     # policy step stays in torch: the Fisher-vector products need double backward.
     kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
-    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng)
+    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng,
+                          sde_sample_freq=p.sde_sample_freq)
 
     # Derived sizes, in one place.
     batch = p.n_steps * p.n_envs

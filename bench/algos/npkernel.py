@@ -38,8 +38,9 @@ from bench.algos.policy import LOG_SQRT_2PI, PGStats
 
 
 def supported(policy: nn.Module, device: torch.device) -> bool:
-    """Whether :class:`ActorCriticKernel` can run ``policy``: CPU, MLP (vector) observations."""
-    return device.type == "cpu" and not policy.pixels and not getattr(policy, "sequence", False)
+    """Whether :class:`ActorCriticKernel` can run ``policy``: CPU, MLP (vector) observations, no gSDE."""
+    return (device.type == "cpu" and not policy.pixels and not getattr(policy, "sequence", False)
+            and not getattr(policy, "use_sde", False))
 
 
 def use_kernel(kernel: str, policy: nn.Module, device: torch.device) -> bool:
@@ -50,7 +51,7 @@ def use_kernel(kernel: str, policy: nn.Module, device: torch.device) -> bool:
     if kernel == "numpy" and not ok:
         raise ValueError(
             f"kernel 'numpy' needs an MLP policy on the CPU (vector observations, device cpu); this run has "
-            f"{'pixel observations' if policy.pixels else 'a sequence policy' if getattr(policy, 'sequence', False) else 'device ' + device.type}. Allowed here: auto, torch"
+            f"{'pixel observations' if policy.pixels else 'a sequence policy' if getattr(policy, 'sequence', False) else 'gSDE (use_sde)' if getattr(policy, 'use_sde', False) else 'device ' + device.type}. Allowed here: auto, torch"
         )
     return ok
 

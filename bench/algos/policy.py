@@ -6,7 +6,8 @@ and what a policy-gradient step reports.
   explicitly (TRPO needs the split; nothing is picked by parameter name).
 - :class:`CategoricalPd` / :class:`GaussianPd`: the two action distributions,
   written as a few tensor ops instead of ``torch.distributions`` (whose argument
-  validation and object set-up cost more than the maths at these sizes).
+  validation and object set-up cost more than the maths at these sizes);
+  :class:`SDEGaussianPd`, the Gaussian of gSDE (state-dependent exploration).
 - :data:`LOG_SQRT_2PI` and :class:`PGStats`, which the torch path here and the
   NumPy kernel (:mod:`bench.algos.npkernel`) both use: this module sits below both.
 
@@ -138,6 +139,39 @@ class GaussianPd:
         return (other.log_std - self.log_std + (var + (self.mean - other.mean).pow(2)) / (2 * ovar) - 0.5).sum(-1)
 
 
+#: Added to the gSDE variance before its square root, as SB3's ``StateDependentNoiseDistribution`` (epsilon).
+SDE_EPS = 1e-6
+
+
+class SDEGaussianPd(GaussianPd):
+    """The action distribution of generalized State-Dependent Exploration (gSDE; Raffin et al. 2022, "Smooth
+    Exploration for Robotic Reinforcement Learning", CoRL, §3; SB3's ``StateDependentNoiseDistribution``).
+
+    An action is a = μ(s) + z(s)·ε: ``z`` ``(B, m)`` is the policy's last hidden layer (detached: the noise does
+    not train the features, SB3's ``learn_features=False``) and ε ``(m, d)`` a matrix of independent N(0, σ_ij²)
+    entries, ``σ = exp(log_std_w)``, held fixed between resamples so that within a stretch the noise is a
+    deterministic, smooth function of the state. Given s, a is Gaussian with a diagonal variance
+    Var[a_j] = Σ_i z_i² σ_ij², which is what log-probabilities, entropy and KL use (:class:`GaussianPd` with a
+    per-sample log-std). ``noise`` ``(N, m, d)``: one ε per env; a batch of N rows uses row i's, any other batch
+    size the first (SB3's rule).
+    """
+
+    __slots__ = ("latent", "noise")
+
+    def __init__(self, mean: torch.Tensor, latent: torch.Tensor, log_std_w: torch.Tensor,
+                 noise: torch.Tensor | None):
+        variance = latent.pow(2) @ (2 * log_std_w).exp()  # (B, d)
+        super().__init__(mean, 0.5 * torch.log(variance + SDE_EPS))
+        self.latent, self.noise = latent, noise
+
+    def sample(self) -> torch.Tensor:
+        if self.noise is None:
+            raise RuntimeError("gSDE has no noise matrix yet: call ActorCritic.reset_noise(n_envs) before sampling")
+        if self.latent.shape[0] == self.noise.shape[0]:
+            return self.mean + torch.bmm(self.latent.unsqueeze(1), self.noise).squeeze(1)
+        return self.mean + self.latent @ self.noise[0]
+
+
 Pd = CategoricalPd | GaussianPd
 
 
@@ -158,7 +192,9 @@ class ActorCritic(nn.Module):
     both; default [64, 64], SB3's). Pixels: one CNN (:func:`pixel_torso`) shared by both heads
     (SB3's CnnPolicy), unless ``share_features=False`` (TRPO fits the critic
     separately and must not move the policy while doing so).
-    Continuous actions get a state-independent log-std parameter.
+    Continuous actions get a state-independent log-std parameter ``(d,)``, or with ``use_sde`` gSDE's
+    ``(m, d)`` matrix of noise log-stds over the ``m`` units of the policy's last hidden layer
+    (:class:`SDEGaussianPd`; draw its noise with :meth:`reset_noise`).
     """
 
     def __init__(
@@ -171,9 +207,13 @@ class ActorCritic(nn.Module):
         ortho_init: bool = True,
         log_std_init: float = 0.0,
         share_features: bool = True,
+        use_sde: bool = False,
     ):
         super().__init__()
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        if use_sde and self.discrete:
+            raise ValueError("gSDE (use_sde) needs continuous actions, and this env's are discrete; set use_sde: false")
+        self.use_sde = use_sde
         n_out = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
         self.pixels = obs_space.dtype == np.uint8 and len(obs_space.shape) == 3
         if self.pixels:
@@ -188,7 +228,12 @@ class ActorCritic(nn.Module):
             self.pi = mlp([d, *pi_arch, n_out], activation, 0.01, ortho_init)
             self.vf = mlp([d, *vf_arch, 1], activation, 1.0, ortho_init)
         self.shared = self.pixels and share_features
-        if not self.discrete:
+        if self.use_sde:
+            # SB3's gSDE with full_std=True: one log-std per (hidden unit, action dimension), all log_std_init.
+            m = n_feat if self.pixels else (pi_arch[-1] if pi_arch else d)
+            self.log_std = nn.Parameter(torch.full((m, n_out), float(log_std_init)))
+            self.sde_noise: torch.Tensor | None = None
+        elif not self.discrete:
             self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
 
     # -- parameter groups ----------------------------------------------------
@@ -202,8 +247,21 @@ class ActorCritic(nn.Module):
 
     # -- evaluation ----------------------------------------------------------
     def dist(self, obs: torch.Tensor) -> Pd:
+        if self.use_sde:
+            return self._sde_dist(self.pi_features(obs))
         out = self.pi(self.pi_features(obs))
         return CategoricalPd(out) if self.discrete else GaussianPd(out, self.log_std)
+
+    def _sde_dist(self, f: torch.Tensor) -> SDEGaussianPd:
+        # The head is the last Linear of the MLP, or the whole Linear on CNN features; gSDE's latent is its input.
+        latent = self.pi[:-1](f) if isinstance(self.pi, nn.Sequential) else f
+        head = self.pi[-1] if isinstance(self.pi, nn.Sequential) else self.pi
+        return SDEGaussianPd(head(latent), latent.detach(), self.log_std, self.sde_noise)
+
+    def reset_noise(self, n: int) -> None:
+        """gSDE: draw ``n`` new noise matrices ε ~ N(0, exp(log_std)²), one per env, from torch's generator."""
+        std = self.log_std.detach().exp()
+        self.sde_noise = torch.randn((n, *std.shape), dtype=std.dtype, device=std.device) * std
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.vf(self.vf_features(obs)).squeeze(-1)
@@ -215,6 +273,8 @@ class ActorCritic(nn.Module):
         if not self.shared:
             return self.dist(obs), self.value(obs)
         f = self.pi_features(obs)
+        if self.use_sde:
+            return self._sde_dist(f), self.vf(f).squeeze(-1)
         out = self.pi(f)
         return (CategoricalPd(out) if self.discrete else GaussianPd(out, self.log_std)), self.vf(f).squeeze(-1)
 
@@ -239,4 +299,5 @@ def make_policy(envs: gym.vector.VectorEnv, params: Any, *, share_features: bool
         ortho_init=params.ortho_init,
         log_std_init=params.log_std_init,
         share_features=share_features,
+        use_sde=getattr(params, "use_sde", False),
     )

@@ -967,6 +967,12 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                 problems.append(Problem(where, f"the NumPy kernel needs an MLP policy on the CPU, and {why}; "
                                                f"allowed here: auto, torch", "numpy", True))
                 continue
+            if resolved.get("use_sde") and env_meta[ek]["action"] != "continuous":
+                where = (f"algorithms[{j}].env_hyperparams.{over_name}.use_sde" if "use_sde" in over
+                         else f"algorithms[{j}].hyperparams.use_sde")
+                problems.append(Problem(where, f"gSDE needs continuous actions, and {ek}'s are "
+                                               f"{env_meta[ek]['action']}; allowed here: false", True, True))
+                continue
             if resolved.get("policy") == "sequence" and not envs.is_sequence_task(ek):
                 where = (f"algorithms[{j}].env_hyperparams.{over_name}.policy" if "policy" in over
                          else f"algorithms[{j}].hyperparams.policy")
