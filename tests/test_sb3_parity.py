@@ -145,15 +145,18 @@ def test_gae_equals_sb3_rollout_buffer_with_termination_and_truncation():
                          ids=["sb3-defaults", "normadv-ent-clip", "adam"])
 def test_a2c_updates_equal_sb3s(env_id, kernel, over):
     """Three A2C updates (so RMSprop's running average matters) on the same rollouts: same weights as SB3's."""
-    T, N = 5, 4
-    p = resolve("a2c", env_id, {"n_envs": N, "n_steps": T, "normalize": False, "kernel": kernel}, over)
+    _three_a2c_updates(env_id, {"kernel": kernel, **over})
+
+
+def _three_a2c_updates(env_id: str, over: dict, T: int = 5, N: int = 4) -> tuple[ActorCritic, object]:
+    p = resolve("a2c", env_id, {"n_envs": N, "n_steps": T, "normalize": False}, over)
     torch.manual_seed(0)
     pol = _own_policy(env_id, p)
     model = _sb3_model("a2c", env_id, p, N)
     _copy_weights(pol, model.policy)
     flat = FlatParams(list(pol.parameters()))
     opt = a2c.make_optimizer([flat.param], p)
-    kern = ActorCriticKernel(pol) if kernel == "numpy" else None
+    kern = ActorCriticKernel(pol) if p.kernel == "numpy" else None
     rng = np.random.default_rng(1)
     for _ in range(3):
         ro, fill = _rollout(pol, T, N, p.gamma, rng)
@@ -163,31 +166,16 @@ def test_a2c_updates_equal_sb3s(env_id, kernel, over):
         flat.clip_grad_norm(p.max_grad_norm)
         opt.step()
         _assert_same_weights(pol, model.policy, atol=2e-6)
+    return pol, model
 
 
 @pytest.mark.parametrize("sample_freq", [-1, 4])
 def test_gsde_a2c_updates_equal_sb3s(sample_freq):
     """With gSDE the update's log-probabilities and entropy come from the state-dependent variance
     Σ_i z_i² σ_ij²; three A2C updates land on SB3's weights, the (64, 1) noise log-std matrix included."""
-    T, N = 5, 4
-    p = resolve("a2c", "Pendulum-v1", {"n_envs": N, "n_steps": T, "normalize": False, "use_sde": True,
-                                       "sde_sample_freq": sample_freq, "ent_coef": 0.01, "log_std_init": -1.0})
-    torch.manual_seed(0)
-    pol = _own_policy("Pendulum-v1", p)
-    model = _sb3_model("a2c", "Pendulum-v1", p, N)
+    pol, model = _three_a2c_updates("Pendulum-v1", {"use_sde": True, "sde_sample_freq": sample_freq,
+                                                     "ent_coef": 0.01, "log_std_init": -1.0})
     assert model.policy.log_std.shape == pol.log_std.shape == (64, 1)
-    _copy_weights(pol, model.policy)
-    flat = FlatParams(list(pol.parameters()))
-    opt = a2c.make_optimizer([flat.param], p)
-    rng = np.random.default_rng(1)
-    for _ in range(3):
-        ro, fill = _rollout(pol, T, N, p.gamma, rng)
-        fill(model.rollout_buffer)
-        model.train()
-        a2c.a2c_gradient(ro, pol, flat, None, p, torch.device("cpu"))
-        flat.clip_grad_norm(p.max_grad_norm)
-        opt.step()
-        _assert_same_weights(pol, model.policy, atol=2e-6)
 
 
 def test_a2c_rmsprop_step_equals_sb3s_on_the_same_gradients():
