@@ -176,6 +176,9 @@ MINATAR_PREFIX = "MinAtar/"
 #: MinAtar/Breakout-v1 1,400 (sb3-contrib TRPO 1,318; 1,262-1,397), MinAtar/Asterix-v1 1,300
 #: (sb3-contrib TRPO 1,298; 1,280-1,315), MinAtar/Freeway-v1 1,100 (own TRPO 1,044; 981-1,086; sb3-contrib
 #: TRPO's four quiet runs there took 855-898 and its contended seed 0 1,153, so its mean is 925).
+#: MountainCarContinuous-v0 2,500: SB3 PPO's mean 2,423 µs per step (2,348-2,494; 10 runs at 1e5 steps, the zoo's
+#: gSDE settings with its update every 8 steps, uncontended; ``results/reference/classic``, 2026-11-25), rounded up
+#: to 100 µs (own PPO 1,366, sb3-contrib TRPO 294, own TRPO 180, SB3 A2C 116, own A2C 77, REINFORCE 57).
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
     "MinAtar/Breakout-v1": 1400.0,
@@ -189,6 +192,7 @@ TIME_SCALE_US: dict[str, float] = {
     "CartPole-v1": 200.0,
     "Pendulum-v1": 250.0,
     "MountainCar-v0": 250.0,
+    "MountainCarContinuous-v0": 2500.0,
     "HalfCheetah-v5": 1000.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
