@@ -163,7 +163,10 @@ MINATAR_PREFIX = "MinAtar/"
 #: reference budget (one thread, AMD EPYC, 2026-11-23), rounded up: CartPole-v1 157 µs
 #: (sb3 TRPO), Pendulum-v1 231 µs (sb3 PPO), MountainCar-v0 228 µs (sb3 TRPO), from
 #: the 3-seed reference store of the time (`results/reference.db`, since replaced by the packs in
-#: `results/reference/`); HalfCheetah-v5 826 µs (sb3 PPO, `results/speed-halfcheetah.json`).
+#: `results/reference/`). HalfCheetah-v5 1,300: SB3 PPO's mean 1,254 µs per step over its first two
+#: 1e6-step reference runs (1,251 and 1,257, uncontended; ``results/reference/mujoco``, 2026-11-25), the
+#: slowest label there so far; SB3 A2C, not yet run at 1e6, may raise it (the 10k-step speed benchmark,
+#: set-up included, put it near SB3 PPO). It was 1,000, from an 826 µs speed measurement.
 #: LunarLander-v3 500 µs: sb3 PPO's 469 µs, the slowest of the three implementations measured so far
 #: at 1e6 steps (own PPO 162, own TRPO 300; `results/reference/box2d`, 2026-11-24, contended runs).
 #: LunarLanderContinuous-v3 300 µs: sb3 TRPO's 251 µs, the slowest label of its 1e6-step runs in
@@ -193,7 +196,7 @@ TIME_SCALE_US: dict[str, float] = {
     "Pendulum-v1": 250.0,
     "MountainCar-v0": 250.0,
     "MountainCarContinuous-v0": 2500.0,
-    "HalfCheetah-v5": 1000.0,
+    "HalfCheetah-v5": 1300.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
