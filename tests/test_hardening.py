@@ -9,8 +9,8 @@ exit; no traceback anywhere (``--debug`` shows one).
 from __future__ import annotations
 
 import functools
-import json
 import hashlib
+import json
 import multiprocessing as mp
 import os
 import re

@@ -233,6 +233,11 @@ class ActorCritic(nn.Module):
             m = n_feat if self.pixels else (pi_arch[-1] if pi_arch else d)
             self.log_std = nn.Parameter(torch.full((m, n_out), float(log_std_init)))
             self.sde_noise: torch.Tensor | None = None
+            # gSDE's latent is the input of the action head: the MLP without its last Linear, or the CNN
+            # features themselves (the head is then one Linear). Split once here, not at every step; a tuple,
+            # so the shared layers are not registered (and saved in the state dict) a second time.
+            mlp_pi = isinstance(self.pi, nn.Sequential)
+            self._sde_parts = (self.pi[:-1], self.pi[-1]) if mlp_pi else (nn.Identity(), self.pi)
         elif not self.discrete:
             self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
 
@@ -253,9 +258,8 @@ class ActorCritic(nn.Module):
         return CategoricalPd(out) if self.discrete else GaussianPd(out, self.log_std)
 
     def _sde_dist(self, f: torch.Tensor) -> SDEGaussianPd:
-        # The head is the last Linear of the MLP, or the whole Linear on CNN features; gSDE's latent is its input.
-        latent = self.pi[:-1](f) if isinstance(self.pi, nn.Sequential) else f
-        head = self.pi[-1] if isinstance(self.pi, nn.Sequential) else self.pi
+        to_latent, head = self._sde_parts
+        latent = to_latent(f)
         return SDEGaussianPd(head(latent), latent.detach(), self.log_std, self.sde_noise)
 
     def reset_noise(self, n: int) -> None:
