@@ -112,8 +112,9 @@ def test_parity_command_and_report_on_a_planted_store(tmp_path):
     assert "ppo-bench vs ppo-sb3" in section and "Pendulum-v1" in section and "different" in section
 
 
-def test_collapse_fractions_count_only_what_each_label_could_show():
-    # Label b records no gradient norm (as SB3 does not): its fraction is "not measured", never 0.
+def test_collapse_fractions_count_only_what_both_labels_could_show():
+    # Label b records no gradient norm (as SB3 does not): neither label's fraction counts gradient spikes, so b is
+    # not credited with "no spikes", and a's spikes are not set beside b's unmeasured ones.
     import pandas as pd
 
     rows = [dict(env="E", label=lab, algo="a2c", impl=impl, key=f"{lab}{i}", final_norm=0.5, auc_steps_norm=0.5,
@@ -121,10 +122,19 @@ def test_collapse_fractions_count_only_what_each_label_could_show():
     runs = pd.DataFrame(rows)
     checkable = {f"a{i}": {"gradient spike"} for i in range(3)}
     (ep,) = parity(runs, "a", "b", flagged={("a1", "gradient spike")}, checkable=checkable)
-    assert ep.collapsed["a"] == pytest.approx(1 / 3) and math.isnan(ep.collapsed["b"])
-    assert ep.collapse_checks == {"a": ["gradient spike"], "b": []}
+    assert math.isnan(ep.collapsed["a"]) and math.isnan(ep.collapsed["b"])
+    assert ep.collapse_checks == {"a": [], "b": []}
     assert ep.success == {"a": pytest.approx(1 / 3), "b": pytest.approx(1 / 3)}
     assert math.isnan(ep.median_steps["a"])  # one of three solved: the Kaplan–Meier median is not reached
+
+    # Continuous actions: both record the log-std, only a the gradient norm. Both fractions count log-std
+    # collapses alone: a's spike (a1) is not counted, a2's and b0's collapses are.
+    checkable = {**{f"a{i}": {"gradient spike", "log-std collapse"} for i in range(3)},
+                 **{f"b{i}": {"log-std collapse"} for i in range(3)}}
+    flagged = {("a1", "gradient spike"), ("a2", "log-std collapse"), ("b0", "log-std collapse")}
+    (ep,) = parity(runs, "a", "b", flagged=flagged, checkable=checkable)
+    assert ep.collapsed == {"a": pytest.approx(1 / 3), "b": pytest.approx(1 / 3)}
+    assert ep.collapse_checks == {"a": ["log-std collapse"], "b": ["log-std collapse"]}
 
 
 def test_recommend_says_when_the_recommended_algorithms_implementations_differ(tmp_path):

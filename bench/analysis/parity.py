@@ -169,7 +169,7 @@ class EnvParity:
     :param median_steps: label → Kaplan–Meier median env steps to the threshold, unsolved runs censored
         at their last step (``nan`` when fewer than half reach it).
     :param collapsed: label → fraction of runs the collapse detector flagged, among the signatures
-        it could check on every run of that label (``nan`` where it could check none);
+        it could check on every run of both labels, the same for both (``nan`` where it could check none);
         ``collapse_checks``: label → those signatures.
     """
 
@@ -201,8 +201,9 @@ def parity(runs: Any, label_a: str, label_b: str, *, envs: list[str] | None = No
         ``solved``, ``t_steps``, ``total_steps``).
     :param flagged: ``(key, signature)`` of every run the collapse detector flagged (``None``: not run).
     :param checkable: key → the signatures its diagnostics allow (:func:`bench.analysis.collapse.checkable`).
-        A label's collapsed fraction counts only signatures every one of its runs could show, so an
-        implementation that records no gradient norm is not credited with "no spikes".
+        Both labels' collapsed fractions count only the signatures every run of both could show, so an
+        implementation that records no gradient norm is neither credited with "no spikes" nor set beside
+        one whose spikes are counted.
     """
     r = runs[runs["final_norm"].notna()]
     have_a, have_b = set(r.loc[r["label"] == label_a, "env"]), set(r.loc[r["label"] == label_b, "env"])
@@ -215,6 +216,11 @@ def parity(runs: Any, label_a: str, label_b: str, *, envs: list[str] | None = No
         comps = [compare(ga[col].to_numpy(float), gb[col].to_numpy(float), name, margin=margin, alpha=alpha)
                  for col, name in METRICS.items()]
         ep = EnvParity(env, label_a, label_b, comps)
+        # Both labels' collapse fractions count the same signatures, those every run of either could show:
+        # own A2C's gradient spikes beside SB3's log-std collapses alone would read as "own collapses, SB3
+        # does not" when SB3 only does not record the norm (docs/parity.md, A2C on CartPole and HalfCheetah).
+        both = [*ga["key"], *gb["key"]]
+        kinds = set.intersection(*[(checkable or {}).get(k, set()) for k in both]) if both else set()
         for lab, g in ((label_a, ga), (label_b, gb)):
             solved = g["solved"].astype(bool).to_numpy()
             ep.success[lab] = float(solved.mean())
@@ -223,7 +229,6 @@ def parity(runs: Any, label_a: str, label_b: str, *, envs: list[str] | None = No
             times = np.where(solved, g["t_steps"].to_numpy(float), g["total_steps"].to_numpy(float))
             ep.median_steps[lab] = kaplan_meier_median(times, solved)
             if flagged is not None:
-                kinds = set.intersection(*[(checkable or {}).get(k, set()) for k in g["key"]]) if len(g) else set()
                 ep.collapse_checks[lab] = sorted(kinds)
                 hit = {k for k, kind in flagged if kind in kinds}
                 ep.collapsed[lab] = float(g["key"].isin(hit).mean()) if kinds else math.nan

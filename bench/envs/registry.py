@@ -165,8 +165,10 @@ MINATAR_PREFIX = "MinAtar/"
 #: the 3-seed reference store of the time (`results/reference.db`, since replaced by the packs in
 #: `results/reference/`). HalfCheetah-v5 1,300: SB3 PPO's mean 1,254 µs per step over its first two
 #: 1e6-step reference runs (1,251 and 1,257, uncontended; ``results/reference/mujoco``, 2026-11-25), the
-#: slowest label there so far; SB3 A2C, not yet run at 1e6, may raise it (the 10k-step speed benchmark,
-#: set-up included, put it near SB3 PPO). It was 1,000, from an 826 µs speed measurement.
+#: slowest label there (SB3 A2C's five runs at 1e6 took 835 µs, 820-853). It was 1,000, from an 826 µs speed
+#: measurement. Hopper-v5 1,000: SB3 A2C's mean 928 µs per step (887-951; 5 runs at 1e6, uncontended,
+#: 2026-11-25), the slowest of the six labels there (SB3 PPO 664, sb3-contrib TRPO 353, own A2C 314).
+#: Walker2d-v5 has none until SB3 PPO and SB3 A2C have run there.
 #: LunarLander-v3 500 µs: sb3 PPO's 469 µs, the slowest of the three implementations measured so far
 #: at 1e6 steps (own PPO 162, own TRPO 300; `results/reference/box2d`, 2026-11-24, contended runs).
 #: LunarLanderContinuous-v3 300 µs: sb3 TRPO's 251 µs, the slowest label of its 1e6-step runs in
@@ -197,6 +199,7 @@ TIME_SCALE_US: dict[str, float] = {
     "MountainCar-v0": 250.0,
     "MountainCarContinuous-v0": 2500.0,
     "HalfCheetah-v5": 1300.0,
+    "Hopper-v5": 1000.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
