@@ -177,9 +177,11 @@ def a2c_lockstep(env_id: str, updates: int, *, tol: float = 1e-4, over: dict | N
     every action's Gaussian noise drawn from one shared table: each side runs its own collection, time-limit
     handling, normalisation, returns and update, and the two are compared after every update.
 
-    Runs ``updates`` updates (or until every compared quantity has differed by more than ``tol``). Returns ``(first, worst, n)``: the first update at which each quantity differed by more than
-    ``tol``, the largest gap each reached, and the number of updates run. ``over``: hyperparameters over
-    the zoo's (``resolve``); the own policy's kernel is always ``torch``."""
+    Runs ``updates`` updates (or until every compared quantity has differed by more than ``tol``). Returns
+    ``(first, worst, n)``: the first update at which each quantity (normalised observations, actions,
+    advantages, returns, the Linear layers' weights, the log-std) differed by more than ``tol``, the largest
+    gap each reached, and the number of updates run. ``over``: hyperparameters over the zoo's (``resolve``);
+    the own policy's kernel is always ``torch``."""
     over = over or {}
     from stable_baselines3.common.distributions import DiagGaussianDistribution
 
