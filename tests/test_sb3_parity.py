@@ -231,11 +231,7 @@ def _lockstep_run(env_id: str, updates: int, tol: float, p, envs, verbose: bool)
     model = A2C("MlpPolicy", venv, policy_kwargs=policy_kwargs(p, continuous=True), seed=0, device="cpu",
                 **_algo_kwargs("a2c", p))
     model.set_logger(configure(folder=None, format_strings=[]))
-    with torch.no_grad():
-        for mine, theirs in LAYERS.items():
-            model.policy.get_submodule(theirs).weight.copy_(pol.get_submodule(mine).weight)
-            model.policy.get_submodule(theirs).bias.copy_(pol.get_submodule(mine).bias)
-        model.policy.log_std.copy_(pol.log_std)
+    _copy_weights(pol, model.policy)
     _, callback = model._setup_learn(updates * p.n_steps * p.n_envs, None)
     callback.on_training_start(locals(), globals())
     buf = model.rollout_buffer
