@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/a2c_lockstep.py HalfCheetah-v5 300 normalize=false
     .venv/bin/python scripts/a2c_lockstep.py 'HalfCheetah-v5[max_episode_steps=7]' 300
+    .venv/bin/python scripts/a2c_lockstep.py HalfCheetah-v5 300 'kernel="numpy"'
 
 Both start from the own policy's initial weights (copied into SB3's policy), reset their envs with the
 same seeds, and draw every action's Gaussian noise from one shared table, so the two runs see the same
@@ -10,7 +11,8 @@ observations, actions, advantages, returns) or the weights differ by more than 1
 difference that the three hand-made updates of tests/test_sb3_parity.py cannot show. MuJoCo is chaotic:
 float32 rounding alone parts the two within tens to hundreds of updates, so what matters is what
 differs first, and by how much. The function is ``a2c_lockstep`` in tests/test_sb3_parity.py, whose tests
-run it. Trailing ``name=JSON`` arguments override the zoo's hyperparameters.
+run it. Trailing ``name=JSON`` arguments override the zoo's hyperparameters; ``kernel="numpy"`` runs the
+own side on the NumPy kernel (what the reference's MuJoCo runs use), ``torch`` by default.
 """
 from __future__ import annotations
 

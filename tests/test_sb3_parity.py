@@ -181,11 +181,13 @@ def a2c_lockstep(env_id: str, updates: int, *, tol: float = 1e-4, over: dict | N
     ``(first, worst, n)``: the first update at which each quantity (normalised observations, actions,
     advantages, returns, the Linear layers' weights, the log-std) differed by more than ``tol``, the largest
     gap each reached, and the number of updates run. ``over``: hyperparameters over the zoo's (``resolve``);
-    the own policy's kernel is always ``torch``."""
+    ``kernel`` in it picks the own side's path, ``torch`` unless given (``numpy`` is what ``auto`` runs on
+    MuJoCo: acting and the gradient through :class:`ActorCriticKernel`)."""
     over = over or {}
     from stable_baselines3.common.distributions import DiagGaussianDistribution
 
     p = resolve("a2c", env_id, {"kernel": "torch", **over})
+    assert p.kernel in ("torch", "numpy"), p.kernel
     envs = make_vec_env(env_id, p.n_envs)
     d = int(np.prod(envs.single_action_space.shape))
     table = torch.from_numpy(np.random.default_rng(123).standard_normal((updates * p.n_steps + 1, p.n_envs, d))
@@ -197,18 +199,25 @@ def a2c_lockstep(env_id: str, updates: int, *, tol: float = 1e-4, over: dict | N
         k["own"] += 1
         return self.mean + self.log_std.exp() * z
 
+    def own_kernel_act(self: ActorCriticKernel, obs: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        out = self.pi.forward(obs)[0]
+        a = out + np.exp(self.log_std) * table[k["own"]].numpy().reshape(out.shape)
+        k["own"] += 1
+        return a, self.log_prob_of(out, a), self.value(obs)
+
     def sb3_sample(self: DiagGaussianDistribution) -> torch.Tensor:
         z = table[k["sb3"]].reshape(self.distribution.mean.shape)
         k["sb3"] += 1
         return self.distribution.mean + self.distribution.stddev * z
 
-    saved = GaussianPd.sample, DiagGaussianDistribution.sample
+    saved = GaussianPd.sample, ActorCriticKernel.act, DiagGaussianDistribution.sample
     GaussianPd.sample = own_sample  # type: ignore[method-assign]
+    ActorCriticKernel.act = own_kernel_act  # type: ignore[method-assign]
     DiagGaussianDistribution.sample = sb3_sample  # type: ignore[method-assign]
     try:
         return _lockstep_run(env_id, updates, tol, p, envs, verbose)
     finally:
-        GaussianPd.sample, DiagGaussianDistribution.sample = saved
+        GaussianPd.sample, ActorCriticKernel.act, DiagGaussianDistribution.sample = saved
         envs.close()
 
 
@@ -223,7 +232,8 @@ def _lockstep_run(env_id: str, updates: int, tol: float, p, envs, verbose: bool)
     pol = make_policy(envs, p)
     flat = FlatParams(list(pol.parameters()))
     opt = a2c.make_optimizer([flat.param], p)
-    col = Collector(envs, pol, norm, seed=0)
+    kern = ActorCriticKernel(pol) if p.kernel == "numpy" else None
+    col = Collector(envs, pol, norm, seed=0, kernel=kern)
 
     venv = DummyVecEnv([partial(make_env, env_id) for _ in range(p.n_envs)])
     if p.normalize_obs or p.normalize_reward:
@@ -241,7 +251,7 @@ def _lockstep_run(env_id: str, updates: int, tol: float, p, envs, verbose: bool)
     for u in range(updates):
         ro = col.collect(p.n_steps)
         adv, ret = gae(ro.rewards, ro.values.numpy(), ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
-        a2c.a2c_gradient(ro, pol, flat, None, p, torch.device("cpu"))
+        a2c.a2c_gradient(ro, pol, flat, kern, p, torch.device("cpu"))
         flat.clip_grad_norm(p.max_grad_norm)
         opt.step()
         model.collect_rollouts(model.env, callback, buf, n_rollout_steps=p.n_steps)
@@ -267,13 +277,16 @@ def _lockstep_run(env_id: str, updates: int, tol: float, p, envs, verbose: bool)
     return first, worst, u + 1
 
 
-def test_a2c_whole_loop_in_lockstep_with_sb3s_through_time_limits():
+@pytest.mark.parametrize("kernel", ["torch", "numpy"])
+def test_a2c_whole_loop_in_lockstep_with_sb3s_through_time_limits(kernel):
     """Collection, time-limit bootstrapping, n-step returns and the update together, not only the update:
     from the same weights with the same action noise, on HalfCheetah cut to 7-step episodes (14 truncations
-    in 100 updates of 5 steps), own A2C and SB3's stay together. What grows is MuJoCo's float32 rounding
-    (measured: weights 3e-6, advantages 2e-4 after 100 updates); a truncation bootstrapped differently moves
-    the advantages by the order of V(s'), 0.1 and more."""
-    first, worst, n = a2c_lockstep("HalfCheetah-v5[max_episode_steps=7]", 100, tol=1e-5, over={"normalize": False})
+    in 100 updates of 5 steps), own A2C and SB3's stay together, on the torch path and on the NumPy kernel
+    (which ``kernel: auto`` picks for the MuJoCo reference's runs). What grows is MuJoCo's float32 rounding
+    (measured: weights 3e-6 on torch, 1e-6 on the kernel, advantages 1e-4, after 100 updates); a truncation
+    bootstrapped differently moves the advantages by the order of V(s'), 0.1 and more."""
+    first, worst, n = a2c_lockstep("HalfCheetah-v5[max_episode_steps=7]", 100, tol=1e-5,
+                                   over={"normalize": False, "kernel": kernel})
     assert n == 100, first  # every compared quantity parted: the loop stopped early
     assert worst["weights"] < 5e-5 and worst["log_std"] < 5e-6, worst
     assert worst["advantages"] < 5e-3 and worst["returns"] < 5e-3, worst
