@@ -13,6 +13,7 @@ is off on both consoles, and styled words are built as :class:`rich.text.Text`.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -57,6 +58,12 @@ class _BenchGroup(TyperGroup):
             raise _usage_line(e) from None
         except (typer.Exit, typer.Abort, typer.exceptions.TyperException):  # click's own exits
             raise
+        except BrokenPipeError:
+            # The reader went away (`bench recommend | head`): nothing is wrong with the input or the store,
+            # so no error line. Stop quietly as rich's console does for the commands that print through it
+            # (stdout to /dev/null, so the interpreter's last flush cannot raise again; status 1).
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(1) from None
         except Exception as e:  # noqa: BLE001 - the one place that turns any error into one line
             if DEBUG:
                 import traceback

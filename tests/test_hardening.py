@@ -702,3 +702,17 @@ def test_a_study_name_with_control_characters_is_refused_before_any_store(tmp_pa
         one_line(p, "--study:", "allowed: 1 to 128 printable characters")
         assert "\x1b" not in p.stderr  # shown escaped
     assert not (tmp_path / "t.db").exists()
+
+
+@pytest.mark.parametrize("args", [("schema",), ("envs",), ("--help",)])
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path, args):
+    # `bench schema | head -1`: the pipe's reader exits first and the next write fails with EPIPE. That is
+    # not bad input and not a failure of bench, so no "error:" line (schema printed one before); the exit
+    # status is 1, as rich's console gives the commands that print through it. The read end is closed
+    # before bench writes anything, so the first write fails every time.
+    p = subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=120) == 1, err
+    assert err == "", err
