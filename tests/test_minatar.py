@@ -63,11 +63,13 @@ def test_nature_cnn_runs_channels_last_and_computes_the_nchw_function():
     assert seen == [True]
     ref = cnn.net(x.float() / 255.0)  # NCHW input: the textbook computation
     assert not seen[-1]
-    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
+    # Float32 rounding only: the channels-last convolution sums in another order (measured on an Intel Xeon:
+    # 1.3e-6 absolute on outputs of order 0.02; a wrong layout or channel order moves them by 1e-2).
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
     g1 = torch.autograd.grad(out.square().sum(), list(cnn.parameters()))
     g2 = torch.autograd.grad(ref.square().sum(), list(cnn.parameters()))
-    for a, b in zip(g1, g2):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    for a, b in zip(g1, g2):  # to float32 rounding of sums over the batch and the frame: 1e-5 of each tensor's scale
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5 * float(b.abs().max()))
 
 
 minatar = pytest.importorskip("minatar")

@@ -219,7 +219,9 @@ def test_ppo_from_the_sft_reference_raises_the_exact_match_rate():
     rec, s = _train_ppo(key, 10_240, kl_coef=0.01)
     end = float(np.mean(s["seq/exact_match"][-3:]))
     assert end >= start + 0.1, (start, s["seq/exact_match"])
-    assert all(v >= 0 for v in s["kl/reference"]) and max(s["kl/reference"]) > 0  # it moved from the reference
+    # k3 = exp(d) − 1 − d is ≥ 0 exactly, but in float32 near d = 0 its cancellation leaves rounding of
+    # either sign (measured on an Intel Xeon: −5.5e-10 at the first update, before the policy has moved).
+    assert all(v >= -1e-6 for v in s["kl/reference"]) and max(s["kl/reference"]) > 1e-3  # it moved from the reference
     mem = rec.model_memory()
     assert mem["other_bytes"] > 0  # the frozen reference is counted beside the trained copy
 
