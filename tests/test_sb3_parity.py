@@ -199,29 +199,28 @@ def a2c_lockstep(env_id: str, updates: int, *, tol: float = 1e-4, over: dict | N
         k["own"] += 1
         return self.mean + self.log_std.exp() * z
 
-    def own_kernel_act(self: ActorCriticKernel, obs: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        out = self.pi.forward(obs)[0]
-        a = out + np.exp(self.log_std) * table[k["own"]].numpy().reshape(out.shape)
-        k["own"] += 1
-        return a, self.log_prob_of(out, a), self.value(obs)
+    class TableRNG:  # what the NumPy kernel's real act() draws its Gaussian noise from
+        def standard_normal(self, shape, dtype):
+            k["own"] += 1
+            return table[k["own"] - 1].numpy().reshape(shape).astype(dtype, copy=False)
 
     def sb3_sample(self: DiagGaussianDistribution) -> torch.Tensor:
         z = table[k["sb3"]].reshape(self.distribution.mean.shape)
         k["sb3"] += 1
         return self.distribution.mean + self.distribution.stddev * z
 
-    saved = GaussianPd.sample, ActorCriticKernel.act, DiagGaussianDistribution.sample
+    saved = GaussianPd.sample, DiagGaussianDistribution.sample
     GaussianPd.sample = own_sample  # type: ignore[method-assign]
-    ActorCriticKernel.act = own_kernel_act  # type: ignore[method-assign]
     DiagGaussianDistribution.sample = sb3_sample  # type: ignore[method-assign]
     try:
-        return _lockstep_run(env_id, updates, tol, p, envs, verbose)
+        return _lockstep_run(env_id, updates, tol, p, envs, verbose, TableRNG())
     finally:
-        GaussianPd.sample, ActorCriticKernel.act, DiagGaussianDistribution.sample = saved
+        GaussianPd.sample, DiagGaussianDistribution.sample = saved
         envs.close()
 
 
-def _lockstep_run(env_id: str, updates: int, tol: float, p, envs, verbose: bool) -> tuple[dict[str, int], dict[str, float], int]:
+def _lockstep_run(env_id: str, updates: int, tol: float, p, envs, verbose: bool,
+                  rng) -> tuple[dict[str, int], dict[str, float], int]:
     from stable_baselines3 import A2C
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -233,7 +232,7 @@ def _lockstep_run(env_id: str, updates: int, tol: float, p, envs, verbose: bool)
     flat = FlatParams(list(pol.parameters()))
     opt = a2c.make_optimizer([flat.param], p)
     kern = ActorCriticKernel(pol) if p.kernel == "numpy" else None
-    col = Collector(envs, pol, norm, seed=0, kernel=kern)
+    col = Collector(envs, pol, norm, seed=0, kernel=kern, rng=rng)
 
     venv = DummyVecEnv([partial(make_env, env_id) for _ in range(p.n_envs)])
     if p.normalize_obs or p.normalize_reward:
