@@ -28,7 +28,8 @@ RANDOM = {"CartPole-v1": 20.0, "MountainCar-v0": -200.0, "Pendulum-v1": -1200.0,
 @dataclass(frozen=True)
 class Planted:
     """How one algorithm label behaves: final level (1 = threshold; per env in ``env_skill``), learning speed,
-    seconds per step, noise, and wall seconds per CPU second (above 1: the run shared its core)."""
+    seconds per step, noise, wall seconds per CPU second (above 1: the run shared its core), and the CPU model
+    its runs record (``cpu_models``, one per seed, cycled, overrides it)."""
 
     label: str
     algo: str
@@ -39,6 +40,8 @@ class Planted:
     noise: float = 0.05  # per-run skill noise (fraction of the threshold gap)
     env_skill: tuple[tuple[str, float], ...] = ()  # (env id, skill) pairs that override ``skill`` on those envs
     wall_per_cpu: float = 1.0
+    cpu_model: str = "synthetic CPU"
+    cpu_models: tuple[str, ...] = ()
 
 
 def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, timesteps: int = 20_000,
@@ -78,7 +81,8 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
         upd = steps[::diag_every]
         diag = [(int(s), "policy/entropy", float(1.0 - s / timesteps)) for s in upd]
         diag += [(int(s), "policy/approx_kl", float(0.01 + 0.001 * rng.standard_normal())) for s in upd]
-        meta = {"versions": {"bench": "0.1.0"}, "cpu_model": "synthetic CPU", "torch_threads": 1, "cpu_count": 2,
+        cpu_model = a.cpu_models[c.seed % len(a.cpu_models)] if a.cpu_models else a.cpu_model
+        meta = {"versions": {"bench": "0.1.0"}, "cpu_model": cpu_model, "torch_threads": 1, "cpu_count": 2,
                 "host": "synthetic", "git_commit": "0" * 40, "git_dirty": False, "python": "3.11",
                 "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:01:00+00:00", **(meta_extra or {})}
         attempt = db.claim(c.key, "synthetic:1:1")

@@ -180,3 +180,25 @@ def test_a_verdict_needs_the_test_and_the_interval_to_agree():
     # No rejection: not settled whatever the interval; no interval: not settled.
     assert verdict(0.2, 0.3, 0.1, 0.5, 1.0)[0] == OPEN
     assert verdict(0.01, 0.3, float("nan"), float("nan"), 1.0)[0] == OPEN
+
+
+@pytest.mark.parametrize("ratio, verdict", [(1.2, claims.OPEN), (2.0, claims.HOLDS)])
+def test_a_time_verdict_must_outlast_the_machines_difference(tmp_path, ratio, verdict):
+    """TRPO takes ``ratio`` times PPO's CPU seconds per step. On one machine that holds at any ratio;
+    with PPO's runs on another machine, only a ratio beyond the machine factor (1.25) does."""
+    line = "trpo > ppo on CPU seconds per million steps"
+    for ppo_cpu in ("CPU A", "CPU B"):
+        url = f"sqlite:///{tmp_path / f'{ppo_cpu}.db'}"
+        ppo = Planted("ppo-bench", "ppo", "bench", 0.9, sec_per_kstep=0.5, cpu_model=ppo_cpu)
+        trpo = Planted("trpo-bench", "trpo", "bench", 0.9, sec_per_kstep=0.5 * ratio, cpu_model="CPU A")
+        write_store(url, ENVS, [ppo, trpo], seeds=5, spec_extra=claim(line))
+        (res,) = claims.evaluate(url, anchors=False, n_boot=200)
+        (c,) = res.checks
+        assert c.effect == pytest.approx(500 * (ratio - 1), rel=0.01)  # as measured, whatever the machines
+        if ppo_cpu == "CPU A":
+            assert c.verdict == claims.HOLDS and c.why == ""
+        else:
+            assert c.verdict == verdict and "CartPole-v1, LunarLander-v3 mix machines" in c.why, c.why
+            assert ("holds with machines mixed" in c.why) == (verdict == claims.HOLDS)
+            # The doubted effect: PPO's runs taken 1.25x slower against TRPO.
+            assert f"trpo − ppo = {500 * ratio - 625:+.3g}" in c.why

@@ -4,6 +4,7 @@
 - a winner needs a permutation test and enough evidence: 3 seeds never make one;
 - every score is on a fixed scale: adding a label changes nobody else's, for every criterion;
 - time is CPU seconds, and a run that shared its core is flagged;
+- a time winner whose runs mix machines must outlast the machines' possible difference in speed;
 - runs at another budget are set aside with a note, never stretched;
 - the leave-one-env-out track record is what the rule would have said on each unseen env.
 """
@@ -146,6 +147,113 @@ def test_time_uses_cpu_seconds_and_flags_a_contended_run(tmp_path):
 
     html = build(url, tmp_path / "rep", anchors=False).read_text()
     assert "Contention:</strong> 4 run(s)" in html
+
+
+# --------------------------------------------------------------------------- #
+# Time across machines
+# --------------------------------------------------------------------------- #
+def _runs(rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["env", "label", "hardware", "cpu_s", "total_steps", "contended"])
+
+
+def test_machine_factor_is_the_largest_same_label_ratio_never_below_the_floor():
+    f = analysis.scoring.machine_factor
+    # a on E: medians 300 (EPYC, runs 200/300/400) and 200 (Xeon, 100/200/300): 1.5. b on E: 1.1 from one run each.
+    # The contended EPYC run of a (2,000 µs per step) would make it 10 if it counted.
+    runs = _runs([("E", "a", "EPYC", c, 1e6, False) for c in (200, 300, 400)]
+                 + [("E", "a", "Xeon", c, 1e6, False) for c in (100, 200, 300)]
+                 + [("E", "a", "EPYC", 2000, 1e6, True), ("E", "b", "EPYC", 110, 1e6, False),
+                    ("E", "b", "Xeon", 100, 1e6, False), ("F", "a", "EPYC", 5, 1e4, False)])
+    factor, pairs = f(runs)
+    assert factor == pytest.approx(1.5)
+    assert [(d["label"], d["slow"], d["fast"], d["runs"]) for d in pairs] == [("a", "EPYC", "Xeon", "3 v 3"),
+                                                                             ("b", "EPYC", "Xeon", "1 v 1")]
+    assert pairs[0]["slow_us"] == pytest.approx(300) and pairs[1]["ratio"] == pytest.approx(1.1)
+    # One machine, or only a small measured difference: the floor.
+    assert f(runs[runs["hardware"] == "EPYC"]) == (analysis.MACHINE_FACTOR, [])
+    assert f(runs[runs["label"] == "b"])[0] == analysis.MACHINE_FACTOR
+
+
+def test_machine_adverse_moves_only_the_runs_off_the_common_machine_and_against_the_leader():
+    cols = ["env", "hardware", "v", "lo", "hi"]
+    x = pd.DataFrame([("E", "A", 1.0, 0.1, 10.0), ("E", "B", 2.0, 0.2, 20.0), ("F", "A", 3.0, 0.3, 30.0)], columns=cols)
+    y = pd.DataFrame([("E", "A", 4.0, 0.4, 40.0), ("E", "A", 5.0, 0.5, 50.0), ("F", "A", 6.0, 0.6, 60.0)], columns=cols)
+    xt, yt, mixed = analysis.machine_adverse(x, y, "v", ["E", "F"], ("lo", "hi"))
+    assert mixed == ["E"]  # F ran on one machine: untouched
+    # E: machine A has 3 of the 4 runs, so it is the reference; x's run on B takes its lowering value.
+    np.testing.assert_array_equal(xt[0], [1.0, 0.2])
+    np.testing.assert_array_equal(yt[0], [4.0, 5.0])
+    np.testing.assert_array_equal(xt[1], [3.0])
+    np.testing.assert_array_equal(yt[1], [6.0])
+    # y's runs off the reference take their raising value; a tie in counts takes the first machine by name.
+    x2 = pd.DataFrame([("E", "A", 1.0, 0.1, 10.0), ("E", "A", 2.0, 0.2, 20.0)], columns=cols)
+    y2 = pd.DataFrame([("E", "B", 4.0, 0.4, 40.0), ("E", "A", 5.0, 0.5, 50.0)], columns=cols)
+    xt, yt, _ = analysis.machine_adverse(x2, y2, "v", ["E"], ("lo", "hi"))
+    np.testing.assert_array_equal(xt[0], [1.0, 2.0])
+    np.testing.assert_array_equal(yt[0], [40.0, 5.0])
+    x3 = pd.DataFrame([("E", "A", 1.0, 0.1, 10.0), ("E", "B", 2.0, 0.2, 20.0)], columns=cols)
+    y3 = pd.DataFrame([("E", "A", 4.0, 0.4, 40.0), ("E", "B", 5.0, 0.5, 50.0)], columns=cols)
+    xt, yt, _ = analysis.machine_adverse(x3, y3, "v", ["E"], ("lo", "hi"))
+    np.testing.assert_array_equal(xt[0], [1.0, 0.2])
+    np.testing.assert_array_equal(yt[0], [4.0, 50.0])
+
+
+def test_the_time_variants_are_the_same_run_on_a_slower_and_a_faster_machine(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, DENSE[:1], [Planted("p", "ppo", "bench", skill=0.9, tau=0.2)], seeds=3)
+    s = scored(url)
+    r = s.runs
+    assert (r["hardware"] == "synthetic CPU · 1 torch thread(s)").all() and s.machine_factor == analysis.MACHINE_FACTOR
+    assert (r["auc_time_norm_slow"] < r["auc_time_norm"]).all() and (r["auc_time_norm"] < r["auc_time_norm_fast"]).all()
+    # Planted at 0.5 s per 1000 steps: a machine 1.25x faster is the same run planted at 0.4.
+    fast_url = f"sqlite:///{tmp_path / 'f.db'}"
+    write_store(fast_url, DENSE[:1], [Planted("p", "ppo", "bench", skill=0.9, tau=0.2, sec_per_kstep=0.4)], seeds=3)
+    np.testing.assert_allclose(r["auc_time_norm_fast"], scored(fast_url).runs["auc_time_norm"], rtol=1e-4)  # clocks stored to 1 ms
+
+
+def _time_race(tmp_path: Path, ratio: float, ppo_cpu: str) -> tuple[analysis.Recommendation, str]:
+    """PPO and A2C learn alike per step; A2C takes ``ratio`` times PPO's CPU seconds per step. A2C ran on
+    "CPU A", PPO on ``ppo_cpu``."""
+    url = f"sqlite:///{tmp_path / f'{ratio}-{ppo_cpu}.db'}"
+    ppo = Planted("ppo-bench", "ppo", "bench", skill=0.9, tau=0.2, noise=0.02, cpu_model=ppo_cpu)
+    a2c = Planted("a2c-bench", "a2c", "bench", skill=0.9, tau=0.2, noise=0.02, sec_per_kstep=0.5 * ratio,
+                  cpu_model="CPU A")
+    write_store(url, DENSE, [ppo, a2c], seeds=5)
+    return one(url, "time"), url
+
+
+def test_a_time_winner_on_other_machines_than_its_rival_must_outlast_their_difference(tmp_path):
+    # 1.2x faster per step, all on one machine: a winner.
+    rec, _ = _time_race(tmp_path, 1.2, "CPU A")
+    assert rec.verdict == "recommended" and rec.algorithm == "ppo", rec.message
+    # The same runs, PPO's on another machine: 1.2x is within what machines differ by (1.25x), so it leans.
+    rec, url = _time_race(tmp_path, 1.2, "CPU B")
+    s = scored(url)
+    assert rec.verdict == "leaning" and rec.algorithm == "ppo" and rec.p_value < analysis.ALPHA, rec.message
+    assert "CartPole-v1, LunarLander-v3 mix machines" in rec.message and "1.25× slower or faster against ppo" in \
+        rec.message
+    assert analysis.recommendation_rows([rec])[0]["answer"] == "leaning ppo"
+    assert "a time winner must hold with each env's runs off its most common machine 1.25×" in \
+        analysis.hardware_line(s)
+    # The decision matrix marks no time winner either, and says why; samples are untouched by machines.
+    m = analysis.decision_matrix(s, n_boot=200).set_index(["category", "label", "criterion"])
+    cat = "discrete · vector · dense"
+    assert m.loc[(cat, "ppo-bench", "time efficiency"), "mark"] == "tie"
+    assert "mix machines" in m.loc[(cat, "a2c-bench", "time efficiency"), "note"]
+    assert one(url, "samples").verdict == "tie"
+    # 2x is beyond it: still a winner, and the message says it held.
+    rec, _ = _time_race(tmp_path, 2.0, "CPU B")
+    assert rec.verdict == "recommended" and rec.algorithm == "ppo" and "holds though" in rec.message, rec.message
+
+
+def test_implementations_on_different_machines_lean_by_time(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    own = Planted("ppo-bench", "ppo", "bench", skill=0.9, tau=0.2, noise=0.02, cpu_model="CPU B")
+    sb3 = Planted("ppo-sb3", "ppo", "sb3", skill=0.9, tau=0.2, noise=0.02, sec_per_kstep=0.6, cpu_model="CPU A")
+    write_store(url, DENSE, [own, sb3, *A2C_IMPLS], seeds=5)
+    rec = one(url, "time")
+    assert rec.algorithm == "ppo" and rec.impl[:3] == ("leaning", "ppo-bench", "ppo-sb3"), rec.implementation
+    assert "mix machines" in rec.implementation and "fewer than" not in rec.implementation
 
 
 def test_runs_recorded_before_per_episode_cpu_are_estimated_and_said_so(tmp_path):

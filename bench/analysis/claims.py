@@ -79,10 +79,15 @@ class ClaimResult:
 
 def measures(scored: scoring.Scored, diagnostics: pd.DataFrame) -> pd.DataFrame:
     """The scored runs with the claim-only measures added: ``cpu_per_msteps`` (training CPU seconds per
-    million env steps) and ``grad_noise`` (the run's mean ``grad/noise_ratio``, weighted by the updates
+    million env steps; with ``_slow`` and ``_fast`` variants, × and ÷ the store's ``machine_factor``, also a
+    column) and ``grad_noise`` (the run's mean ``grad/noise_ratio``, weighted by the updates
     each stored row stands for; NaN where the run did not record it)."""
     r = scored.runs.copy()
     r["cpu_per_msteps"] = r["cpu_s"].astype(float) / r["total_steps"].astype(float) * 1e6
+    # As if the run's machine were the factor slower or faster (scoring.machine_adverse).
+    r["cpu_per_msteps_slow"] = r["cpu_per_msteps"] * scored.machine_factor
+    r["cpu_per_msteps_fast"] = r["cpu_per_msteps"] / scored.machine_factor
+    r["machine_factor"] = scored.machine_factor
     d = diagnostics[diagnostics["name"] == "grad/noise_ratio"]
     if len(d):
         w = d["n"].fillna(1).astype(float) if "n" in d else pd.Series(1.0, index=d.index)
@@ -134,9 +139,19 @@ def _gap_growth(diagnostics: pd.DataFrame, env: str) -> float:
     return float(gap[-LAST_UPDATES:].mean() - gap[:3].mean())
 
 
-def _tasks(runs: pd.DataFrame, name: str, col: str, envs: list[str]) -> list[np.ndarray]:
+#: Time measures → their ``(lowering, raising)`` variants as if a run's machine were slower or faster.
+MACHINE_VARIANTS: dict[str, tuple[str, str]] = {**scoring.MACHINE_VARIANTS,
+                                                "cpu_per_msteps": ("cpu_per_msteps_fast", "cpu_per_msteps_slow")}
+
+
+def _side(runs: pd.DataFrame, name: str, col: str) -> pd.DataFrame:
+    """The runs of a label, or of an algorithm (its labels pooled), that have ``col``."""
     by = "label" if name in set(runs["label"]) else "algo"
-    mine = runs[(runs[by] == name) & runs[col].notna()]
+    return runs[(runs[by] == name) & runs[col].notna()]
+
+
+def _tasks(runs: pd.DataFrame, name: str, col: str, envs: list[str]) -> list[np.ndarray]:
+    mine = _side(runs, name, col)
     return [mine.loc[mine["env"] == e, col].to_numpy(float) for e in envs]
 
 
@@ -178,7 +193,30 @@ def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n
     out = Check(line, OPEN, effect=effect, lo=lo, hi=hi, kind="ci", p_value=test.p_value, runs=runs_txt,
                 per_env=per_env)
     out.verdict, out.why = verdict(test.p_value, effect, lo, hi, 1.0 if sign == ">" else -1.0)
+    if out.verdict != OPEN and col in MACHINE_VARIANTS:
+        _machine_check(out, runs, a, b, col, envs, n_boot)
     return out
+
+
+def _machine_check(out: Check, runs: pd.DataFrame, a: str, b: str, col: str, envs: list[str], n_boot: int) -> None:
+    """A time verdict stands only if it survives the machines' doubt (:func:`bench.analysis.scoring.machine_adverse`):
+    where the two sides' runs on an env ran on more than one machine, the side found ahead is tested again
+    with every run off the most common machine there taken the store's machine factor slower or faster,
+    whichever is worse for it. If the verdict is not reproduced, it is not settled, with both figures."""
+    lead, other = (a, b) if out.effect > 0 else (b, a)
+    x, y, mixed = scoring.machine_adverse(_side(runs, lead, col), _side(runs, other, col), col, envs,
+                                          MACHINE_VARIANTS[col])
+    if not mixed:
+        return
+    p = stats.permutation_test(x, y, stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0).p_value
+    effect, lo, hi = _difference(x, y, n_boot)
+    factor = float(runs["machine_factor"].iloc[0])
+    doubt = (f"{', '.join(mixed)} mix machines; with every run off the most common one there {factor:.2f}× slower "
+             f"or faster against {lead}, {lead} − {other} = {effect:+.3g} [{lo:+.3g}, {hi:+.3g}], p = {p:.2g}")
+    if verdict(p, effect, lo, hi, 1.0)[0] == HOLDS:
+        out.why = f"holds with machines mixed ({doubt})"
+    else:
+        out.verdict, out.why = OPEN, f"the verdict does not outlast the machines' difference: {doubt}"
 
 
 def verdict(p: float, effect: float, lo: float, hi: float, wanted: float) -> tuple[str, str]:

@@ -49,6 +49,12 @@ Across runs
   p-value is shown; interval overlap alone never decides. A profile's winner also
   needs :data:`MIN_SEEDS` runs per candidate on each env and :data:`MIN_ENVS`
   envs; below that the answer is "leaning X", with the counts.
+- Time across machines: CPU seconds per step differ by CPU model, and not by one factor for all
+  code (own A2C ran 1.22x faster on an Intel Xeon than on an AMD EPYC, SB3 PPO 1.03x slower, both
+  on HalfCheetah-v5). Where a time comparison's runs on an env ran on more than one machine
+  (:func:`hardware_of`), a winner must survive the worst case: every run off the env's most
+  common machine there taken :data:`MACHINE_FACTOR` slower or faster, against the leader
+  (:func:`machine_adverse`). Otherwise the answer is "leaning", and says why.
 - Recommendations answer by algorithm first, with its implementations pooled
   (every run of every label of the algorithm, each run once, each env weighted
   once), then say which implementation of it did better, or that they tie.
@@ -68,10 +74,11 @@ from bench.analysis import stats
 from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossing, normalised_auc, running_mean
 
 __all__ = [
-    "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MIN_ENVS", "MIN_SEEDS",
-    "N_BOOT", "OBS", "PRIORITIES", "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves",
+    "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MACHINE_FACTOR",
+    "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PRIORITIES", "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves",
     "Recommendation", "SCORE_COLUMNS", "Scored", "across_envs", "categories", "category_of", "decision_matrix", "final_table",
-    "hardware_line", "hardware_of", "hardware_warnings", "improvement_matrix", "leave_one_env_out", "load",
+    "hardware_line", "hardware_of", "hardware_warnings", "improvement_matrix",
+    "leave_one_env_out", "load", "machine_adverse", "machine_factor",
     "normalised_envs", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
 ]
 
@@ -84,6 +91,16 @@ MIN_SEEDS = 5
 MIN_ENVS = 2
 #: A run whose wall seconds exceed its CPU seconds by this factor shared its core: flagged as contended.
 CONTENTION_RATIO = 1.25
+#: The least factor by which a run's CPU seconds per step may differ between two machines, taken
+#: against a time winner whose comparison mixes machines. The store's own measurements raise it
+#: (:func:`machine_factor`): the largest ratio of one label's median CPU seconds per step on two
+#: machines, on one env. The shipped reference, HalfCheetah-v5 (medians, 2026-11-25): own A2C 240 µs per
+#: step on an AMD EPYC, 197 on an Intel Xeon (1.22); SB3 A2C 835 and 753 (1.11); SB3 PPO 1,254 and 1,288
+#: (the Xeon 1.03 slower): machines differ by label, so no one rescaling fits.
+MACHINE_FACTOR = 1.25
+#: Time measures and the per-run columns holding them as if the run's machine were
+#: MACHINE_FACTOR slower and faster than the reference one: ``(lowering, raising)``.
+MACHINE_VARIANTS: dict[str, tuple[str, str]] = {"auc_time_norm": ("auc_time_norm_slow", "auc_time_norm_fast")}
 #: Lower-tail fraction for the reliability criterion (CVaR of the worst 25% of runs).
 CVAR_ALPHA = 0.25
 ACTIONS = ("discrete", "continuous")
@@ -332,13 +349,18 @@ class Scored:
 
     ``runs`` columns: key, env, label, algo, impl, seed, timesteps, total_steps, wall_s, cpu_s,
     final_return, solved (bool), solved_f (0/1), t_steps, t_cpu, final_norm, auc_steps_norm,
-    auc_time_norm (NaN where the env has no anchors or time scale), cpu_estimated, contended, meta.
+    auc_time_norm (NaN where the env has no anchors or time scale), auc_time_norm_slow and
+    auc_time_norm_fast (the same with the run's CPU seconds × and ÷ ``machine_factor``), cpu_estimated,
+    contended, hardware (:func:`hardware_of`), meta.
+    ``machine_factor`` and ``machine_pairs``: what :func:`machine_factor` gives for these runs.
     """
 
     runs: pd.DataFrame
     curves: dict[str, EnvCurves]
     traits: dict[str, dict[str, Any]]
     horizons: dict[str, float] = field(default_factory=dict)
+    machine_factor: float = MACHINE_FACTOR
+    machine_pairs: list[dict[str, Any]] = field(default_factory=list)
     _cells: dict[tuple[str, str], dict[tuple[str, str], np.ndarray]] = field(default_factory=dict, repr=False)
 
     def cells(self, col: str, by: str = "label") -> dict[tuple[str, str], np.ndarray]:
@@ -373,7 +395,7 @@ def score(data: Data) -> Scored:
     step_a, wall_a, ret_a = (ep[c].to_numpy(dtype=float) for c in ("step", "wall_s", "ret"))
     cpu_a = pd.to_numeric(ep["cpu_s"], errors="coerce").to_numpy(dtype=float)
 
-    for c in ("final_norm", "auc_steps_norm", "auc_time_norm", "t_cpu"):
+    for c in ("final_norm", "auc_steps_norm", "auc_time_norm", "auc_time_norm_slow", "auc_time_norm_fast", "t_cpu"):
         runs[c] = np.nan
     runs["solved"] = runs["steps_to_threshold"].notna()
     runs["solved_f"] = runs["solved"].astype(float)
@@ -381,6 +403,8 @@ def score(data: Data) -> Scored:
     runs["cpu_estimated"] = False
     ratio = runs["wall_s"].astype(float) / runs["cpu_s"].astype(float).where(runs["cpu_s"] > 0)
     runs["contended"] = (ratio > CONTENTION_RATIO).fillna(False).astype(bool)
+    runs["hardware"] = [hardware_of(m if isinstance(m, dict) else {}) for m in runs["meta"]]
+    factor, pairs = machine_factor(runs)
 
     curves: dict[str, EnvCurves] = {}
     horizons: dict[str, float] = {}
@@ -417,9 +441,74 @@ def score(data: Data) -> Scored:
                 runs.at[idx, "auc_steps_norm"] = normalised_auc(steps, ret, window, upto=budget, low=lo, high=hi)
                 if horizon:
                     runs.at[idx, "auc_time_norm"] = normalised_auc(cpu, ret, window, upto=horizon, low=lo, high=hi)
+                    # The same run as if its machine were `factor` slower or faster (machine_adverse).
+                    runs.at[idx, "auc_time_norm_slow"] = normalised_auc(cpu * factor, ret, window, upto=horizon,
+                                                                        low=lo, high=hi)
+                    runs.at[idx, "auc_time_norm_fast"] = normalised_auc(cpu / factor, ret, window, upto=horizon,
+                                                                        low=lo, high=hi)
         curves[env_id] = EnvCurves(steps_grid, cpu_grid, {k: np.array(v) for k, v in by_steps.items()},
                                    {k: np.array(v) for k, v in by_cpu.items()})
-    return Scored(runs, curves, data.traits, horizons)
+    return Scored(runs, curves, data.traits, horizons, factor, pairs)
+
+
+def machine_factor(runs: pd.DataFrame) -> tuple[float, list[dict[str, Any]]]:
+    """How far apart two machines' CPU seconds per step can be, from the runs themselves.
+
+    For every (env, label) that ran on more than one machine (``hardware``), the ratio of its
+    slowest machine's median CPU µs per step to its fastest's, over uncontended runs (contention
+    inflates CPU seconds too). Returns ``(factor, pairs)``: the largest ratio, never below
+    :data:`MACHINE_FACTOR`; and one dict per such (env, label): env, label, slow, fast (the
+    machines), slow_us, fast_us, ratio, runs (``"n v m"``), sorted by ratio, largest first.
+
+    :param runs: columns env, label, hardware, cpu_s, total_steps, contended; one row per run.
+    """
+    pairs: list[dict[str, Any]] = []
+    if len(runs):
+        r = runs[~runs["contended"].astype(bool)].copy()
+        r["us"] = r["cpu_s"].astype(float) / r["total_steps"].astype(float) * 1e6
+        r = r[np.isfinite(r["us"]) & (r["us"] > 0)]
+        for (env_id, label), g in r.groupby(["env", "label"], sort=True):
+            by_hw = g.groupby("hardware", sort=True)["us"]
+            if by_hw.ngroups < 2:
+                continue
+            med, n = by_hw.median(), by_hw.size()
+            slow, fast = med.idxmax(), med.idxmin()
+            pairs.append(dict(env=env_id, label=label, slow=slow, fast=fast, slow_us=float(med[slow]),
+                              fast_us=float(med[fast]), ratio=float(med[slow] / med[fast]),
+                              runs=f"{int(n[slow])} v {int(n[fast])}"))
+    pairs.sort(key=lambda d: (-d["ratio"], d["env"], d["label"]))
+    return max([MACHINE_FACTOR] + [d["ratio"] for d in pairs]), pairs
+
+
+def machine_adverse(x: pd.DataFrame, y: pd.DataFrame, col: str, envs: list[str],
+                    variants: tuple[str, str] | None = None) -> tuple[list[np.ndarray], list[np.ndarray], list[str]]:
+    """Per-env values of ``col`` for sides ``x`` and ``y``, with the machines' doubt set against ``x``.
+
+    On an env where the two sides' runs ran on one machine, their values stand. Where they ran on
+    more than one, the runs on the most common of those machines (ties: the first by name) stand,
+    and every other run takes its value as if its machine were the factor slower or faster than
+    that one, whichever is worse for x: x's runs the lowering variant, y's the raising one
+    (``variants``, default :data:`MACHINE_VARIANTS` of ``col``). A test that still finds x ahead
+    holds whatever each other machine's speed within the factor.
+
+    :param x, y: one row per run, columns env, hardware, ``col`` and both variants.
+    :returns: ``(x_tasks, y_tasks, mixed)``: per-env arrays in ``envs`` order, and the envs that mixed machines.
+    """
+    lower, higher = variants or MACHINE_VARIANTS[col]
+    xt, yt, mixed = [], [], []
+    for e in envs:
+        xe, ye = x[x["env"] == e], y[y["env"] == e]
+        hw = pd.concat([xe["hardware"], ye["hardware"]])
+        if hw.nunique() < 2:
+            xt.append(xe[col].to_numpy(float))
+            yt.append(ye[col].to_numpy(float))
+            continue
+        counts = hw.value_counts()
+        ref = min(counts.index[counts == counts.max()])
+        xt.append(np.where(xe["hardware"] == ref, xe[col], xe[lower]).astype(float))
+        yt.append(np.where(ye["hardware"] == ref, ye[col], ye[higher]).astype(float))
+        mixed.append(e)
+    return xt, yt, mixed
 
 
 # --------------------------------------------------------------------------- #
@@ -438,6 +527,29 @@ def estimate(tasks: list[np.ndarray], crit: Criterion, *, n_boot: int = N_BOOT) 
 def compare(x: list[np.ndarray], y: list[np.ndarray], crit: Criterion) -> stats.PermutationTest:
     """Stratified permutation test of ``x`` against ``y`` on the criterion's aggregate (two-sided)."""
     return stats.permutation_test(x, y, crit.aggregate, alternative="two-sided", rng=0)
+
+
+def _machine_doubt(scored: Scored, lead: str, other: str, crit: Criterion, envs: list[str],
+                   by: str = "label") -> tuple[stats.PermutationTest, list[str]] | None:
+    """``lead`` against ``other`` with the machines' doubt set against ``lead`` (:func:`machine_adverse`):
+    the test and the envs that mixed machines, for a time criterion whose runs mix machines on some
+    env of ``envs``; else ``None`` (nothing to doubt)."""
+    if crit.column not in MACHINE_VARIANTS:
+        return None
+    r = scored.runs[scored.runs["final_norm"].notna() & scored.runs[crit.column].notna()]
+    xt, yt, mixed = machine_adverse(r[r[by] == lead], r[r[by] == other], crit.column, envs)
+    return (compare(xt, yt, crit), mixed) if mixed else None
+
+
+def _survives(doubt: tuple[stats.PermutationTest, list[str]] | None) -> bool:
+    """Whether a winner stands against the machines' doubt: none, or the test still rejects, same side."""
+    return doubt is None or (doubt[0].p_value < ALPHA and doubt[0].statistic > 0)
+
+
+def _doubt_note(scored: Scored, doubt: tuple[stats.PermutationTest, list[str]], lead: str) -> str:
+    t, mixed = doubt
+    return (f"{', '.join(mixed)} mix{'es' if len(mixed) == 1 else ''} machines: with the runs off the most common "
+            f"one there {scored.machine_factor:.2f}× slower or faster against {lead}, p = {t.p_value:.2g}")
 
 
 def _enough(scored: Scored, names: list[str], col: str, envs: list[str], by: str) -> bool:
@@ -590,7 +702,12 @@ def _mark(rows: list[dict], tasks: dict[str, list[np.ndarray]], crit: Criterion,
             continue
         t = compare(tasks[top["label"]], tasks[r["label"]], crit)
         r["p"] = t.p_value
-        if t.p_value >= ALPHA:
+        if t.p_value < ALPHA and not lower_is_better and not _survives(
+                doubt := _machine_doubt(scored, top["label"], r["label"], crit, envs)):
+            # Separated by the runs as measured, but not once their machines may differ in speed.
+            r["p"] = max(t.p_value, doubt[0].p_value)
+            r["note"] = (r["note"] + "; " if r["note"] else "") + _doubt_note(scored, doubt, top["label"])
+        if r["p"] >= ALPHA:
             tied.append(r)
     for r in tied:
         r["mark"] = "tie"
@@ -743,6 +860,8 @@ def _implementation(scored: Scored, algo: str, crit: Criterion, envs: list[str],
     t = compare(scored.tasks(a, crit.column, envs), scored.tasks(b, crit.column, envs), crit)
     if any(x.size < MIN_SEEDS for n in (a, b) for x in scored.tasks(n, crit.column, envs)):
         return "leaning", a, b, t.p_value
+    if t.p_value < ALPHA and not _survives(_machine_doubt(scored, a, b, crit, envs)):
+        return "leaning", a, b, t.p_value
     return ("tie" if t.p_value >= ALPHA else "better"), a, b, t.p_value
 
 
@@ -759,15 +878,21 @@ def _parity_differences(scored: Scored, algo: str, envs: list[str]) -> list[str]
     return out
 
 
-def _impl_sentence(impl: tuple[str, str, str | None, float | None] | None) -> str:
+def _impl_sentence(impl: tuple[str, str, str | None, float | None] | None, scored: Scored | None = None,
+                   crit: Criterion | None = None, envs: list[str] | None = None) -> str:
+    """The implementation answer as a sentence; given the runs, a "leaning" says which evidence it lacks."""
     if impl is None:
         return ""
     verdict, a, b, p = impl
     if verdict == "only":
         return f"only {a} ran every env"
+    why = f"fewer than {MIN_SEEDS} runs per env"
+    if verdict == "leaning" and scored is not None and crit is not None and envs and b is not None and \
+            all(x.size >= MIN_SEEDS for n in (a, b) for x in scored.tasks(n, crit.column, envs)):
+        why = _doubt_note(scored, _machine_doubt(scored, a, b, crit, envs), a)
     return {"tie": f"{a} ≈ {b} (p = {p:.2g})",
             "better": f"{a} better than {b} (p = {p:.2g})",
-            "leaning": f"leaning {a} over {b} (p = {p:.2g}; fewer than {MIN_SEEDS} runs per env)"}[verdict]
+            "leaning": f"leaning {a} over {b} (p = {p:.2g}; {why})"}[verdict]
 
 
 def _answer(scored: Scored, crit: Criterion, envs: list[str], n_boot: int) -> dict[str, Any]:
@@ -788,8 +913,14 @@ def _answer(scored: Scored, crit: Criterion, envs: list[str], n_boot: int) -> di
     counts = f"{len(envs)} env(s), {_counts(scored, best, crit.column, envs, 'algo')} vs " \
              f"{_counts(scored, second, crit.column, envs, 'algo')} runs per env"
     if _enough(scored, [best, second], crit.column, envs, "algo"):
-        if t.p_value < ALPHA:
-            out.update(verdict="recommended", message=f"{best}, then {second} (p = {t.p_value:.2g})")
+        doubt = _machine_doubt(scored, best, second, crit, envs, "algo") if t.p_value < ALPHA else None
+        if t.p_value < ALPHA and not _survives(doubt):
+            out.update(verdict="leaning", message=(
+                f"leaning {best} over {second} (p = {t.p_value:.2g}; {_doubt_note(scored, doubt, best)}: "
+                "a winner by time must outlast the machines' difference)"))
+        elif t.p_value < ALPHA:
+            held = f"; holds though {_doubt_note(scored, doubt, best)}" if doubt else ""
+            out.update(verdict="recommended", message=f"{best}, then {second} (p = {t.p_value:.2g}{held})")
         else:
             out.update(verdict="tie", message=f"tie: {best} ≈ {second} (p = {t.p_value:.2g})")
     elif est[best].point > est[second].point:
@@ -839,7 +970,7 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
         if ans["best"]:
             rec.best_score = ans["est"][ans["best"]]
             rec.impl = _implementation(scored, ans["best"], crit, envs, n_boot)
-            rec.implementation = _impl_sentence(rec.impl)
+            rec.implementation = _impl_sentence(rec.impl, scored, crit, envs)
             rec.parity_different = _parity_differences(scored, ans["best"], envs)
             if rec.parity_different:
                 rec.implementation += ("; " if rec.implementation else "") + (
@@ -899,6 +1030,14 @@ def hardware_line(scored: Scored) -> str:
     n = int(r["contended"].sum())
     est = int(r["cpu_estimated"].sum())
     line = "CPU seconds on " + "; ".join(hw)
+    if len(hw) > 1:
+        top = scored.machine_pairs[0] if scored.machine_pairs else None
+        basis = (f"the largest measured: {top['label']} on {top['env']}, {top['slow_us']:,.0f} v "
+                 f"{top['fast_us']:,.0f} µs per step" if top else "none measured here")
+        if scored.machine_factor == MACHINE_FACTOR and (top is None or top["ratio"] < MACHINE_FACTOR):
+            basis = f"the least assumed; {basis}"
+        line += (f"; a time winner must hold with each env's runs off its most common machine "
+                 f"{scored.machine_factor:.2f}× slower or faster ({basis})")
     if n:
         line += f"; {n} of {len(r)} runs contended (wall > {CONTENTION_RATIO:g} × CPU)"
     if est:
