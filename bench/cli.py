@@ -1032,8 +1032,13 @@ def recommend(
     if len(shown) < len(rows):
         empty = sorted({f"{r['action']} {r['obs']} {r['reward']}" for r in rows if not r["envs"]})
         print(textwrap.fill(f"insufficient evidence (no measured env): {'; '.join(empty)}", width=100))
-    for h in sorted({r["hardware"] for r in rows if r["hardware"]}):
-        print(textwrap.fill(f"time: {h}", width=100))
+    by_hw: dict[str, list[str]] = {}
+    for r in shown:
+        if r["hardware"]:
+            by_hw.setdefault(r["hardware"], []).append(f"{r['action']} {r['obs']} {r['reward']}")
+    for h, profiles in by_hw.items():  # in the table's order
+        head = "time" if len(by_hw) == 1 else f"time, {'; '.join(profiles)}"
+        print(textwrap.fill(f"{head}: {h}", width=100))
     seq_envs = sorted({e for r in shown if r["obs"] == "sequence" for e in r["envs"]})
     if seq_envs:  # the language-model track's own criteria, lower is better (bench report's decision matrix)
         from bench.analysis import claims

@@ -256,6 +256,24 @@ def test_implementations_on_different_machines_lean_by_time(tmp_path):
     assert "mix machines" in rec.implementation and "fewer than" not in rec.implementation
 
 
+def test_each_profile_s_time_line_names_only_its_own_machines(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9, cpu_model="CPU A"),
+                                       Planted("b", "a2c", "bench", 0.5, cpu_model="CPU A")], seeds=2, suite="one")
+    write_store(url, ["Pendulum-v1"], [Planted("a", "ppo", "bench", 0.9, cpu_model="CPU B"),
+                                       Planted("b", "a2c", "bench", 0.5, cpu_model="CPU A")], seeds=2, suite="two")
+    recs = {r.action: r for r in analysis.recommend(scored(url), obs="vector", reward="dense", priority="time",
+                                                    n_boot=200, track_record=False)}
+    assert recs["discrete"].hardware == "CPU seconds on CPU A · 1 torch thread(s)"
+    assert recs["continuous"].hardware.startswith("CPU seconds on CPU A · 1 torch thread(s); CPU B · 1 torch thread(s); "
+                                                  "a time winner must hold")
+    p = bench("recommend", "--store", url, "--priority", "time", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    text = " ".join(p.stdout.split())
+    assert "time, discrete vector dense: CPU seconds on CPU A · 1 torch thread(s) time, continuous vector dense: " \
+           "CPU seconds on CPU A" in text, p.stdout
+
+
 def test_runs_recorded_before_per_episode_cpu_are_estimated_and_said_so(tmp_path):
     import sqlalchemy as sa
 

@@ -799,7 +799,7 @@ class Recommendation:
         ``tie``, ``leaning`` or ``only``.
     :param envs: the profile's measured envs; ``runs``: algorithm → runs on them.
     :param loo: leave-one-env-out track record ``(hits, trials)`` of this profile's rule, if ≥ 2 envs.
-    :param hardware: where time figures come from (time priority only).
+    :param hardware: where the profile's time figures come from (time priority only; :func:`hardware_line`).
     """
 
     action: str
@@ -948,7 +948,6 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
     implementations are compared the same way.
     """
     out = []
-    hw = hardware_line(scored)
     for a, o, rw, p in itertools.product(ACTIONS, OBS, REWARDS, PRIORITIES):
         if a == "continuous" and o == "sequence":
             continue  # tokens are discrete actions: no such problem
@@ -958,7 +957,8 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
         crit = CRITERIA[PRIORITY_CRITERION[p]]
         if crit.column == "auc_time_norm":
             envs = [e for e in envs if e in scored.horizons]
-        rec = Recommendation(a, o, rw, p, "insufficient evidence", envs=envs, hardware=hw if p == "time" else "")
+        rec = Recommendation(a, o, rw, p, "insufficient evidence", envs=envs,
+                             hardware=hardware_line(scored, envs) if p == "time" else "")
         if not envs:
             rec.message = "insufficient evidence: no measured environment covers this profile"
             out.append(rec)
@@ -1021,9 +1021,10 @@ def hardware_of(meta: dict[str, Any]) -> str:
     return f"{meta.get('cpu_model', '?')} · {meta.get('torch_threads', '?')} torch thread(s){blas}{stepping}"
 
 
-def hardware_line(scored: Scored) -> str:
-    """One line for every time figure: the machines the runs' CPU seconds come from, and how many were contended."""
-    r = scored.runs
+def hardware_line(scored: Scored, envs: list[str] | None = None) -> str:
+    """One line for every time figure: the machines the runs' CPU seconds come from (of ``envs``' runs, where
+    given), what a time winner must survive where there are several, and how many runs were contended."""
+    r = scored.runs if envs is None else scored.runs[scored.runs["env"].isin(envs)]
     if r.empty:
         return ""
     hw = sorted({hardware_of(m) for m in r["meta"]})
