@@ -509,8 +509,10 @@ def export(
     db = _open_readonly(url)
     if db is None:
         raise _bad_input(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)")
-    if suite is not None and suite not in (names := db.suite_names()):
-        raise _bad_input(f"--suite: no suite named {suite!r} in the store; allowed: {', '.join(names) or 'none'}")
+    if suite is not None and suite not in (names := db.suite_names()) and (
+            format != "pack" or suite not in (tuned := _tuning_suites(url))):
+        allowed = names + (sorted(set(tuned) - set(names)) if format == "pack" else [])
+        raise _bad_input(f"--suite: no suite named {suite!r} in the store; allowed: {', '.join(allowed) or 'none'}")
     if format == "pack":
         if suite is None:
             raise _bad_input("--format pack: name the suite to pack with --suite")
@@ -568,7 +570,9 @@ def import_(
     n = packed.load(found, db)
     db.dispose()
     kept = f"; {n['kept']} already there, kept as they were" if n["kept"] else ""
-    err.print(f"imported {n['new']} runs of {', '.join(dict.fromkeys(suites))} into {describe_url(url)}{kept}",
+    added = packed.load_studies(found, url)
+    studies = f"; {added} tuning stud{'y' if added == 1 else 'ies'}" if added else ""
+    err.print(f"imported {n['new']} runs{studies} of {', '.join(dict.fromkeys(suites))} into {describe_url(url)}{kept}",
               markup=False)
 
 
@@ -600,6 +604,16 @@ def _export_scores(url: str, suite: Optional[str], column: str, format: str, out
     err.print(f"wrote {column} of {len(mats)} labels × {len(envs)} envs to {out_path}")
 
 
+def _tuning_suites(url: str) -> list[str]:
+    """The tuning suites whose ``bench tune`` studies are in the store (a pack can hold them)."""
+    from bench.run import packed
+
+    try:
+        return packed.tuning_suites(url)
+    except Exception:  # noqa: BLE001 - a store Optuna cannot read has no studies to pack
+        return []
+
+
 def _pack(db, suite: str, out: Path) -> None:
     """Pack one suite of the store, with its envs' normalisation anchors computed first (so the pack has them)."""
     import json
@@ -610,13 +624,17 @@ def _pack(db, suite: str, out: Path) -> None:
     from bench.run import packed
     from bench.run import store as st
 
-    with db.engine.connect() as c:
-        meta = json.loads(c.execute(sa.select(st.suites.c.env_meta).where(st.suites.c.name == suite)).scalar_one())
-    ensure_anchors(db, {e: m.get("threshold") for e, m in meta.items()}, log=lambda s: err.print(s, markup=False))
+    if suite in db.suite_names():
+        with db.engine.connect() as c:
+            meta = json.loads(c.execute(sa.select(st.suites.c.env_meta).where(st.suites.c.name == suite)).scalar_one())
+        ensure_anchors(db, {e: m.get("threshold") for e, m in meta.items()}, log=lambda s: err.print(s, markup=False))
     # Runs already in a sibling pack (a claim suite sharing the reference's cells) are not stored twice.
     m = packed.pack(db.url, suite, out, beside=packed.packs_under(out.resolve().parent))
     shared = "".join(f"; {n} runs shared with {p}" for p, n in m.get("shared_runs", {}).items())
-    err.print(f"packed {sum(m['runs'].values())} runs of {suite} into {out} ({m['bytes'] / 1e6:.1f} MB{shared})", markup=False)
+    studies = m.get("studies")
+    what = f"{sum(m['runs'].values())} runs" + (f" and {studies['count']} tuning studies "
+                                                f"({sum(studies['trials'].values())} trials)" if studies else "")
+    err.print(f"packed {what} of {suite} into {out} ({m['bytes'] / 1e6:.1f} MB{shared})", markup=False)
 
 
 @app.command()

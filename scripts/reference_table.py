@@ -22,6 +22,12 @@ for p in sorted((ROOT / "results/reference").iterdir()):
     done = m["runs"].get("done", 0) + shared
     total = sum(m["runs"].values()) + shared
     suite = suite_of(p.name)
+    studies = m.get("studies")
+    if studies and not m["runs"]:  # a tuning suite's pack: its Optuna studies, no runs
+        t = studies["trials"]
+        rows.append(f"| `{p.name}` | {t.get('complete', 0) + t.get('pruned', 0)} trials in {studies['count']} studies | "
+                    f"{m['cpu_hours']:.2f} | `bench tune {suite}` |")
+        continue
     rows.append(f"| `{p.name}` | {done} of {total} | {m['cpu_hours']:.2f} | `bench run {suite}` |")
 table = "\n".join(["| pack | runs done | CPU-hours | regenerate (then pack: [how](docs/reference.md)) |", "|---|---|---|---|", *rows])
 readme = (ROOT / "README.md").read_text()

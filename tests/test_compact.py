@@ -133,6 +133,77 @@ def test_packing_an_unknown_suite_says_so(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def _study(url: str, name: str, suite: str, values: list[float], cpu_s: float = 60.0) -> None:
+    """A ``bench tune`` study of tuning suite ``suite``: complete trials of ``values``, one pruned and one failed."""
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState, create_trial
+
+    from bench.tune.study import STUDY_ATTR, make_storage
+
+    study = optuna.create_study(storage=make_storage(url), study_name=name)
+    study.set_user_attr(STUDY_ATTR, {"algo": "a2c", "impl": "bench", "env_id": "CartPole-v1", "threshold": 100.0,
+                                     "timesteps": 1000, "objective": "auc", "objective_version": 2,
+                                     "random_return": 20.0, "suite": suite})
+    dist = {"learning_rate": FloatDistribution(1e-5, 1.0, log=True)}
+    trials = [(TrialState.COMPLETE, v, {}) for v in values] + [(TrialState.PRUNED, None, {250: -0.2, 500: 0.05}),
+                                                               (TrialState.FAIL, None, {})]
+    for i, (state, value, iv) in enumerate(trials):
+        study.add_trial(create_trial(state=state, value=value, intermediate_values=iv, distributions=dist,
+                                     params={"learning_rate": 1e-3 * (i + 1)},
+                                     user_attrs={"solved_fraction": float(state == TrialState.COMPLETE), "cpu_s": cpu_s}))
+
+
+def test_a_tuning_suite_packs_its_studies_and_reads_back_to_the_same_sensitivity(tmp_path):
+    import pandas as pd
+
+    from bench.tune.sensitivity import sensitivity_table
+
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    write_store(url, ["CartPole-v1"], [Planted("a", "a2c", "bench", 0.9)], seeds=1, suite="runs-x")
+    _study(url, "tune-x-a2c-CartPole", "tune-x", [0.1, 0.3, 0.5, 0.9], cpu_s=900.0)
+    _study(url, "tune-x-ppo-CartPole", "tune-x", [0.6, 0.7], cpu_s=900.0)
+    _study(url, "other-a2c-CartPole", "other", [0.2, 0.2])
+    m = packed.pack(url, "tune-x", tmp_path / "packs" / "tune-x")
+    # 2 studies of 6 and 4 trials at 900 CPU s each: 2.5 CPU-hours; no runs, no tables.
+    assert m["studies"] == {"count": 2, "trials": {"complete": 6, "fail": 2, "pruned": 2}} and m["cpu_hours"] == 2.5
+    assert m["runs"] == {} and not list((tmp_path / "packs" / "tune-x").glob("*.parquet"))
+    assert packed.suite_studies(url) == ["other-a2c-CartPole", "tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
+    assert packed.tuning_suites(url) == ["other", "tune-x"]
+    # Packed twice, the same bytes (the reader's cache is keyed by them).
+    first = (tmp_path / "packs" / "tune-x" / packed.STUDIES).read_bytes()
+    packed.pack(url, "tune-x", tmp_path / "packs" / "tune-x")
+    assert (tmp_path / "packs" / "tune-x" / packed.STUDIES).read_bytes() == first
+
+    # Read back beside a runs pack: every trial, state, value and attribute as it was.
+    packed.pack(url, "runs-x", tmp_path / "packs" / "runs-x")
+    got = packed.unpack(packed.packs_under(tmp_path / "packs"), tmp_path / "cache" / "ref.db")
+    assert packed.suite_studies(got) == ["tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
+    want = sensitivity_table(url).set_index("study").loc[["tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]]
+    pd.testing.assert_frame_equal(sensitivity_table(got).set_index("study"), want)
+    assert want.loc["tune-x-a2c-CartPole", "n_trials"] == 5  # 4 complete and the pruned one at its last value
+    # The decision matrix reads them from the unpacked store.
+    assert analysis.load(got, anchors=False).sensitivity is not None
+
+
+def test_bench_import_adds_a_pack_s_studies_once(tmp_path):
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    _study(url, "s1", "tune-y", [0.1, 0.2, 0.3])
+    p = _bench("export", "--store", url, "--suite", "tune-y", "--format", "pack", "--out", str(tmp_path / "tune-y"),
+               cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "packed 0 runs and 1 tuning studies (5 trials) of tune-y" in p.stderr
+    p = _bench("export", "--store", url, "--suite", "tune-z", "--format", "pack", "--out", str(tmp_path / "z"),
+               cwd=tmp_path)
+    assert p.returncode == 2 and "no suite named 'tune-z' in the store; allowed: tune-y" in p.stderr
+    mine = f"sqlite:///{tmp_path / 'mine.db'}"
+    for added in ("1 tuning study", None):
+        p = _bench("import", str(tmp_path / "tune-y"), "--store", mine, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert (added in p.stderr) if added else "tuning stud" not in p.stderr, p.stderr
+    assert packed.suite_studies(mine) == ["s1"]
+
+
 def _bench(*args, cwd, env=None):
     import os
     import subprocess

@@ -89,6 +89,7 @@ def test_small_study_completes_with_multi_seed_scores_and_checkpoints(small_stud
         assert t.user_attrs["gamma"] == pytest.approx(1 - t.params["one_minus_gamma"])
         assert t.user_attrs["hyperparams"]["n_steps"] == 2 ** t.params["log2_n_steps"]
         assert 0.0 <= t.user_attrs["solved_fraction"] <= 1.0
+        assert t.user_attrs["cpu_s"] > 0  # what the trial cost, for a pack's CPU-hours
 
 
 def test_rerun_with_more_trials_adds_to_the_same_study(small_study, tmp_path):

@@ -6,7 +6,9 @@ Parquet per category rather than a SQLite file per regeneration, and regeneratin
 one category replaces only its folder. A pack holds, for one suite, the rows of
 every store table that the report and ``bench recommend`` read: the suite and its
 cells, the runs with their episodes, (downsampled) diagnostics and evaluations,
-and the normalisation anchors of its envs.
+and the normalisation anchors of its envs. A tuning suite (``bench tune``'s) packs its Optuna
+studies instead, as Optuna's own journal (:data:`STUDIES`): the decision matrix's sensitivity
+criterion reads them, and ``bench tune`` can go on with them once imported.
 
 Reading unpacks every pack of a folder into one SQLite store (the *cache*), once:
 the cache remembers a fingerprint of the packs it was built from and is rebuilt
@@ -17,6 +19,7 @@ when they change. Everything then reads it like any store.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -34,6 +37,9 @@ from bench.run import store as st
 TABLES = ("suites", "suite_cells", "runs", "episodes", "diagnostics", "evaluations", "anchors")
 #: Written beside the tables: what the pack is and how it was made.
 MANIFEST = "pack.json"
+#: A tuning suite's studies: Optuna's journal format (JSON lines, written and read by Optuna
+#: itself, so every trial, state, intermediate value and attribute survives), gzipped.
+STUDIES = "studies.journal.gz"
 _COMPRESSION = "zstd"
 
 
@@ -60,17 +66,53 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
 
     :returns: the manifest (suite, runs per status, CPU and wall hours of the finished runs, rows per
         table, bytes).
-    :raises KeyError: no suite of that name in the store.
+    :raises KeyError: no suite (nor tuning suite) of that name in the store.
     """
-    import pandas as pd
-
     db = st.Store(store_url)
-    if suite not in db.suite_names():
+    studies = suite_studies(store_url, suite)
+    has_runs = suite in db.suite_names()
+    if not has_runs and not studies:
         raise KeyError(suite)
     out_dir = Path(out_dir)
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    frames = _suite_frames(db, suite, out_dir, beside) if has_runs else {}
+    shared = frames.pop("_shared", {})
+    db.dispose()
+    if frames:
+        frames["episodes"] = clocks_to_ms(frames["episodes"])
+    for name, df in frames.items():
+        _write(df, tmp / f"{name}.parquet")
+    runs = frames.get("runs")
+    done = runs[runs["status"] == "done"] if runs is not None and len(runs) else None
+    study_info = _write_studies(store_url, studies, tmp / STUDIES) if studies else None
+    cpu_s = (float(done["cpu_s"].sum()) if done is not None else 0.0) + (study_info["cpu_s"] if study_info else 0.0)
+    manifest = {
+        "suite": suite,
+        "packed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": {s: int(n) for s, n in runs["status"].value_counts().items()} if runs is not None and len(runs) else {},
+        # What the category cost: training CPU and wall hours of its finished runs and tuning trials (the README's
+        # "CPU-hours per category" is read from here; wall > CPU means the runs shared their cores).
+        "cpu_hours": round(cpu_s / 3600, 3),
+        "wall_hours": round(float(done["wall_s"].sum()) / 3600, 3) if done is not None else 0.0,
+        "rows": {name: int(len(df)) for name, df in frames.items()},
+        "bytes": _bytes(tmp),
+        "episode_clocks": "ms",
+        **({"shared_runs": shared} if shared else {}),
+        **({"studies": {k: v for k, v in study_info.items() if k != "cpu_s"}} if study_info else {}),
+    }
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+    return manifest
+
+
+def _suite_frames(db: "st.Store", suite: str, out_dir: Path, beside: list[Path]) -> dict:
+    """The store tables' rows of ``suite`` (runs a sibling pack in ``beside`` holds left out), and under
+    ``_shared`` how many runs each such sibling holds."""
+    import pandas as pd
+
     with db.engine.connect() as c:
         keys = [r.key for r in c.execute(sa.select(st.suite_cells.c.key).where(st.suite_cells.c.suite == suite))]
         shared: dict[str, int] = {}
@@ -95,29 +137,118 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
                      for i in range(0, len(keys), 500)]
             df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[col.name for col in t.c])
             frames[name] = df.drop(columns=["id"]) if name == "diagnostics" else df
-    db.dispose()
-    frames["episodes"] = clocks_to_ms(frames["episodes"])
-    for name, df in frames.items():
-        _write(df, tmp / f"{name}.parquet")
-    runs = frames["runs"]
-    done = runs[runs["status"] == "done"] if len(runs) else runs
-    manifest = {
-        "suite": suite,
-        "packed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "runs": {s: int(n) for s, n in runs["status"].value_counts().items()} if len(runs) else {},
-        # What the category cost: training CPU and wall hours of its finished runs (the README's
-        # "CPU-hours per category" is read from here; wall > CPU means the runs shared their cores).
-        "cpu_hours": round(float(done["cpu_s"].sum()) / 3600, 3) if len(done) else 0.0,
-        "wall_hours": round(float(done["wall_s"].sum()) / 3600, 3) if len(done) else 0.0,
-        "rows": {name: int(len(df)) for name, df in frames.items()},
-        "bytes": _bytes(tmp),
-        "episode_clocks": "ms",
-        **({"shared_runs": shared} if shared else {}),
-    }
-    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    shutil.rmtree(out_dir, ignore_errors=True)
-    tmp.rename(out_dir)
-    return manifest
+    frames["_shared"] = shared
+    return frames
+
+
+def suite_studies(store_url: str, suite: str | None = None) -> list[str]:
+    """The names of the store's ``bench tune`` studies of tuning suite ``suite`` (every suite's with
+    ``None``), sorted; none where the store has no Optuna tables."""
+    import optuna
+
+    from bench.tune.study import STUDY_ATTR
+
+    if not _has_studies(store_url):
+        return []
+    with _optuna_storage(store_url) as storage:
+        summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
+    return sorted(s.study_name for s in summaries
+                  if (tag := s.user_attrs.get(STUDY_ATTR) or {}) and (suite is None or tag.get("suite") == suite))
+
+
+def tuning_suites(store_url: str) -> list[str]:
+    """The tuning suites the store has ``bench tune`` studies of, sorted."""
+    import optuna
+
+    from bench.tune.study import STUDY_ATTR
+
+    if not _has_studies(store_url):
+        return []
+    with _optuna_storage(store_url) as storage:
+        summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
+    return sorted({(s.user_attrs.get(STUDY_ATTR) or {}).get("suite") for s in summaries} - {None})
+
+
+@contextlib.contextmanager
+def _optuna_storage(store_url: str):
+    """Optuna's storage on the store, its connections closed on leaving: a SQLite file that is then moved
+    (:func:`unpack` builds beside the cache) must have no connection left open on it."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = optuna.storages.RDBStorage(store_url)
+    try:
+        yield storage
+    finally:
+        storage.engine.dispose()
+
+
+def _has_studies(store_url: str) -> bool:
+    """Whether the store holds Optuna's tables (opening it with Optuna would create them)."""
+    eng = sa.create_engine(store_url)
+    try:
+        with eng.connect() as c:
+            return sa.inspect(c).has_table("studies") and sa.inspect(c).has_table("trials")
+    finally:
+        eng.dispose()
+
+
+def _write_studies(store_url: str, names: list[str], path: Path) -> dict:
+    """Copy studies ``names`` into an Optuna journal, gzipped at ``path``; returns what they hold:
+    ``count``, ``trials`` (per state) and ``cpu_s`` (the trials' recorded training CPU seconds)."""
+    import gzip
+    import tempfile
+
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    states: dict[str, int] = {}
+    cpu_s = 0.0
+    with tempfile.TemporaryDirectory() as d, _optuna_storage(store_url) as src:
+        journal = Path(d) / "studies.journal"
+        to = JournalStorage(JournalFileBackend(str(journal)))
+        for name in names:
+            optuna.copy_study(from_study_name=name, from_storage=src, to_storage=to)
+            for t in optuna.load_study(study_name=name, storage=src).get_trials(deepcopy=False):
+                states[t.state.name.lower()] = states.get(t.state.name.lower(), 0) + 1
+                cpu_s += float(t.user_attrs.get("cpu_s") or 0.0)
+        # The same studies give the same bytes, so a reader's cache fingerprint stays put: each journal line's
+        # writer (a random id per JournalStorage) is one name, and the gzip header carries no time.
+        lines = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+        text = "".join(json.dumps({**op, "worker_id": "bench-pack"} if "worker_id" in op else op) + "\n" for op in lines)
+        path.write_bytes(gzip.compress(text.encode(), mtime=0))
+    return {"count": len(names), "trials": dict(sorted(states.items())), "cpu_s": cpu_s}
+
+
+def load_studies(packs: list[Path], store_url: str) -> int:
+    """Copy the studies of ``packs`` (their :data:`STUDIES`) into the store at ``store_url``; a study the
+    store already has (by name) is kept as it is, as :func:`load` keeps runs. Returns the studies added."""
+    import gzip
+    import tempfile
+
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    files = [Path(p) / STUDIES for p in packs if (Path(p) / STUDIES).is_file()]
+    if not files:
+        return 0
+    have = set(suite_studies(store_url))
+    added = 0
+    with _optuna_storage(store_url) as dest:
+        for f in files:
+            with tempfile.TemporaryDirectory() as d:
+                journal = Path(d) / "studies.journal"
+                journal.write_bytes(gzip.decompress(f.read_bytes()))
+                src = JournalStorage(JournalFileBackend(str(journal)))
+                for name in sorted(optuna.get_all_study_names(src)):
+                    if name in have:
+                        continue
+                    optuna.copy_study(from_study_name=name, from_storage=src, to_storage=dest)
+                    have.add(name)
+                    added += 1
+    return added
 
 
 #: Episode clock columns as a pack stores them: integer milliseconds (see :data:`bench.run.store.CLOCK_DECIMALS`).
@@ -203,8 +334,8 @@ def recode(pack_dir: Path) -> dict:
 
 
 def _bytes(pack_dir: Path) -> int:
-    """The size of a pack's table files."""
-    return sum(f.stat().st_size for f in Path(pack_dir).glob("*.parquet"))
+    """The size of a pack's table files and studies."""
+    return sum(f.stat().st_size for f in [*Path(pack_dir).glob("*.parquet"), Path(pack_dir) / STUDIES] if f.is_file())
 
 
 def fingerprint(packs: list[Path]) -> str:
@@ -241,6 +372,7 @@ def unpack(packs: list[Path], cache: Path, *, on_build: Callable[[], None] | Non
         db = st.Store(f"sqlite:///{tmp}")
         load(packs, db)
         db.dispose()
+        load_studies(packs, f"sqlite:///{tmp}")
         tmp.replace(cache)
     finally:
         tmp.unlink(missing_ok=True)

@@ -465,6 +465,7 @@ def run_trial(trial: Any, target: Target) -> float:
     if target.objective == "auc" and target.random_return is None:
         raise ValueError(f"target {target.study!r}: auc needs the random-policy return; resolve it with with_anchor()")
     pin_one_thread()
+    cpu0 = time.process_time()
     trial.set_user_attr("worker", this_owner())
     base = key_view(target.params(target.fixed))
     values = sample(trial, target.space, rollout_of=lambda v: {**base, **v}["n_steps"] * {**base, **v}["n_envs"])
@@ -488,6 +489,8 @@ def run_trial(trial: Any, target: Target) -> float:
         trial.set_user_attr("solved", solved)
         trial.set_user_attr("solved_fraction", n_solved / len(target.seeds))
         trial.set_user_attr("outcome", state)
+        # What the trial cost (a pack's CPU-hours): this process's CPU seconds, one thread pinned.
+        trial.set_user_attr("cpu_s", round(time.process_time() - cpu0, 3))
 
     for i, seed in enumerate(target.seeds):
         cell = target.cell(resolved, seed)
