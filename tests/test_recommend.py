@@ -256,6 +256,22 @@ def test_implementations_on_different_machines_lean_by_time(tmp_path):
     assert "mix machines" in rec.implementation and "fewer than" not in rec.implementation
 
 
+def test_the_report_shows_the_machine_factor_and_the_same_label_measured_on_two_machines(tmp_path):
+    import html as html_lib
+
+    from bench.analysis.report import build
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    # "own" ran seeds 0 and 2 on CPU A, 1 and 3 on CPU B, at the same speed on both.
+    write_store(url, DENSE[:1], [Planted("own", "ppo", "bench", 0.9, cpu_models=("CPU A", "CPU B"))], seeds=4,
+                suite="one")
+    s = scored(url)
+    assert s.machine_factor == analysis.MACHINE_FACTOR  # the same speed on both: the floor
+    text = " ".join(html_lib.unescape(build(url, tmp_path / "rep", anchors=False).read_text()).split())
+    assert "must hold with each env's runs off its most common machine taken 1.25× slower or faster" in text
+    assert "own on CartPole-v1" in text and "(1.00×; 2 v 2 runs)" in text
+
+
 def test_each_profile_s_time_line_names_only_its_own_machines(tmp_path):
     url = f"sqlite:///{tmp_path / 's.db'}"
     write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9, cpu_model="CPU A"),
