@@ -42,6 +42,7 @@ class Planted:
     wall_per_cpu: float = 1.0
     cpu_model: str = "synthetic CPU"
     cpu_models: tuple[str, ...] = ()
+    probe_ms: float | None = None  # the speed probe its runs record (bench.run.probe), if any
 
 
 def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, timesteps: int = 20_000,
@@ -84,7 +85,8 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
         cpu_model = a.cpu_models[c.seed % len(a.cpu_models)] if a.cpu_models else a.cpu_model
         meta = {"versions": {"bench": "0.1.0"}, "cpu_model": cpu_model, "torch_threads": 1, "cpu_count": 2,
                 "host": "synthetic", "git_commit": "0" * 40, "git_dirty": False, "python": "3.11",
-                "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:01:00+00:00", **(meta_extra or {})}
+                "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:01:00+00:00",
+                **({"cpu_probe_ms": {"start": a.probe_ms, "end": a.probe_ms}} if a.probe_ms else {}), **(meta_extra or {})}
         attempt = db.claim(c.key, "synthetic:1:1")
         if attempt is None:  # the same cell in another suite already ran: shared by key, as in bench run
             assert db.rows([c.key])[c.key].status == "done"

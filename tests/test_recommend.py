@@ -256,6 +256,28 @@ def test_implementations_on_different_machines_lean_by_time(tmp_path):
     assert "mix machines" in rec.implementation and "fewer than" not in rec.implementation
 
 
+def test_machines_are_told_apart_by_their_speed_probe_as_well_as_their_name():
+    hw = analysis.hardware_of
+    base = {"cpu_model": "Xeon", "torch_threads": 1, "blas_threads": 1}
+    assert hw(base) == "Xeon · 1 torch thread(s) · 1 BLAS thread(s)"  # no probe recorded: as before
+    one = hw({**base, "cpu_probe_ms": {"start": 21.4, "end": 22.5}})
+    assert one == hw({**base, "cpu_probe_ms": {"start": 22.0, "end": 21.7}}) == \
+        "Xeon (probe ≈22.6 ms) · 1 torch thread(s) · 1 BLAS thread(s)"  # 2 ** 4.5: the class of 21.4 ms
+    assert hw({**base, "cpu_probe_ms": {"start": 44.0, "end": 45.0}}) != one  # twice as slow: another machine
+    assert analysis.probe_class_ms({"cpu_probe_ms": {"start": None, "end": 0}}) is None
+
+
+def test_a_time_winner_on_a_slower_machine_of_the_same_name_must_outlast_the_difference(tmp_path):
+    # Both labels on "CPU A", PPO's runs on one twice as fast by the probe: machines differ, so 1.2x leans.
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    ppo = Planted("ppo-bench", "ppo", "bench", skill=0.9, tau=0.2, noise=0.02, cpu_model="CPU A", probe_ms=11.0)
+    a2c = Planted("a2c-bench", "a2c", "bench", skill=0.9, tau=0.2, noise=0.02, sec_per_kstep=0.6, cpu_model="CPU A",
+                  probe_ms=22.0)
+    write_store(url, DENSE, [ppo, a2c], seeds=5)
+    rec = one(url, "time")
+    assert rec.verdict == "leaning" and "mix machines" in rec.message, rec.message
+
+
 def test_the_report_shows_the_machine_factor_and_the_same_label_measured_on_two_machines(tmp_path):
     import html as html_lib
 

@@ -66,6 +66,11 @@ def test_smoke_suite_twice_then_export(tmp_path):
     for k in ("versions", "python", "torch_threads", "cpu_model", "host", "git_commit", "started_at", "finished_at"):
         assert k in meta
     assert meta["torch_threads"] == 1 and meta["blas_threads"] == 1  # one thread each per run (the NumPy kernel's BLAS too)
+    # The speed probe as each run started and ended (the CPU's name does not tell machines apart), and CPUID.
+    for m in df["meta"]:
+        probe = json.loads(m)["cpu_probe_ms"]
+        assert set(probe) == {"start", "end"} and all(0 < v < 10_000 for v in probe.values()), probe
+    assert len(meta["cpu_id"].split("/")) == 3
     # What picks the float-rounding code paths (a seed's returns differ across CPUs): recorded with the run.
     import torch
 

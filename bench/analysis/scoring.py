@@ -75,11 +75,10 @@ from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossin
 
 __all__ = [
     "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MACHINE_FACTOR",
-    "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PRIORITIES", "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves",
+    "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PRIORITIES", "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves",
     "Recommendation", "SCORE_COLUMNS", "Scored", "across_envs", "categories", "category_of", "decision_matrix", "final_table",
-    "hardware_line", "hardware_of", "hardware_warnings", "improvement_matrix",
-    "leave_one_env_out", "load", "machine_adverse", "machine_factor",
-    "normalised_envs", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
+    "hardware_line", "hardware_of", "hardware_warnings", "improvement_matrix", "leave_one_env_out", "load",
+    "machine_adverse", "machine_factor", "normalised_envs", "probe_class_ms", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
 ]
 
 #: Bootstrap replicates for intervals in tables, the decision matrix and recommendations.
@@ -1013,12 +1012,30 @@ def leave_one_env_out(scored: Scored, crit: Criterion, envs: list[str], *, n_boo
 # --------------------------------------------------------------------------- #
 # Provenance
 # --------------------------------------------------------------------------- #
+#: Speed-probe classes (:mod:`bench.run.probe`): a run's probe is rounded to a power of this factor, so
+#: runs on one machine (probes within a few per cent) share a class and machines that differ by much more
+#: do not, whatever their CPUs call themselves.
+PROBE_CLASS = 2 ** 0.25
+
+
+def probe_class_ms(meta: dict[str, Any]) -> float | None:
+    """The run's speed-probe class in ms: its least probe time rounded to a power of :data:`PROBE_CLASS`;
+    ``None`` where the run recorded no probe (runs from before 2026-11-26)."""
+    p = meta.get("cpu_probe_ms")
+    vals = [float(v) for v in (p.values() if isinstance(p, dict) else ()) if v and v > 0]
+    if not vals:
+        return None
+    return float(PROBE_CLASS ** round(np.log(min(vals)) / np.log(PROBE_CLASS)))
+
+
 def hardware_of(meta: dict[str, Any]) -> str:
-    """What time figures depend on: the CPU model, torch threads, (where recorded) BLAS threads, and the env
-    stepping where it is not the default sync (runs from before the option have none: sync)."""
+    """What time figures depend on: the CPU model and (where recorded) its speed-probe class, torch threads,
+    (where recorded) BLAS threads, and the env stepping where it is not the default sync (runs from before the
+    option have none: sync)."""
+    probe = f" (probe ≈{c:.3g} ms)" if (c := probe_class_ms(meta)) is not None else ""
     blas = f" · {meta['blas_threads']} BLAS thread(s)" if meta.get("blas_threads") is not None else ""
     stepping = f" · {meta['vec_env']} env stepping" if meta.get("vec_env", "sync") != "sync" else ""
-    return f"{meta.get('cpu_model', '?')} · {meta.get('torch_threads', '?')} torch thread(s){blas}{stepping}"
+    return f"{meta.get('cpu_model', '?')}{probe} · {meta.get('torch_threads', '?')} torch thread(s){blas}{stepping}"
 
 
 def hardware_line(scored: Scored, envs: list[str] | None = None) -> str:

@@ -112,6 +112,11 @@ class Recorder:
         self._models: tuple[list[Any], list[Any], list[Any]] | None = None
 
     # -- clocks -------------------------------------------------------------
+    def restart_clocks(self) -> None:
+        """Start the run's clocks now (before any training): what ran in between is not the run's."""
+        self._t0, self._cpu0 = time.perf_counter(), time.process_time()
+        self._last_beat = self._t0
+
     def clock(self) -> float:
         """Training wall-clock seconds since the run started (evaluation excluded)."""
         return time.perf_counter() - self._t0 - self._paused

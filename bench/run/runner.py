@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.run.progress import Heartbeat
+from bench.run.probe import cpu_probe_ms
 from bench.suites.suite import Cell
 
 # Every worker uses one torch/BLAS thread: runs are parallel across processes,
@@ -128,6 +129,8 @@ def run_metadata() -> dict[str, Any]:
             "python": sys.version.split()[0],
             "platform": platform.platform(),
             "cpu_model": _cpu_model(),
+            # CPUID family / model / stepping: one model name covers several generations ("Intel(R) Xeon(R) Processor").
+            "cpu_id": "/".join(_cpuinfo(f) or "?" for f in ("cpu family", "model\t", "stepping")),
             "cpu_count": os.cpu_count(),
             "host": socket.gethostname(),
             "float_paths": _float_paths(),
@@ -291,11 +294,16 @@ def run_cell(store_url: str, cell: Cell, owner: str) -> Outcome:
     if attempt is None:
         return Outcome(cell.key, "skipped")
     started = time.time()
-    recorder = make_recorder(cell)
+    recorder = make_recorder(cell)  # pins the threads the probe then runs with
+    probe_start = cpu_probe_ms()  # outside the run's clocks, which the recorder starts below
+    recorder.restart_clocks()
     # Each beat also writes the steps so far: how far a long run is, for `bench status` and `bench run`.
     with Heartbeat(lambda: store.heartbeat(cell.key, attempt, recorder.steps), HEARTBEAT_EVERY_S):
         recorder, error = record_cell(cell, recorder=recorder)
     result = result_of(cell, recorder, started)
+    # How fast this machine was for a fixed piece of work as the run started and ended (bench.run.probe):
+    # the CPU's name alone does not tell machines apart.
+    result.meta["cpu_probe_ms"] = {"start": probe_start, "end": cpu_probe_ms()}
     status = "failed" if error else "done"
     if not store.finish(cell.key, attempt, status, result, error):
         return Outcome(cell.key, "skipped", error="lost ownership of the run (another runner took it over)")
