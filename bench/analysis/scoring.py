@@ -75,10 +75,11 @@ from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossin
 
 __all__ = [
     "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MACHINE_FACTOR",
-    "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PRIORITIES", "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves",
-    "Recommendation", "SCORE_COLUMNS", "Scored", "across_envs", "categories", "category_of", "decision_matrix", "final_table",
-    "hardware_line", "hardware_of", "hardware_warnings", "improvement_matrix", "leave_one_env_out", "load",
-    "machine_adverse", "machine_factor", "normalised_envs", "probe_class_ms", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
+    "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PRIORITIES", "PRIORITY_CRITERION",
+    "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves", "Recommendation", "SCORE_COLUMNS", "Scored",
+    "across_envs", "categories", "category_of", "decision_matrix", "final_table", "hardware_line", "hardware_of",
+    "hardware_warnings", "improvement_matrix", "leave_one_env_out", "load", "machine_adverse", "machine_factor",
+    "normalised_envs", "probe_class_ms", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
 ]
 
 #: Bootstrap replicates for intervals in tables, the decision matrix and recommendations.
