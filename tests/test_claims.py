@@ -202,3 +202,20 @@ def test_a_time_verdict_must_outlast_the_machines_difference(tmp_path, ratio, ve
             assert ("holds with machines mixed" in c.why) == (verdict == claims.HOLDS)
             # The doubted effect: PPO's runs taken 1.25x slower against TRPO.
             assert f"trpo − ppo = {500 * ratio - 625:+.3g}" in c.why
+
+
+def test_equal_compute_runs_on_different_machines_settle_no_measure(tmp_path):
+    """At an equal CPU budget a faster machine trains more steps, so even final performance measures it."""
+    line = "ppo > trpo on final performance"
+    for name, capped, trpo_cpu, verdict in [("steps", False, "CPU B", claims.HOLDS),  # step budgets: as measured
+                                            ("same", True, "CPU A", claims.HOLDS),
+                                            ("mixed", True, "CPU B", claims.OPEN)]:
+        url = f"sqlite:///{tmp_path / f'{name}.db'}"
+        ppo = Planted("ppo-bench", "ppo", "bench", 1.0, tau=0.1, cpu_model="CPU A")
+        trpo = Planted("trpo-bench", "trpo", "bench", 0.4, tau=0.4, cpu_model=trpo_cpu)
+        write_store(url, ENVS, [ppo, trpo], seeds=5, spec_extra=claim(line),
+                    meta_extra={"stopped_by": "cpu_seconds"} if capped else None)
+        (c,) = claims.evaluate(url, anchors=False, n_boot=200)[0].checks
+        assert c.verdict == verdict, (name, c.why)
+        assert ("equal-compute runs on CartPole-v1, LunarLander-v3 ran on more than one machine" in c.why) == \
+            (name == "mixed"), c.why

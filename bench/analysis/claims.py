@@ -18,7 +18,10 @@ An expectation **holds** when the test rejects in the expected direction with at
 least :data:`~bench.analysis.scoring.MIN_SEEDS` runs per side and env and the effect's
 interval excludes zero on that side, **does not hold** when both say the other
 direction, and is **not settled** otherwise (no runs, too few, no difference
-detectable, or the test and the interval disagree: :func:`verdict`). A claim holds when all its
+detectable, or the test and the interval disagree: :func:`verdict`). Runs on more than one machine
+weaken time verdicts: a verdict on a time measure must survive the machines' possible difference in
+speed (:func:`_machine_check`), and where runs stopped at an equal CPU budget, no measure gets a
+verdict across machines (:func:`_equal_compute_across_machines`). A claim holds when all its
 expectations hold, does not hold when any does not, and is not settled otherwise.
 """
 
@@ -193,8 +196,26 @@ def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n
     out = Check(line, OPEN, effect=effect, lo=lo, hi=hi, kind="ci", p_value=test.p_value, runs=runs_txt,
                 per_env=per_env)
     out.verdict, out.why = verdict(test.p_value, effect, lo, hi, 1.0 if sign == ">" else -1.0)
+    if out.verdict != OPEN and col not in MACHINE_VARIANTS and (mixed := _equal_compute_across_machines(
+            _side(runs, a, col), _side(runs, b, col), envs)):
+        out.verdict, out.why = OPEN, (
+            f"equal-compute runs on {', '.join(mixed)} ran on more than one machine: what a CPU budget buys depends "
+            "on the machine, so no verdict on any measure until both sides ran on one")
     if out.verdict != OPEN and col in MACHINE_VARIANTS:
         _machine_check(out, runs, a, b, col, envs, n_boot)
+    return out
+
+
+def _equal_compute_across_machines(x: pd.DataFrame, y: pd.DataFrame, envs: list[str]) -> list[str]:
+    """The envs where runs of ``x`` or ``y`` stopped at a CPU-seconds budget (``meta.stopped_by``) and
+    the two sides' runs there ran on more than one machine (``hardware``). There, every measure is a
+    measure of the machine too: a faster one trains more steps in the same CPU seconds."""
+    out = []
+    for e in envs:
+        both = pd.concat([x[x["env"] == e], y[y["env"] == e]])
+        capped = any(isinstance(m, dict) and m.get("stopped_by") == "cpu_seconds" for m in both["meta"])
+        if capped and both["hardware"].nunique() > 1:
+            out.append(e)
     return out
 
 
