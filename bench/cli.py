@@ -947,14 +947,14 @@ def report(
     if unknown:
         raise _bad_input([f"report: no suite named {s!r} in the store; allowed: {', '.join(have) or 'none'}" for s in unknown])
     chosen = list(dict.fromkeys(names))
+    out_dir = _writable("--out", out_dir or Path("reports") / ("+".join(chosen) if chosen else "all"), folder=True)
     if screenshot is not None:
+        # The path first: a path that cannot be written is the same bad input with or without a browser.
+        _writable("--screenshot", screenshot, folder=False)
         from bench.analysis.report import find_chromium
 
         if find_chromium() is None:
             raise _bad_input(f"--screenshot: {screenshot} needs chromium on PATH (Debian: apt-get install chromium); none found")
-    out_dir = _writable("--out", out_dir or Path("reports") / ("+".join(chosen) if chosen else "all"), folder=True)
-    if screenshot is not None:
-        _writable("--screenshot", screenshot, folder=False)
     err.print(where)
 
     from bench.analysis.report import build

@@ -146,27 +146,23 @@ def suite_studies(store_url: str, suite: str | None = None) -> list[str]:
     ``None``), sorted; none where the store has no Optuna tables."""
     import optuna
 
-    from bench.tune.study import STUDY_ATTR
-
     if not _has_studies(store_url):
         return []
     with _optuna_storage(store_url) as storage:
         summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
     return sorted(s.study_name for s in summaries
-                  if (tag := s.user_attrs.get(STUDY_ATTR) or {}) and (suite is None or tag.get("suite") == suite))
+                  if (tag := s.user_attrs.get(st.STUDY_ATTR) or {}) and (suite is None or tag.get("suite") == suite))
 
 
 def tuning_suites(store_url: str) -> list[str]:
     """The tuning suites the store has ``bench tune`` studies of, sorted."""
     import optuna
 
-    from bench.tune.study import STUDY_ATTR
-
     if not _has_studies(store_url):
         return []
     with _optuna_storage(store_url) as storage:
         summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
-    return sorted({(s.user_attrs.get(STUDY_ATTR) or {}).get("suite") for s in summaries} - {None})
+    return sorted({(s.user_attrs.get(st.STUDY_ATTR) or {}).get("suite") for s in summaries} - {None})
 
 
 @contextlib.contextmanager

@@ -69,6 +69,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 DEFAULT_URL = "sqlite:///results/bench.db"
+#: The user attribute of an Optuna study (``bench tune`` keeps its studies in the store) that holds its target's
+#: settings: what makes a study a bench study. Here, not in the tuner, because packs read studies too.
+STUDY_ATTR = "bench"
 #: A running row whose heartbeat is older than this is considered interrupted.
 STALE_AFTER_S = 120.0
 STATUSES = ("pending", "running", "done", "failed", "interrupted")

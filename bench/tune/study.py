@@ -100,6 +100,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from bench.run.record import Diverged, Recorder
+from bench.run.store import STUDY_ATTR  # the study attribute that makes a bench study; beside the store, which packs read
 from bench.suites.spaces import Dim, TuneSpec, build_space, parse_space, plugin_space, sample, suite_algos
 from bench.suites.suite import AVAILABLE, Cell, cell_key
 
@@ -123,8 +124,6 @@ HEARTBEAT_S = 60
 GRACE_S = 120
 #: How often a trial whose worker died is re-queued with the same parameters.
 MAX_RETRY = 3
-#: Study user attribute holding the target's settings (what makes a study a bench study).
-STUDY_ATTR = "bench"
 
 
 SQLITE_WORKERS = (
