@@ -269,9 +269,13 @@ def test_the_shipped_reference_stays_under_40_mb_and_every_pack_reads():
     assert total < 40 * 2**20, f"shipped reference is {total / 2**20:.1f} MB"
     for p in packs:
         meta = json.loads((p / "pack.json").read_text())
-        # A claim pack may hold no runs itself: its cells are a sibling pack's runs (shared_runs).
+        # A claim pack may hold no runs itself: its cells are a sibling pack's runs (shared_runs). A tuning
+        # suite's pack holds finished trials of its studies instead.
         held = meta["runs"].get("done", 0) + sum(meta.get("shared_runs", {}).values())
-        assert meta["suite"] and held > 0, p
+        trials = meta.get("studies", {}).get("trials", {})
+        assert meta["suite"] and held + trials.get("complete", 0) + trials.get("pruned", 0) > 0, p
+        if "studies" in meta:
+            assert (p / packed.STUDIES).is_file() and meta["studies"]["count"] > 0, p
         for sibling in meta.get("shared_runs", {}):
             assert (root / sibling / "pack.json").is_file(), f"{p} shares runs with a missing pack {sibling}"
 
