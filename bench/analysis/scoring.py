@@ -350,7 +350,8 @@ class Scored:
     ``runs`` columns: key, env, label, algo, impl, seed, timesteps, total_steps, wall_s, cpu_s,
     final_return, solved (bool), solved_f (0/1), t_steps, t_cpu, final_norm, auc_steps_norm,
     auc_time_norm (NaN where the env has no anchors or time scale), auc_time_norm_slow and
-    auc_time_norm_fast (the same with the run's CPU seconds × and ÷ ``machine_factor``), cpu_estimated,
+    auc_time_norm_fast (the same with the run's CPU seconds × and ÷ ``machine_factor``, where the env's runs
+    came from more than one machine; else equal to auc_time_norm), cpu_estimated,
     contended, hardware (:func:`hardware_of`), meta.
     ``machine_factor`` and ``machine_pairs``: what :func:`machine_factor` gives for these runs.
     """
@@ -420,6 +421,7 @@ def score(data: Data) -> Scored:
         thr = data.traits.get(env_id, {}).get("threshold")
         by_steps: dict[str, list] = {}
         by_cpu: dict[str, list] = {}
+        mixed = g["hardware"].nunique() > 1  # only then can a comparison here need the machine variants
         for idx, r in g.iterrows():
             s0, s1 = bounds.get(r["key"], (0, 0))
             if s1 <= s0:
@@ -440,12 +442,14 @@ def score(data: Data) -> Scored:
                 runs.at[idx, "final_norm"] = min(float(stats.normalise(r["final_return"], lo, hi)), 1.0)
                 runs.at[idx, "auc_steps_norm"] = normalised_auc(steps, ret, window, upto=budget, low=lo, high=hi)
                 if horizon:
-                    runs.at[idx, "auc_time_norm"] = normalised_auc(cpu, ret, window, upto=horizon, low=lo, high=hi)
-                    # The same run as if its machine were `factor` slower or faster (machine_adverse).
+                    auc = runs.at[idx, "auc_time_norm"] = normalised_auc(cpu, ret, window, upto=horizon, low=lo,
+                                                                         high=hi)
+                    # The same run as if its machine were `factor` slower or faster (machine_adverse), where the
+                    # env's runs came from more than one machine; elsewhere no comparison reads them.
                     runs.at[idx, "auc_time_norm_slow"] = normalised_auc(cpu * factor, ret, window, upto=horizon,
-                                                                        low=lo, high=hi)
+                                                                        low=lo, high=hi) if mixed else auc
                     runs.at[idx, "auc_time_norm_fast"] = normalised_auc(cpu / factor, ret, window, upto=horizon,
-                                                                        low=lo, high=hi)
+                                                                        low=lo, high=hi) if mixed else auc
         curves[env_id] = EnvCurves(steps_grid, cpu_grid, {k: np.array(v) for k, v in by_steps.items()},
                                    {k: np.array(v) for k, v in by_cpu.items()})
     return Scored(runs, curves, data.traits, horizons, factor, pairs)
@@ -847,22 +851,23 @@ def _rank(scored: Scored, names: list[str], crit: Criterion, envs: list[str], by
 
 
 def _implementation(scored: Scored, algo: str, crit: Criterion, envs: list[str],
-                    n_boot: int) -> tuple[str, str, str | None, float | None] | None:
+                    n_boot: int) -> tuple[tuple[str, str, str | None, float | None] | None, str]:
     """Second level: which label (implementation) of ``algo`` did better on ``envs``, or that they tie:
-    ``(verdict, first, second, p)``, verdict ``better`` | ``tie`` | ``leaning`` (fewer than
-    :data:`MIN_SEEDS` runs per env) | ``only`` (one label ran every env); ``None`` when none did."""
+    ``((verdict, first, second, p), why)``, verdict ``better`` | ``tie`` | ``leaning`` (fewer than
+    :data:`MIN_SEEDS` runs per env, or a time lead that does not outlast the machines' difference: ``why``
+    says which) | ``only`` (one label ran every env); ``(None, "")`` when none did."""
     r = scored.runs
     labels = sorted(lb for lb in r.loc[r["algo"] == algo, "label"].unique() if scored.covers(lb, crit.column, envs))
     if len(labels) < 2:
-        return ("only", labels[0], None, None) if labels else None
+        return (("only", labels[0], None, None) if labels else None), ""
     ranked, _ = _rank(scored, labels, crit, envs, "label", n_boot)
     a, b = ranked[0], ranked[1]
     t = compare(scored.tasks(a, crit.column, envs), scored.tasks(b, crit.column, envs), crit)
     if any(x.size < MIN_SEEDS for n in (a, b) for x in scored.tasks(n, crit.column, envs)):
-        return "leaning", a, b, t.p_value
-    if t.p_value < ALPHA and not _survives(_machine_doubt(scored, a, b, crit, envs)):
-        return "leaning", a, b, t.p_value
-    return ("tie" if t.p_value >= ALPHA else "better"), a, b, t.p_value
+        return ("leaning", a, b, t.p_value), f"fewer than {MIN_SEEDS} runs per env"
+    if t.p_value < ALPHA and not _survives(doubt := _machine_doubt(scored, a, b, crit, envs)):
+        return ("leaning", a, b, t.p_value), _doubt_note(scored, doubt, a)
+    return (("tie" if t.p_value >= ALPHA else "better"), a, b, t.p_value), ""
 
 
 def _parity_differences(scored: Scored, algo: str, envs: list[str]) -> list[str]:
@@ -878,18 +883,13 @@ def _parity_differences(scored: Scored, algo: str, envs: list[str]) -> list[str]
     return out
 
 
-def _impl_sentence(impl: tuple[str, str, str | None, float | None] | None, scored: Scored | None = None,
-                   crit: Criterion | None = None, envs: list[str] | None = None) -> str:
-    """The implementation answer as a sentence; given the runs, a "leaning" says which evidence it lacks."""
+def _impl_sentence(impl: tuple[str, str, str | None, float | None] | None, why: str = "") -> str:
+    """The implementation answer as a sentence; a "leaning" says which evidence it lacks (``why``)."""
     if impl is None:
         return ""
     verdict, a, b, p = impl
     if verdict == "only":
         return f"only {a} ran every env"
-    why = f"fewer than {MIN_SEEDS} runs per env"
-    if verdict == "leaning" and scored is not None and crit is not None and envs and b is not None and \
-            all(x.size >= MIN_SEEDS for n in (a, b) for x in scored.tasks(n, crit.column, envs)):
-        why = _doubt_note(scored, _machine_doubt(scored, a, b, crit, envs), a)
     return {"tie": f"{a} ≈ {b} (p = {p:.2g})",
             "better": f"{a} better than {b} (p = {p:.2g})",
             "leaning": f"leaning {a} over {b} (p = {p:.2g}; {why})"}[verdict]
@@ -969,8 +969,8 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
         rec.runs = {al: _counts(scored, al, crit.column, envs, "algo") for al in ans["algos"]}
         if ans["best"]:
             rec.best_score = ans["est"][ans["best"]]
-            rec.impl = _implementation(scored, ans["best"], crit, envs, n_boot)
-            rec.implementation = _impl_sentence(rec.impl, scored, crit, envs)
+            rec.impl, why = _implementation(scored, ans["best"], crit, envs, n_boot)
+            rec.implementation = _impl_sentence(rec.impl, why)
             rec.parity_different = _parity_differences(scored, ans["best"], envs)
             if rec.parity_different:
                 rec.implementation += ("; " if rec.implementation else "") + (
