@@ -77,8 +77,7 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    frames = _suite_frames(db, suite, out_dir, beside) if has_runs else {}
-    shared = frames.pop("_shared", {})
+    frames, shared = _suite_frames(db, suite, out_dir, beside) if has_runs else ({}, {})
     db.dispose()
     if frames:
         frames["episodes"] = clocks_to_ms(frames["episodes"])
@@ -108,9 +107,9 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
     return manifest
 
 
-def _suite_frames(db: "st.Store", suite: str, out_dir: Path, beside: list[Path]) -> dict:
-    """The store tables' rows of ``suite`` (runs a sibling pack in ``beside`` holds left out), and under
-    ``_shared`` how many runs each such sibling holds."""
+def _suite_frames(db: "st.Store", suite: str, out_dir: Path, beside: list[Path]) -> tuple[dict, dict[str, int]]:
+    """The store tables' rows of ``suite`` (runs a sibling pack in ``beside`` holds left out), and how many
+    runs each such sibling holds."""
     import pandas as pd
 
     with db.engine.connect() as c:
@@ -137,32 +136,29 @@ def _suite_frames(db: "st.Store", suite: str, out_dir: Path, beside: list[Path])
                      for i in range(0, len(keys), 500)]
             df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[col.name for col in t.c])
             frames[name] = df.drop(columns=["id"]) if name == "diagnostics" else df
-    frames["_shared"] = shared
-    return frames
+    return frames, shared
 
 
 def suite_studies(store_url: str, suite: str | None = None) -> list[str]:
     """The names of the store's ``bench tune`` studies of tuning suite ``suite`` (every suite's with
     ``None``), sorted; none where the store has no Optuna tables."""
-    import optuna
-
-    if not _has_studies(store_url):
-        return []
-    with _optuna_storage(store_url) as storage:
-        summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
-    return sorted(s.study_name for s in summaries
-                  if (tag := s.user_attrs.get(st.STUDY_ATTR) or {}) and (suite is None or tag.get("suite") == suite))
+    return sorted(n for n, tag in _study_tags(store_url).items() if suite is None or tag.get("suite") == suite)
 
 
 def tuning_suites(store_url: str) -> list[str]:
     """The tuning suites the store has ``bench tune`` studies of, sorted."""
+    return sorted({tag.get("suite") for tag in _study_tags(store_url).values()} - {None})
+
+
+def _study_tags(store_url: str) -> dict[str, dict]:
+    """Study name → its bench settings (:data:`bench.run.store.STUDY_ATTR`), for the bench studies in the store."""
     import optuna
 
     if not _has_studies(store_url):
-        return []
+        return {}
     with _optuna_storage(store_url) as storage:
         summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
-    return sorted({(s.user_attrs.get(st.STUDY_ATTR) or {}).get("suite") for s in summaries} - {None})
+    return {s.study_name: tag for s in summaries if (tag := s.user_attrs.get(st.STUDY_ATTR))}
 
 
 @contextlib.contextmanager
