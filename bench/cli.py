@@ -228,6 +228,10 @@ class Executor(str, Enum):
     ray = "ray"
 
 
+class Remeasure(str, Enum):
+    contended = "contended"
+
+
 @app.command()
 def run(
     suite: Path = typer.Argument(..., help="Suite YAML file."),
@@ -246,6 +250,11 @@ def run(
     ),
     address: Optional[str] = typer.Option(
         None, "--address", help="With --executor ray: the cluster (auto or HOST:PORT); default: start a local Ray."
+    ),
+    remeasure: Optional[Remeasure] = typer.Option(
+        None, "--remeasure",
+        help="contended: also run again the done runs that shared their core (wall > 1.25 × CPU seconds), and "
+             "replace each one only if the new run had its core to itself; the earlier clocks are kept in its metadata.",
     ),
 ) -> None:
     """Run a suite: every env × algorithm × seed cell, skipping cells already done."""
@@ -286,13 +295,17 @@ def run(
         t = Table(title=f"{loaded.suite.name}: {len(cells)} cells (dry run, nothing written)")
         for col in ("key", "env", "label", "seed", "timesteps", "threshold"):
             t.add_column(col)
+        contended = _contended_done(url, cells) if remeasure else set()
+        if remeasure:
+            t.add_column("re-measure")
         for c in cells:
-            t.add_row(c.key, c.env_id, c.label, str(c.seed), f"{c.timesteps:,}", _fmt(c.threshold))
+            t.add_row(c.key, c.env_id, c.label, str(c.seed), f"{c.timesteps:,}", _fmt(c.threshold),
+                      *(["contended"] if c.key in contended else [""] if remeasure else []))
         out.print(t)
         return
 
     from bench.run.runner import HEARTBEAT_EVERY_S, Interrupted, run_local
-    from bench.run.store import Store, describe_url, is_claimable, this_owner
+    from bench.run.store import Store, describe_url, is_claimable, is_contended, this_owner
 
     if executor is Executor.ray:
         from bench.run.ray_executor import RayUnavailable, connect
@@ -319,10 +332,14 @@ def run(
     todo = [c for c in cells if is_claimable(rows[c.key])]
     done_before = sum(rows[c.key].status == "done" for c in cells)
     busy = len(cells) - len(todo) - done_before
+    again = frozenset(c.key for c in cells if remeasure is Remeasure.contended and rows[c.key].status == "done"
+                      and is_contended(rows[c.key].wall_s, rows[c.key].cpu_s))
+    todo += [c for c in cells if c.key in again]
     err.print(_styled(
         "bold", loaded.suite.name,
-        f": {len(cells)} cells — {done_before} done already, "
-        f"{busy} running elsewhere, {len(todo)} to run on "
+        f": {len(cells)} cells — {done_before} done already"
+        + (f" ({len(again)} of them contended, to measure again)" if remeasure else "")
+        + f", {busy} running elsewhere, {len(todo)} to run on "
         + (f"{min(n_workers, max(len(todo), 1))} worker(s) " if executor is Executor.local
            else f"the Ray cluster at {address} " if address else f"a local Ray instance with {n_workers} CPUs ")
         + f"→ {describe_url(url)}"
@@ -387,6 +404,7 @@ def run(
                 progress.console.print(_styled(
                     "green", "done", f"   {cell.env_id} {cell.label} seed {cell.seed}: final return "
                     f"{_fmt(s.get('final_return'))}, {solved}, {outcome.wall_s:.1f}s"
+                    + (f"; {outcome.note}" if outcome.note else "")
                 ))
             elif outcome.status == "failed":
                 progress.console.print(_styled("red", "failed", f" {cell.env_id} {cell.label} seed {cell.seed}: {outcome.error}"))
@@ -399,9 +417,10 @@ def run(
                 if executor is Executor.ray:
                     from bench.run.ray_executor import run_ray
 
-                    run_ray(url, todo, on_done, num_cpus=n_workers, max_in_flight=workers if address else None)
+                    run_ray(url, todo, on_done, num_cpus=n_workers, max_in_flight=workers if address else None,
+                            remeasure=again)
                 else:
-                    run_local(url, todo, owner, n_workers, on_done)
+                    run_local(url, todo, owner, n_workers, on_done, remeasure=again)
         except Interrupted as e:
             progress.stop()
             n_done = sum(o.status == "done" for _, o in results)
@@ -413,6 +432,15 @@ def run(
     failed = _closing(loaded.suite.name, results, done_before, busy, time.perf_counter() - t0)
     if failed:
         raise typer.Exit(1)
+
+
+def _contended_done(url: str, cells: list) -> set[str]:
+    """Keys of the done runs among ``cells`` that shared their core, read without writing anything."""
+    from bench.run.store import is_contended
+
+    db = _open_readonly(url)
+    rows = db.rows([c.key for c in cells]) if db is not None else {}
+    return {k for k, r in rows.items() if r.status == "done" and is_contended(r.wall_s, r.cpu_s)}
 
 
 def _closing(name: str, results: list, done_before: int, busy: int, seconds: float) -> int:

@@ -72,6 +72,7 @@ import pandas as pd
 
 from bench.analysis import stats
 from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossing, normalised_auc, running_mean
+from bench.run.store import CONTENTION_RATIO  # one rule for contention: the analysis flags what --remeasure re-runs
 
 __all__ = [
     "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MACHINE_FACTOR",
@@ -89,8 +90,6 @@ ALPHA = 0.05
 #: Least runs per candidate on each env, and least envs, for a profile's winner (else "leaning").
 MIN_SEEDS = 5
 MIN_ENVS = 2
-#: A run whose wall seconds exceed its CPU seconds by this factor shared its core: flagged as contended.
-CONTENTION_RATIO = 1.25
 #: The least factor by which a run's CPU seconds per step may differ between two machines, taken
 #: against a time winner whose comparison mixes machines. The store's own measurements raise it
 #: (:func:`machine_factor`): the largest ratio of one label's median CPU seconds per step on two

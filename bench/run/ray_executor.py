@@ -81,7 +81,7 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> bool:
     return True
 
 
-def _task(store_url: str, cell: Cell, tag: str) -> Outcome:
+def _task(store_url: str, cell: Cell, tag: str, remeasure: bool = False) -> Outcome:
     """The body of every Ray task: ``run_cell`` as this worker, tagged with the task's ``tag``.
 
     The owner is the worker's own ``host:pid:start`` (so a dead worker is seen as
@@ -90,7 +90,7 @@ def _task(store_url: str, cell: Cell, tag: str) -> Outcome:
     """
     from bench.run.store import this_owner
 
-    return run_cell(store_url, cell, this_owner(tag=tag))
+    return run_cell(store_url, cell, this_owner(tag=tag), remeasure=remeasure)
 
 
 def run_ray(
@@ -102,8 +102,10 @@ def run_ray(
     num_cpus: int | None = None,
     max_retries: int = MAX_RETRIES,
     max_in_flight: int | None = None,
+    remeasure: frozenset[str] = frozenset(),
 ) -> list[Outcome]:
-    """Run ``cells`` as Ray tasks; ``on_done`` sees each outcome as it arrives.
+    """Run ``cells`` as Ray tasks; ``on_done`` sees each outcome as it arrives. The cells whose keys
+    are in ``remeasure`` are done runs to measure again (:func:`bench.run.runner.remeasure_cell`).
 
     Connects as :func:`connect` does (and shuts down only a Ray it started
     itself). Each task asks for the cell's ``resources`` (``num_cpus``,
@@ -133,7 +135,7 @@ def run_ray(
                     max_retries=max_retries,
                     retry_exceptions=False,
                     runtime_env=runtime_env,
-                ).remote(store_url, cell, tag)
+                ).remote(store_url, cell, tag, cell.key in remeasure)
                 in_flight[ref] = (cell, tag)
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:

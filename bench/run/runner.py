@@ -53,6 +53,7 @@ class Outcome:
     error: str | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
+    note: str | None = None  # a re-measurement: what changed (see remeasure_cell)
 
 
 # --------------------------------------------------------------------------- #
@@ -287,27 +288,92 @@ def _store(url: str):
     return _STORES[url]
 
 
-def run_cell(store_url: str, cell: Cell, owner: str) -> Outcome:
-    """Claim, train and record one cell. The same function for every executor."""
-    store = _store(store_url)
-    attempt = store.claim(cell.key, owner)
-    if attempt is None:
-        return Outcome(cell.key, "skipped")
+def measure_cell(cell: Cell, beat: Callable[[int], None] | None = None) -> tuple[Any, str | None, float]:
+    """Train one cell and turn what it recorded into a RunResult; returns ``(result, error or None,
+    start time)``. ``beat(steps)`` is called every :data:`HEARTBEAT_EVERY_S` seconds from a thread."""
     started = time.time()
     recorder = make_recorder(cell)  # pins the threads the probe then runs with
     probe_start = cpu_probe_ms()  # outside the run's clocks, which the recorder starts below
     recorder.restart_clocks()
-    # Each beat also writes the steps so far: how far a long run is, for `bench status` and `bench run`.
-    with Heartbeat(lambda: store.heartbeat(cell.key, attempt, recorder.steps), HEARTBEAT_EVERY_S):
+    if beat is None:
         recorder, error = record_cell(cell, recorder=recorder)
+    else:
+        with Heartbeat(lambda: beat(recorder.steps), HEARTBEAT_EVERY_S):
+            recorder, error = record_cell(cell, recorder=recorder)
     result = result_of(cell, recorder, started)
     # How fast this machine was for a fixed piece of work as the run started and ended (bench.run.probe):
     # the CPU's name alone does not tell machines apart.
     result.meta["cpu_probe_ms"] = {"start": probe_start, "end": cpu_probe_ms()}
+    return result, error, started
+
+
+def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False) -> Outcome:
+    """Claim, train and record one cell. The same function for every executor. With ``remeasure``,
+    the cell is a done run to measure again instead (:func:`remeasure_cell`)."""
+    if remeasure:
+        return remeasure_cell(store_url, cell)
+    store = _store(store_url)
+    attempt = store.claim(cell.key, owner)
+    if attempt is None:
+        return Outcome(cell.key, "skipped")
+    # Each beat also writes the steps so far: how far a long run is, for `bench status` and `bench run`.
+    result, error, started = measure_cell(cell, lambda steps: store.heartbeat(cell.key, attempt, steps))
     status = "failed" if error else "done"
     if not store.finish(cell.key, attempt, status, result, error):
         return Outcome(cell.key, "skipped", error="lost ownership of the run (another runner took it over)")
     return Outcome(cell.key, status, error, result.summary, time.time() - started)
+
+
+#: What a re-measured run keeps of each earlier measurement, in ``meta.earlier_measurements``.
+_EARLIER = ("started_at", "finished_at", "cpu_model", "cpu_id", "cpu_probe_ms", "wall_per_cpu", "load_start",
+            "load_end", "host", "git_commit")
+
+
+def remeasure_cell(store_url: str, cell: Cell) -> Outcome:
+    """Run a done cell again and, if the new run had its core to itself, put it in the done run's
+    place (``bench run --remeasure contended``).
+
+    Why: CPU seconds are inflated when a run shares its core. On the 2-core machines that produced
+    the shipped reference, SB3 PPO on CartPole-v1 took 30.6 CPU seconds contended and 14.1 on a quiet
+    core (2026-11-26). A seed's returns do not depend on the clock, so the new run is the same
+    experiment measured again; on the same CPU its returns are the same, and ``same_returns`` records
+    whether they were. The done run stays untouched until the new one is written in one transaction,
+    so a re-measurement that dies, fails or is contended again loses nothing. Nothing is claimed: the
+    run stays ``done`` (and counted) throughout.
+    """
+    import json
+
+    import numpy as np
+
+    from bench.run.store import is_contended
+
+    store = _store(store_url)
+    row = store.rows([cell.key]).get(cell.key)
+    if row is None or row.status != "done":
+        return Outcome(cell.key, "skipped", error="not a done run: nothing to re-measure")
+    before = store.episodes_of(cell.key)["ret"].to_numpy(dtype=float)
+    result, error, started = measure_cell(cell)
+    wall = time.time() - started
+    if error:
+        return Outcome(cell.key, "failed", f"the re-measurement failed and the earlier run is kept: {error}", wall_s=wall)
+    s = result.summary
+    if is_contended(s["wall_s"], s["cpu_s"]):
+        return Outcome(cell.key, "skipped", error=f"contended again (wall / CPU {s['wall_s'] / s['cpu_s']:.2f}); the "
+                       "earlier run is kept", wall_s=wall)
+    old = json.loads(row.meta) if row.meta else {}
+    after = np.asarray(result.episodes["ret"], dtype=float)
+    same = bool(before.shape == after.shape and np.array_equal(before, after))
+    earlier = {"attempt": row.attempt, "wall_s": row.wall_s, "cpu_s": row.cpu_s, "total_steps": row.total_steps,
+               "final_return": row.final_return, **{k: old[k] for k in _EARLIER if k in old}}
+    result.meta["earlier_measurements"] = [*old.get("earlier_measurements", []), earlier]
+    result.meta["same_returns"] = same
+    if not store.replace_done(cell.key, row.attempt, result, started):
+        return Outcome(cell.key, "skipped", error="re-run or re-measured by another runner meanwhile", wall_s=wall)
+    same_cpu = (old.get("cpu_model"), old.get("cpu_id")) == (result.meta.get("cpu_model"), result.meta.get("cpu_id"))
+    note = (f"re-measured: {row.cpu_s:.1f} → {s['cpu_s']:.1f} CPU s (wall / CPU {row.wall_s / row.cpu_s:.2f} → "
+            f"{s['wall_s'] / s['cpu_s']:.2f}); " + ("the same returns" if same else "returns differ from the earlier run's"
+            + ("" if same_cpu else " (another CPU, whose float rounding may differ)")))
+    return Outcome(cell.key, "done", None, s, wall, note=note)
 
 
 # --------------------------------------------------------------------------- #
@@ -361,7 +427,7 @@ class _Terminated(KeyboardInterrupt):
 WORKER_DIED = "worker process died (killed, out of memory or crashed)"
 
 
-def _worker_main(conn: Any, store_url: str) -> None:
+def _worker_main(conn: Any, store_url: str, remeasure: frozenset[str] = frozenset()) -> None:
     """A pool worker: say who it is, then run the cells it is sent, one at a time, until told to stop."""
     _init_worker()
     from bench.run.store import this_owner
@@ -376,7 +442,7 @@ def _worker_main(conn: Any, store_url: str) -> None:
         if cell is None:
             return
         try:
-            out = run_cell(store_url, cell, owner)
+            out = run_cell(store_url, cell, owner, remeasure=cell.key in remeasure)
         except Exception as e:  # noqa: BLE001 - not a training error (run_cell records those): e.g. the store failed
             out = Outcome(cell.key, "failed", " ".join(f"{type(e).__name__}: {e}".split()))
         conn.send(("done", out))
@@ -396,8 +462,10 @@ def run_local(
     owner: str,
     workers: int,
     on_done: Callable[[Cell, Outcome], None],
+    remeasure: frozenset[str] = frozenset(),
 ) -> list[Outcome]:
-    """Run ``cells`` on ``workers`` worker processes; ``on_done`` sees each outcome.
+    """Run ``cells`` on ``workers`` worker processes; ``on_done`` sees each outcome. The cells whose
+    keys are in ``remeasure`` are done runs to measure again (:func:`remeasure_cell`).
 
     Each worker claims runs under its own owner (``host:pid:start``); ``owner``, the
     parent's, is not used for runs. A worker that dies (SIGKILL, OOM kill, segfault)
@@ -416,7 +484,7 @@ def run_local(
 
     def start() -> None:
         mine, theirs = ctx.Pipe()
-        proc = ctx.Process(target=_worker_main, args=(theirs, store_url), name="bench-worker")  # not daemonic: vector envs may start processes
+        proc = ctx.Process(target=_worker_main, args=(theirs, store_url, remeasure), name="bench-worker")  # not daemonic: vector envs may start processes
         proc.start()
         theirs.close()
         w = _Worker(proc, mine)

@@ -88,6 +88,15 @@ LABEL_MAX = 128  # suite_cells.label, runs.env_id
 #: rounded, a pack stores them as delta-encoded integer milliseconds, read back exactly
 #: (:mod:`bench.run.packed`). Issue 13 measured 26 of the shipped reference's 41 MB in these two columns.
 CLOCK_DECIMALS = 3
+#: A run whose wall seconds exceed its CPU seconds by this factor shared its core: it is flagged as
+#: contended (analysis), and ``bench run --remeasure contended`` runs it again. A single-threaded run
+#: with a core to itself has wall / CPU about 1.
+CONTENTION_RATIO = 1.25
+
+
+def is_contended(wall_s: float | None, cpu_s: float | None) -> bool:
+    """Whether a run with these clocks shared its core (wall > :data:`CONTENTION_RATIO` × CPU seconds)."""
+    return wall_s is not None and cpu_s is not None and cpu_s > 0 and wall_s > CONTENTION_RATIO * cpu_s
 
 
 class StoreError(Exception):
@@ -578,6 +587,39 @@ def create_schema(conn: Any) -> None:
             conn.execute(CreateIndex(index, if_not_exists=True))
 
 
+def _write_run_data(c: Any, key: str, result: RunResult) -> None:
+    """Replace a run's episodes, diagnostics and evaluations with ``result``'s (inside the caller's transaction)."""
+    for t in (episodes, diagnostics, evaluations):
+        c.execute(sa.delete(t).where(t.c.key == key))
+    ep = result.episodes
+    cpu = ep.get("cpu_s")
+    if cpu is None:  # a writer that does not measure per-episode CPU seconds
+        cpu = [None] * len(ep["ret"])
+    if len(ep["ret"]):
+        c.execute(
+            episodes.insert(),
+            [
+                dict(key=key, idx=i, step=int(s), wall_s=round(float(w), CLOCK_DECIMALS),
+                     cpu_s=None if u is None else round(float(u), CLOCK_DECIMALS), ret=float(r), length=int(n))
+                for i, (s, w, u, r, n) in enumerate(zip(ep["step"], ep["wall_s"], cpu, ep["ret"], ep["length"]))
+            ],
+        )
+    if result.diagnostics:
+        c.execute(
+            diagnostics.insert(),
+            [dict(key=key, step=int(d[0]), name=d[1], value=_finite_or_none(d[2]), n=int(d[3]) if len(d) > 3 else 1)
+             for d in result.diagnostics],
+        )
+    if result.evaluations:
+        c.execute(
+            evaluations.insert(),
+            [
+                dict(key=key, idx=i, step=s, wall_s=w, mean_return=m, std_return=sd, n=n)
+                for i, (s, w, m, sd, n) in enumerate(result.evaluations)
+            ],
+        )
+
+
 class Store:
     """A results store at a SQLAlchemy URL.
 
@@ -760,35 +802,24 @@ class Store:
             )
             if res.rowcount != 1:
                 return False  # someone else owns the run now; this attempt changed nothing
-            for t in (episodes, diagnostics, evaluations):
-                c.execute(sa.delete(t).where(t.c.key == key))
-            ep = result.episodes
-            cpu = ep.get("cpu_s")
-            if cpu is None:  # a writer that does not measure per-episode CPU seconds
-                cpu = [None] * len(ep["ret"])
-            if len(ep["ret"]):
-                c.execute(
-                    episodes.insert(),
-                    [
-                        dict(key=key, idx=i, step=int(s), wall_s=round(float(w), CLOCK_DECIMALS),
-                             cpu_s=None if u is None else round(float(u), CLOCK_DECIMALS), ret=float(r), length=int(n))
-                        for i, (s, w, u, r, n) in enumerate(zip(ep["step"], ep["wall_s"], cpu, ep["ret"], ep["length"]))
-                    ],
-                )
-            if result.diagnostics:
-                c.execute(
-                    diagnostics.insert(),
-                    [dict(key=key, step=int(d[0]), name=d[1], value=_finite_or_none(d[2]), n=int(d[3]) if len(d) > 3 else 1)
-                     for d in result.diagnostics],
-                )
-            if result.evaluations:
-                c.execute(
-                    evaluations.insert(),
-                    [
-                        dict(key=key, idx=i, step=s, wall_s=w, mean_return=m, std_return=sd, n=n)
-                        for i, (s, w, m, sd, n) in enumerate(result.evaluations)
-                    ],
-                )
+            _write_run_data(c, key, result)
+        return True
+
+    def replace_done(self, key: str, attempt: int, result: RunResult, started_at: float) -> bool:
+        """Replace a done run's data with a new measurement of the same cell, in one transaction
+        (``bench run --remeasure``). The done run stays as it is until this commits, so a
+        re-measurement that dies loses nothing. Returns False (and writes nothing) unless the run is
+        still done at ``attempt``: another runner replaced or re-ran it meanwhile."""
+        with self.engine.begin() as c:
+            res = c.execute(
+                runs.update()
+                .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "done")
+                .values(attempt=attempt + 1, error=None, started_at=started_at, finished_at=time.time(),
+                        meta=json.dumps(result.meta, default=str), **result.summary)
+            )
+            if res.rowcount != 1:
+                return False
+            _write_run_data(c, key, result)
         return True
 
     def release(self, owner: str, status: str = "interrupted", error: str | None = None) -> int:
