@@ -168,7 +168,10 @@ MINATAR_PREFIX = "MinAtar/"
 #: slowest label there (SB3 A2C's five runs at 1e6 took 835 µs, 820-853). It was 1,000, from an 826 µs speed
 #: measurement. Hopper-v5 1,000: SB3 A2C's mean 928 µs per step (887-951; 5 runs at 1e6, uncontended,
 #: 2026-11-25), the slowest of the six labels there (SB3 PPO 664, sb3-contrib TRPO 353, own A2C 314).
-#: Walker2d-v5 has none until SB3 PPO and SB3 A2C have run there.
+#: Walker2d-v5 2,100: SB3 PPO's mean 2,072 µs per step over its five 1e6-step reference runs, the slowest
+#: label there (SB3 A2C 874, sb3-contrib TRPO 509, own A2C 318), rounded up to 100 µs. Its runs came from two
+#: machines: 2,342-2,451 on an Intel Xeon VM (CPUID 6/207, seeds 0-2) and 1,575-1,583 on an AMD EPYC (seeds
+#: 3-4; ``results/reference/mujoco``, 2026-11-26), so the Xeon's runs are cut at about 86% of their budget.
 #: LunarLander-v3 500 µs: sb3 PPO's 469 µs, the slowest of the three implementations measured so far
 #: at 1e6 steps (own PPO 162, own TRPO 300; `results/reference/box2d`, 2026-11-24, contended runs).
 #: LunarLanderContinuous-v3 300 µs: sb3 TRPO's 251 µs, the slowest label of its 1e6-step runs in
@@ -200,6 +203,7 @@ TIME_SCALE_US: dict[str, float] = {
     "MountainCarContinuous-v0": 2500.0,
     "HalfCheetah-v5": 1300.0,
     "Hopper-v5": 1000.0,
+    "Walker2d-v5": 2100.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
