@@ -4,7 +4,8 @@
 - a winner needs a permutation test and enough evidence: 3 seeds never make one;
 - every score is on a fixed scale: adding a label changes nobody else's, for every criterion;
 - time is CPU seconds, and a run that shared its core is flagged;
-- a time winner whose runs mix machines must outlast the machines' possible difference in speed;
+- a time winner whose runs mix machines must outlast the machines' possible difference in speed,
+  and its challenger's contended runs taken as if on a quiet core;
 - runs at another budget are set aside with a note, never stretched;
 - the leave-one-env-out track record is what the rule would have said on each unseen env.
 """
@@ -179,7 +180,7 @@ def test_machine_adverse_moves_only_the_runs_off_the_common_machine_and_against_
     x = pd.DataFrame([("E", "A", 1.0, 0.1, 10.0), ("E", "B", 2.0, 0.2, 20.0), ("F", "A", 3.0, 0.3, 30.0)], columns=cols)
     y = pd.DataFrame([("E", "A", 4.0, 0.4, 40.0), ("E", "A", 5.0, 0.5, 50.0), ("F", "A", 6.0, 0.6, 60.0)], columns=cols)
     xt, yt, mixed = analysis.machine_adverse(x, y, "v", ["E", "F"], ("lo", "hi"))
-    assert mixed == ["E"]  # F ran on one machine: untouched
+    assert mixed == {"E": "machines"}  # F ran on one machine: untouched
     # E: machine A has 3 of the 4 runs, so it is the reference; x's run on B takes its lowering value.
     np.testing.assert_array_equal(xt[0], [1.0, 0.2])
     np.testing.assert_array_equal(yt[0], [4.0, 5.0])
@@ -196,6 +197,70 @@ def test_machine_adverse_moves_only_the_runs_off_the_common_machine_and_against_
     xt, yt, _ = analysis.machine_adverse(x3, y3, "v", ["E"], ("lo", "hi"))
     np.testing.assert_array_equal(xt[0], [1.0, 0.2])
     np.testing.assert_array_equal(yt[0], [4.0, 50.0])
+
+
+def test_contention_factor_is_the_largest_median_of_remeasured_runs_never_below_the_floor():
+    f = analysis.contention_factor
+
+    def run(label, cpu, earlier, cpu_model="EPYC", wall=None):
+        meta = {"cpu_model": cpu_model, "cpu_id": "25/17/1", "earlier_measurements": earlier}
+        return ("E", label, cpu, cpu if wall is None else wall, meta)
+
+    contended = [{"cpu_model": "EPYC", "cpu_id": "25/17/1", "cpu_s": c, "wall_s": 3 * c} for c in (30.0, 40.0, 90.0)]
+    runs = pd.DataFrame([run("a", 10.0, [contended[0]]), run("a", 20.0, [contended[1]]),   # 3.0 and 2.0: median 2.5
+                         run("a", 30.0, [contended[2]]),                                      # 3.0: median of 3.0, 2.0, 3.0
+                         run("b", 10.0, [{**contended[0], "wall_s": 30.0}]),                 # earlier not contended
+                         run("b", 10.0, [{**contended[0], "cpu_model": "Xeon"}]),            # another CPU: a machine ratio
+                         run("b", 10.0, [contended[0]], wall=40.0),                          # contended again
+                         run("c", 20.0, [contended[0]]),                                      # 1.5
+                         ("E", "d", 10.0, 10.0, {})], columns=["env", "label", "cpu_s", "wall_s", "meta"])
+    factor, pairs = f(runs)
+    assert factor == pytest.approx(3.0)
+    assert [(d["label"], d["runs"], d["median"], d["max"]) for d in pairs] == [("a", 3, 3.0, 3.0), ("c", 1, 1.5, 1.5)]
+    assert f(runs[runs["label"].isin(["b", "c", "d"])])[0] == analysis.CONTENTION_FACTOR  # 1.5: at the floor
+    assert f(runs[runs["label"] == "d"]) == (analysis.CONTENTION_FACTOR, [])
+
+
+def test_machine_adverse_takes_the_challengers_contended_runs_as_if_on_a_quiet_core():
+    cols = ["env", "hardware", "contended", "v", "lo", "hi", "q", "hq"]
+    v = analysis.Variants("lo", "hi", "y", "q", "hq")
+    x = pd.DataFrame([("E", "A", True, 1.0, 0.1, 10.0, 100.0, 1000.0)], columns=cols)
+    y = pd.DataFrame([("E", "A", True, 4.0, 0.4, 40.0, 400.0, 4000.0), ("E", "A", False, 5.0, 0.5, 50.0, 500.0, 5000.0),
+                      ("E", "B", True, 6.0, 0.6, 60.0, 600.0, 6000.0), ("E", "B", False, 7.0, 0.7, 70.0, 700.0, 7000.0)],
+                     columns=cols)
+    xt, yt, doubted = analysis.machine_adverse(x, y, "v", ["E"], v)
+    assert doubted == {"E": "machines, contention"}
+    np.testing.assert_array_equal(xt[0], [1.0])  # the leader's contended run only makes it look slower: as measured
+    np.testing.assert_array_equal(yt[0], [400.0, 5.0, 6000.0, 70.0])
+    # One machine, no contended challenger run: nothing moves.
+    xt, yt, doubted = analysis.machine_adverse(x, y[~y["contended"] & (y["hardware"] == "A")], "v", ["E"], v)
+    assert doubted == {} and yt[0].tolist() == [5.0]
+
+
+def _contended_race(tmp_path: Path, ratio: float, contended: str) -> analysis.Recommendation:
+    """PPO and A2C learn alike per step, on one machine; A2C takes ``ratio`` times PPO's CPU seconds per step,
+    and the runs of ``contended`` shared their cores (wall = 2 × CPU seconds)."""
+    url = f"sqlite:///{tmp_path / f'c{ratio}-{contended}.db'}"
+    ppo = Planted("ppo-bench", "ppo", "bench", skill=0.9, tau=0.2, noise=0.02,
+                  wall_per_cpu=2.0 if contended == "ppo" else 1.0)
+    a2c = Planted("a2c-bench", "a2c", "bench", skill=0.9, tau=0.2, noise=0.02, sec_per_kstep=0.5 * ratio,
+                  wall_per_cpu=2.0 if contended == "a2c" else 1.0)
+    write_store(url, DENSE, [ppo, a2c], seeds=5)
+    return one(url, "time")
+
+
+def test_a_time_winner_must_outlast_its_challengers_contended_runs(tmp_path):
+    # The challenger's runs shared their cores: were they 1.5x (the floor) inflated, A2C would be faster. Leaning.
+    rec = _contended_race(tmp_path, 1.2, "a2c")
+    assert rec.verdict == "leaning" and rec.algorithm == "ppo" and rec.p_value < analysis.ALPHA, rec.message
+    assert "CartPole-v1, LunarLander-v3 have contended runs of a2c: taken 1.50× faster" in rec.message, rec.message
+    # The leader's own contended runs can only have made it look slower: it stands.
+    rec = _contended_race(tmp_path, 1.2, "ppo")
+    assert rec.verdict == "recommended" and rec.algorithm == "ppo" and "holds though" not in rec.message, rec.message
+    # 2x is beyond what contention did: a winner, and the message says it held.
+    rec = _contended_race(tmp_path, 2.0, "a2c")
+    assert rec.verdict == "recommended" and "holds though" in rec.message and "contended runs" in rec.message, \
+        rec.message
 
 
 def test_the_time_variants_are_the_same_run_on_a_slower_and_a_faster_machine(tmp_path):
@@ -300,6 +365,38 @@ def test_the_report_shows_the_machine_factor_and_the_same_label_measured_on_two_
     text = " ".join(html_lib.unescape(build(url, tmp_path / "rep", anchors=False).read_text()).split())
     assert "must hold with each env's runs off its most common machine taken 1.25× slower or faster" in text
     assert "own on CartPole-v1" in text and "(1.00×; 2 v 2 runs)" in text
+
+
+def test_the_report_and_the_time_line_state_the_contention_factor_and_its_basis(tmp_path):
+    import html as html_lib
+    import json
+
+    import sqlalchemy as sa
+
+    from bench.analysis.report import build
+    from bench.run.store import Store, runs as runs_table
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, DENSE[:1], [Planted("own", "ppo", "bench", 0.9, wall_per_cpu=2.0)], seeds=4, suite="one")
+    s = scored(url)
+    assert s.contention_factor == analysis.CONTENTION_FACTOR and s.contention_pairs == []
+    assert ("4 of 4 runs contended (wall > 1.25 × CPU): a time winner must hold with its challenger's contended runs "
+            "1.50× faster (the least assumed; none measured again here)") in analysis.hardware_line(s)
+    text = " ".join(html_lib.unescape(build(url, tmp_path / "rep", anchors=False).read_text()).split())
+    assert "taken 1.50× faster (the least assumed: no run here was measured again)" in text
+    # One run measured again on a quiet core, 2.4x below its contended CPU seconds: the factor is measured.
+    db = Store(url)
+    key, cpu, meta = db.runs_frame("one")[["key", "cpu_s", "meta"]].iloc[0]
+    meta = json.loads(meta)
+    meta["earlier_measurements"] = [{"cpu_model": meta["cpu_model"], "cpu_s": 2.4 * cpu, "wall_s": 6.0 * cpu}]
+    with db.engine.begin() as c:
+        c.execute(runs_table.update().where(runs_table.c.key == key).values(wall_s=cpu, meta=json.dumps(meta)))
+    s = scored(url)
+    assert s.contention_factor == pytest.approx(2.4)
+    assert "3 of 4 runs contended" in analysis.hardware_line(s) and \
+        "2.40× faster (the largest measured: own on CartPole-v1, median of 1 run(s) measured again" in analysis.hardware_line(s)
+    text = " ".join(html_lib.unescape(build(url, tmp_path / "rep2", anchors=False).read_text()).split())
+    assert "taken 2.40× faster, the largest median ratio" in text and "own on CartPole-v1: 2.40× (median of 1" in text
 
 
 def test_each_profile_s_time_line_names_only_its_own_machines(tmp_path):

@@ -87,10 +87,15 @@ def measures(scored: scoring.Scored, diagnostics: pd.DataFrame) -> pd.DataFrame:
     each stored row stands for; NaN where the run did not record it)."""
     r = scored.runs.copy()
     r["cpu_per_msteps"] = r["cpu_s"].astype(float) / r["total_steps"].astype(float) * 1e6
-    # As if the run's machine were the factor slower or faster (scoring.machine_adverse).
+    # As if the run's machine were the factor slower or faster, and a contended run had had a quiet core
+    # (scoring.machine_adverse).
     r["cpu_per_msteps_slow"] = r["cpu_per_msteps"] * scored.machine_factor
     r["cpu_per_msteps_fast"] = r["cpu_per_msteps"] / scored.machine_factor
+    quiet = np.where(r["contended"].astype(bool), 1.0 / scored.contention_factor, 1.0) if len(r) else 1.0
+    r["cpu_per_msteps_quiet"] = r["cpu_per_msteps"] * quiet
+    r["cpu_per_msteps_fast_quiet"] = r["cpu_per_msteps_fast"] * quiet
     r["machine_factor"] = scored.machine_factor
+    r["contention_factor"] = scored.contention_factor
     d = diagnostics[diagnostics["name"] == "grad/noise_ratio"]
     if len(d):
         w = d["n"].fillna(1).astype(float) if "n" in d else pd.Series(1.0, index=d.index)
@@ -143,8 +148,9 @@ def _gap_growth(diagnostics: pd.DataFrame, env: str) -> float:
 
 
 #: Time measures → their ``(lowering, raising)`` variants as if a run's machine were slower or faster.
-MACHINE_VARIANTS: dict[str, tuple[str, str]] = {**scoring.MACHINE_VARIANTS,
-                                                "cpu_per_msteps": ("cpu_per_msteps_fast", "cpu_per_msteps_slow")}
+#: For a CPU cost the leader is the side with more of it: its contended runs are the ones taken as if quiet.
+MACHINE_VARIANTS: dict[str, scoring.Variants] = {**scoring.MACHINE_VARIANTS, "cpu_per_msteps": scoring.Variants(
+    "cpu_per_msteps_fast", "cpu_per_msteps_slow", "x", "cpu_per_msteps_quiet", "cpu_per_msteps_fast_quiet")}
 
 
 def _side(runs: pd.DataFrame, name: str, col: str) -> pd.DataFrame:
@@ -220,24 +226,27 @@ def _equal_compute_across_machines(x: pd.DataFrame, y: pd.DataFrame, envs: list[
 
 
 def _machine_check(out: Check, runs: pd.DataFrame, a: str, b: str, col: str, envs: list[str], n_boot: int) -> None:
-    """A time verdict stands only if it survives the machines' doubt (:func:`bench.analysis.scoring.machine_adverse`):
-    where the two sides' runs on an env ran on more than one machine, the side found ahead is tested again
-    with every run off the most common machine there taken the store's machine factor slower or faster,
-    whichever is worse for it. If the verdict is not reproduced, it is not settled, with both figures."""
+    """A time verdict stands only if it survives the doubt of machines and contention
+    (:func:`bench.analysis.scoring.machine_adverse`): where the two sides' runs on an env ran on more than
+    one machine, the side found ahead is tested again with every run off the most common machine there
+    taken the store's machine factor slower or faster, whichever is worse for it, and the contended runs
+    that could narrow the gap taken as if on a quiet core. If the verdict is not reproduced, it is not
+    settled, with both figures."""
     lead, other = (a, b) if out.effect > 0 else (b, a)
-    x, y, mixed = scoring.machine_adverse(_side(runs, lead, col), _side(runs, other, col), col, envs,
-                                          MACHINE_VARIANTS[col])
-    if not mixed:
+    x, y, doubted = scoring.machine_adverse(_side(runs, lead, col), _side(runs, other, col), col, envs,
+                                            MACHINE_VARIANTS[col])
+    if not doubted:
         return
     p = stats.permutation_test(x, y, stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0).p_value
     effect, lo, hi = _difference(x, y, n_boot)
-    factor = float(runs["machine_factor"].iloc[0])
-    doubt = (f"{', '.join(mixed)} mix machines; with every run off the most common one there {factor:.2f}× slower "
-             f"or faster against {lead}, {lead} − {other} = {effect:+.3g} [{lo:+.3g}, {hi:+.3g}], p = {p:.2g}")
+    quiet_side = lead if MACHINE_VARIANTS[col].quiet_side == "x" else other
+    words = scoring.doubt_words(doubted, float(runs["machine_factor"].iloc[0]), float(runs["contention_factor"].iloc[0]),
+                                lead, quiet_side)
+    doubt = f"{words}, {lead} − {other} = {effect:+.3g} [{lo:+.3g}, {hi:+.3g}], p = {p:.2g}"
     if verdict(p, effect, lo, hi, 1.0)[0] == HOLDS:
-        out.why = f"holds with machines mixed ({doubt})"
+        out.why = f"holds despite that doubt ({doubt})"
     else:
-        out.verdict, out.why = OPEN, f"the verdict does not outlast the machines' difference: {doubt}"
+        out.verdict, out.why = OPEN, f"the verdict does not outlast what machines and contention do to CPU seconds: {doubt}"
 
 
 def verdict(p: float, effect: float, lo: float, hi: float, wanted: float) -> tuple[str, str]:

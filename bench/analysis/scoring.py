@@ -30,9 +30,11 @@ Per-run scores (the inputs of every criterion); none depends on other runs
 - ``auc_time_norm``: the same over the env's fixed time horizon in training
   **process CPU seconds** (budget × the env's ``time_scale_us``; a run that ended
   holds its final value, as a user would stop and keep the policy): *time
-  efficiency*. Runs are single-threaded, so CPU seconds do not grow when the
-  machine is shared; wall seconds are recorded too, and a run whose wall time
-  exceeds its CPU time by more than :data:`CONTENTION_RATIO` is flagged;
+  efficiency*. Runs are single-threaded, so CPU seconds do not count the time a
+  shared machine gives to other work, but they do grow with it (caches and memory
+  bandwidth are shared: SB3 PPO on CartPole-v1 took 35.5 CPU seconds beside other
+  work and 22.7 on a quiet core, 2026-11-26); wall seconds are recorded too, and a
+  run whose wall time exceeds its CPU time by more than :data:`CONTENTION_RATIO` is flagged;
 - ``solved`` and the censored times ``t_steps`` / ``t_cpu`` (crossing time, or the
   run's total when it never crossed).
 
@@ -55,6 +57,11 @@ Across runs
   (:func:`hardware_of`), a winner must survive the worst case: every run off the env's most
   common machine there taken :data:`MACHINE_FACTOR` slower or faster, against the leader
   (:func:`machine_adverse`). Otherwise the answer is "leaning", and says why.
+- Time under contention: a run that shared its core (wall > :data:`CONTENTION_RATIO` × CPU seconds)
+  has inflated CPU seconds, never deflated ones. So a time winner must also survive the
+  challenger's contended runs taken as if run on a quiet core: their CPU seconds divided by the
+  store's **contention factor** (:func:`contention_factor`, measured from runs that
+  ``bench run --remeasure contended`` ran again; never below :data:`CONTENTION_FACTOR`).
 - Recommendations answer by algorithm first, with its implementations pooled
   (every run of every label of the algorithm, each run once, each env weighted
   once), then say which implementation of it did better, or that they tie.
@@ -72,13 +79,13 @@ import pandas as pd
 
 from bench.analysis import stats
 from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossing, normalised_auc, running_mean
-from bench.run.store import CONTENTION_RATIO  # one rule for contention: the analysis flags what --remeasure re-runs
+from bench.run.store import CONTENTION_RATIO, is_contended  # one rule: the analysis flags what --remeasure re-runs
 
 __all__ = [
-    "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MACHINE_FACTOR",
+    "ACTIONS", "ALPHA", "CONTENTION_FACTOR", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MACHINE_FACTOR",
     "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PRIORITIES", "PRIORITY_CRITERION",
-    "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves", "Recommendation", "SCORE_COLUMNS", "Scored",
-    "across_envs", "categories", "category_of", "decision_matrix", "final_table", "hardware_line", "hardware_of",
+    "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves", "Recommendation", "SCORE_COLUMNS", "Scored", "Variants",
+    "across_envs", "categories", "category_of", "contention_factor", "decision_matrix", "doubt_words", "final_table", "hardware_line", "hardware_of",
     "hardware_warnings", "improvement_matrix", "leave_one_env_out", "load", "machine_adverse", "machine_factor",
     "normalised_envs", "probe_class_ms", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
 ]
@@ -97,9 +104,33 @@ MIN_ENVS = 2
 #: step on an AMD EPYC, 197 on an Intel Xeon (1.22); SB3 A2C 835 and 753 (1.11); SB3 PPO 1,254 and 1,288
 #: (the Xeon 1.03 slower): machines differ by label, so no one rescaling fits.
 MACHINE_FACTOR = 1.25
-#: Time measures and the per-run columns holding them as if the run's machine were
-#: MACHINE_FACTOR slower and faster than the reference one: ``(lowering, raising)``.
-MACHINE_VARIANTS: dict[str, tuple[str, str]] = {"auc_time_norm": ("auc_time_norm_slow", "auc_time_norm_fast")}
+#: The least factor by which contention may have inflated a contended run's CPU seconds, taken in favour
+#: of a time winner's challenger. The store's own re-measurements raise it (:func:`contention_factor`).
+CONTENTION_FACTOR = 1.5
+
+
+@dataclass(frozen=True)
+class Variants:
+    """The per-run columns that hold a time measure as if the run had been measured elsewhere, which
+    :func:`machine_adverse` reads to set the doubt against a leader ``x`` and for its challenger ``y``.
+
+    ``x_machine`` / ``y_machine``: x's and y's runs off the reference machine, the machine factor worse
+    for x and better for y. ``quiet_side`` (``"x"`` or ``"y"``): the side whose contended runs are
+    taken as if on a quiet core (their CPU seconds ÷ the contention factor), the side that helps:
+    the challenger for a higher-is-better score, the leader for a CPU cost that the leader has more
+    of. ``quiet`` and ``quiet_machine``: that side's contended runs on and off the reference machine.
+    """
+
+    x_machine: str
+    y_machine: str
+    quiet_side: str
+    quiet: str
+    quiet_machine: str
+
+
+#: Time measures → the columns of their variants (:class:`Variants`).
+MACHINE_VARIANTS: dict[str, Variants] = {"auc_time_norm": Variants(
+    "auc_time_norm_slow", "auc_time_norm_fast", "y", "auc_time_norm_quiet", "auc_time_norm_fast_quiet")}
 #: Lower-tail fraction for the reliability criterion (CVaR of the worst 25% of runs).
 CVAR_ALPHA = 0.25
 ACTIONS = ("discrete", "continuous")
@@ -350,9 +381,11 @@ class Scored:
     final_return, solved (bool), solved_f (0/1), t_steps, t_cpu, final_norm, auc_steps_norm,
     auc_time_norm (NaN where the env has no anchors or time scale), auc_time_norm_slow and
     auc_time_norm_fast (the same with the run's CPU seconds × and ÷ ``machine_factor``, where the env's runs
-    came from more than one machine; else equal to auc_time_norm), cpu_estimated,
-    contended, hardware (:func:`hardware_of`), meta.
-    ``machine_factor`` and ``machine_pairs``: what :func:`machine_factor` gives for these runs.
+    came from more than one machine; else equal to auc_time_norm), auc_time_norm_quiet (a contended
+    run's, with its CPU seconds ÷ ``contention_factor``; else auc_time_norm) and auc_time_norm_fast_quiet
+    (both), cpu_estimated, contended, hardware (:func:`hardware_of`), meta.
+    ``machine_factor`` and ``machine_pairs``: what :func:`machine_factor` gives for these runs;
+    ``contention_factor`` and ``contention_pairs``: what :func:`contention_factor` gives.
     """
 
     runs: pd.DataFrame
@@ -361,6 +394,8 @@ class Scored:
     horizons: dict[str, float] = field(default_factory=dict)
     machine_factor: float = MACHINE_FACTOR
     machine_pairs: list[dict[str, Any]] = field(default_factory=list)
+    contention_factor: float = CONTENTION_FACTOR
+    contention_pairs: list[dict[str, Any]] = field(default_factory=list)
     _cells: dict[tuple[str, str], dict[tuple[str, str], np.ndarray]] = field(default_factory=dict, repr=False)
 
     def cells(self, col: str, by: str = "label") -> dict[tuple[str, str], np.ndarray]:
@@ -395,7 +430,8 @@ def score(data: Data) -> Scored:
     step_a, wall_a, ret_a = (ep[c].to_numpy(dtype=float) for c in ("step", "wall_s", "ret"))
     cpu_a = pd.to_numeric(ep["cpu_s"], errors="coerce").to_numpy(dtype=float)
 
-    for c in ("final_norm", "auc_steps_norm", "auc_time_norm", "auc_time_norm_slow", "auc_time_norm_fast", "t_cpu"):
+    for c in ("final_norm", "auc_steps_norm", "auc_time_norm", "auc_time_norm_slow", "auc_time_norm_fast",
+              "auc_time_norm_quiet", "auc_time_norm_fast_quiet", "t_cpu"):
         runs[c] = np.nan
     runs["solved"] = runs["steps_to_threshold"].notna()
     runs["solved_f"] = runs["solved"].astype(float)
@@ -405,6 +441,7 @@ def score(data: Data) -> Scored:
     runs["contended"] = (ratio > CONTENTION_RATIO).fillna(False).astype(bool)
     runs["hardware"] = [hardware_of(m if isinstance(m, dict) else {}) for m in runs["meta"]]
     factor, pairs = machine_factor(runs)
+    cfactor, cpairs = contention_factor(runs)
 
     curves: dict[str, EnvCurves] = {}
     horizons: dict[str, float] = {}
@@ -444,14 +481,21 @@ def score(data: Data) -> Scored:
                     auc = runs.at[idx, "auc_time_norm"] = normalised_auc(cpu, ret, window, upto=horizon, low=lo,
                                                                          high=hi)
                     # The same run as if its machine were `factor` slower or faster (machine_adverse), where the
-                    # env's runs came from more than one machine; elsewhere no comparison reads them.
-                    runs.at[idx, "auc_time_norm_slow"] = normalised_auc(cpu * factor, ret, window, upto=horizon,
-                                                                        low=lo, high=hi) if mixed else auc
-                    runs.at[idx, "auc_time_norm_fast"] = normalised_auc(cpu / factor, ret, window, upto=horizon,
-                                                                        low=lo, high=hi) if mixed else auc
+                    # env's runs came from more than one machine, and as if it had had a quiet core where it
+                    # was contended; elsewhere no comparison reads them.
+                    def at(scale: float) -> float:
+                        return normalised_auc(cpu * scale, ret, window, upto=horizon, low=lo, high=hi)
+
+                    quiet = 1.0 / cfactor if r["contended"] else 1.0
+                    fast = at(1.0 / factor) if mixed else auc
+                    runs.at[idx, "auc_time_norm_slow"] = at(factor) if mixed else auc
+                    runs.at[idx, "auc_time_norm_fast"] = fast
+                    runs.at[idx, "auc_time_norm_quiet"] = at(quiet) if r["contended"] else auc
+                    runs.at[idx, "auc_time_norm_fast_quiet"] = at(quiet / factor) if mixed and r["contended"] else (
+                        fast if mixed else runs.at[idx, "auc_time_norm_quiet"])
         curves[env_id] = EnvCurves(steps_grid, cpu_grid, {k: np.array(v) for k, v in by_steps.items()},
                                    {k: np.array(v) for k, v in by_cpu.items()})
-    return Scored(runs, curves, data.traits, horizons, factor, pairs)
+    return Scored(runs, curves, data.traits, horizons, factor, pairs, cfactor, cpairs)
 
 
 def machine_factor(runs: pd.DataFrame) -> tuple[float, list[dict[str, Any]]]:
@@ -483,35 +527,84 @@ def machine_factor(runs: pd.DataFrame) -> tuple[float, list[dict[str, Any]]]:
     return max([MACHINE_FACTOR] + [d["ratio"] for d in pairs]), pairs
 
 
-def machine_adverse(x: pd.DataFrame, y: pd.DataFrame, col: str, envs: list[str],
-                    variants: tuple[str, str] | None = None) -> tuple[list[np.ndarray], list[np.ndarray], list[str]]:
-    """Per-env values of ``col`` for sides ``x`` and ``y``, with the machines' doubt set against ``x``.
+def contention_factor(runs: pd.DataFrame) -> tuple[float, list[dict[str, Any]]]:
+    """How much sharing a core inflated CPU seconds, from runs measured twice.
 
-    On an env where the two sides' runs ran on one machine, their values stand. Where they ran on
-    more than one, the runs on the most common of those machines (ties: the first by name) stand,
-    and every other run takes its value as if its machine were the factor slower or faster than
-    that one, whichever is worse for x: x's runs the lowering variant, y's the raising one
-    (``variants``, default :data:`MACHINE_VARIANTS` of ``col``). A test that still finds x ahead
-    holds whatever each other machine's speed within the factor.
+    ``bench run --remeasure contended`` keeps each replaced measurement in the run's
+    ``meta.earlier_measurements``. Each earlier measurement that was contended, of a run now
+    uncontended on the same CPU model (and CPUID, where both have one), gives a ratio: the earlier
+    CPU seconds over the new. Per (env, label), the median ratio. Returns ``(factor, pairs)``: the
+    largest median, never below :data:`CONTENTION_FACTOR`; and one dict per (env, label): env, label,
+    runs, median, max, sorted by median, largest first.
 
-    :param x, y: one row per run, columns env, hardware, ``col`` and both variants.
-    :returns: ``(x_tasks, y_tasks, mixed)``: per-env arrays in ``envs`` order, and the envs that mixed machines.
+    :param runs: columns env, label, cpu_s, wall_s, meta (dicts); one row per run.
     """
-    lower, higher = variants or MACHINE_VARIANTS[col]
-    xt, yt, mixed = [], [], []
+    ratios: dict[tuple[str, str], list[float]] = {}
+    for env_id, label, cpu, wall, meta in zip(runs.get("env", []), runs.get("label", []), runs.get("cpu_s", []),
+                                              runs.get("wall_s", []), runs.get("meta", [])):
+        if not isinstance(meta, dict) or not cpu or is_contended(wall, cpu):
+            continue
+        for e in meta.get("earlier_measurements") or []:
+            same_cpu = e.get("cpu_model") == meta.get("cpu_model") and (
+                e.get("cpu_id") is None or meta.get("cpu_id") is None or e.get("cpu_id") == meta.get("cpu_id"))
+            if same_cpu and is_contended(e.get("wall_s"), e.get("cpu_s")):
+                ratios.setdefault((env_id, label), []).append(float(e["cpu_s"]) / float(cpu))
+    pairs = [dict(env=e, label=lb, runs=len(v), median=float(np.median(v)), max=float(np.max(v)))
+             for (e, lb), v in sorted(ratios.items())]
+    pairs.sort(key=lambda d: (-d["median"], d["env"], d["label"]))
+    return max([CONTENTION_FACTOR] + [d["median"] for d in pairs]), pairs
+
+
+def machine_adverse(x: pd.DataFrame, y: pd.DataFrame, col: str, envs: list[str],
+                    variants: Variants | tuple[str, str] | None = None
+                    ) -> tuple[list[np.ndarray], list[np.ndarray], dict[str, str]]:
+    """Per-env values of ``col`` for sides ``x`` and ``y``, with the doubt of machines and of
+    contention set against ``x``.
+
+    Machines: on an env where the two sides' runs ran on one machine, their values stand. Where they
+    ran on more than one, the runs on the most common of those machines (ties: the first by name)
+    stand, and every other run takes its value as if its machine were the factor slower or faster
+    than that one, whichever is worse for x (``variants.x_machine`` for x's runs, ``y_machine`` for
+    y's). Contention: the contended runs (column ``contended``) of ``variants.quiet_side`` take their
+    value as if run on a quiet core (``quiet``, or ``quiet_machine`` off the reference machine). A
+    test that still finds x ahead holds whatever each machine's speed within the factor, and however
+    much of their CPU seconds the contended runs owe to sharing a core, within the contention factor.
+
+    :param x, y: one row per run, columns env, hardware, ``col``, the variants' columns and (for
+        contention) contended.
+    :param variants: default :data:`MACHINE_VARIANTS` of ``col``; a ``(x_machine, y_machine)`` pair
+        leaves contention out.
+    :returns: ``(x_tasks, y_tasks, doubted)``: per-env arrays in ``envs`` order, and for each env where
+        a run was moved, why: ``"machines"``, ``"contention"`` or both.
+    """
+    v = variants or MACHINE_VARIANTS[col]
+    if isinstance(v, tuple):
+        v = Variants(v[0], v[1], "", "", "")
+    xt, yt, doubted = [], [], {}
     for e in envs:
         xe, ye = x[x["env"] == e], y[y["env"] == e]
         hw = pd.concat([xe["hardware"], ye["hardware"]])
-        if hw.nunique() < 2:
-            xt.append(xe[col].to_numpy(float))
-            yt.append(ye[col].to_numpy(float))
-            continue
-        counts = hw.value_counts()
-        ref = min(counts.index[counts == counts.max()])
-        xt.append(np.where(xe["hardware"] == ref, xe[col], xe[lower]).astype(float))
-        yt.append(np.where(ye["hardware"] == ref, ye[col], ye[higher]).astype(float))
-        mixed.append(e)
-    return xt, yt, mixed
+        if hw.nunique() > 1:
+            counts = hw.value_counts()
+            ref = min(counts.index[counts == counts.max()])
+        else:
+            ref = hw.iloc[0] if len(hw) else None
+        why = ["machines"] if hw.nunique() > 1 else []
+        sides = []
+        for side, d, machine_col in (("x", xe, v.x_machine), ("y", ye, v.y_machine)):
+            on_ref = (d["hardware"] == ref).to_numpy()
+            contended = (d["contended"].astype(bool).to_numpy() if v.quiet_side == side and "contended" in d
+                         else np.zeros(len(d), bool))
+            if contended.any():
+                why.append("contention")
+            sides.append(np.select([on_ref & ~contended, on_ref & contended, ~on_ref & ~contended],
+                                   [d[col], d[v.quiet] if v.quiet else d[col], d[machine_col]],
+                                   d[v.quiet_machine] if v.quiet_machine else d[machine_col]).astype(float))
+        xt.append(sides[0])
+        yt.append(sides[1])
+        if why:
+            doubted[e] = ", ".join(dict.fromkeys(why))
+    return xt, yt, doubted
 
 
 # --------------------------------------------------------------------------- #
@@ -533,26 +626,44 @@ def compare(x: list[np.ndarray], y: list[np.ndarray], crit: Criterion) -> stats.
 
 
 def _machine_doubt(scored: Scored, lead: str, other: str, crit: Criterion, envs: list[str],
-                   by: str = "label") -> tuple[stats.PermutationTest, list[str]] | None:
-    """``lead`` against ``other`` with the machines' doubt set against ``lead`` (:func:`machine_adverse`):
-    the test and the envs that mixed machines, for a time criterion whose runs mix machines on some
-    env of ``envs``; else ``None`` (nothing to doubt)."""
+                   by: str = "label") -> tuple[stats.PermutationTest, dict[str, str]] | None:
+    """``lead`` against ``other`` with the doubt of machines and contention set against ``lead``
+    (:func:`machine_adverse`): the test and the envs it moved runs on (with why), for a time criterion
+    whose runs mix machines or include the challenger's contended runs on some env of ``envs``; else
+    ``None`` (nothing to doubt)."""
     if crit.column not in MACHINE_VARIANTS:
         return None
     r = scored.runs[scored.runs["final_norm"].notna() & scored.runs[crit.column].notna()]
-    xt, yt, mixed = machine_adverse(r[r[by] == lead], r[r[by] == other], crit.column, envs)
-    return (compare(xt, yt, crit), mixed) if mixed else None
+    xt, yt, doubted = machine_adverse(r[r[by] == lead], r[r[by] == other], crit.column, envs)
+    return (compare(xt, yt, crit), doubted) if doubted else None
 
 
-def _survives(doubt: tuple[stats.PermutationTest, list[str]] | None) -> bool:
-    """Whether a winner stands against the machines' doubt: none, or the test still rejects, same side."""
+def _survives(doubt: tuple[stats.PermutationTest, dict[str, str]] | None) -> bool:
+    """Whether a winner stands against the doubt: none, or the test still rejects, same side."""
     return doubt is None or (doubt[0].p_value < ALPHA and doubt[0].statistic > 0)
 
 
-def _doubt_note(scored: Scored, doubt: tuple[stats.PermutationTest, list[str]], lead: str) -> str:
-    t, mixed = doubt
-    return (f"{', '.join(mixed)} mix{'es' if len(mixed) == 1 else ''} machines: with the runs off the most common "
-            f"one there {scored.machine_factor:.2f}× slower or faster against {lead}, p = {t.p_value:.2g}")
+def doubt_words(doubted: dict[str, str], machine: float, contention: float, lead: str, other: str = "") -> str:
+    """What :func:`machine_adverse` did, in words: ``"E mixes machines: with the runs off the most common one
+    there 1.25× slower or faster against ppo"``, ``"E has contended runs of a2c: taken 1.5× faster (as on a
+    quiet core) against ppo"``, or both."""
+    m = [e for e, w in doubted.items() if "machines" in w]
+    c = [e for e, w in doubted.items() if "contention" in w]
+    whose = f" of {other}" if other else ""
+    if m and not c:
+        return (f"{', '.join(m)} mix{'es' if len(m) == 1 else ''} machines: with the runs off the most common one "
+                f"there {machine:.2f}× slower or faster against {lead}")
+    if c and not m:
+        return (f"{', '.join(c)} ha{'s' if len(c) == 1 else 've'} contended runs{whose}: taken {contention:.2f}× "
+                f"faster (as on a quiet core) against {lead}")
+    return (f"{', '.join(m)} mix{'es' if len(m) == 1 else ''} machines and {', '.join(c)} ha{'s' if len(c) == 1 else 've'}"
+            f" contended runs{whose}: with the runs off the most common machine {machine:.2f}× slower or faster and "
+            f"the contended runs {contention:.2f}× faster, against {lead}")
+
+
+def _doubt_note(scored: Scored, doubt: tuple[stats.PermutationTest, dict[str, str]], lead: str, other: str = "") -> str:
+    t, doubted = doubt
+    return f"{doubt_words(doubted, scored.machine_factor, scored.contention_factor, lead, other)}, p = {t.p_value:.2g}"
 
 
 def _enough(scored: Scored, names: list[str], col: str, envs: list[str], by: str) -> bool:
@@ -709,7 +820,7 @@ def _mark(rows: list[dict], tasks: dict[str, list[np.ndarray]], crit: Criterion,
                 doubt := _machine_doubt(scored, top["label"], r["label"], crit, envs)):
             # Separated by the runs as measured, but not once their machines may differ in speed.
             r["p"] = max(t.p_value, doubt[0].p_value)
-            r["note"] = (r["note"] + "; " if r["note"] else "") + _doubt_note(scored, doubt, top["label"])
+            r["note"] = (r["note"] + "; " if r["note"] else "") + _doubt_note(scored, doubt, top["label"], r["label"])
         if r["p"] >= ALPHA:
             tied.append(r)
     for r in tied:
@@ -853,7 +964,7 @@ def _implementation(scored: Scored, algo: str, crit: Criterion, envs: list[str],
                     n_boot: int) -> tuple[tuple[str, str, str | None, float | None] | None, str]:
     """Second level: which label (implementation) of ``algo`` did better on ``envs``, or that they tie:
     ``((verdict, first, second, p), why)``, verdict ``better`` | ``tie`` | ``leaning`` (fewer than
-    :data:`MIN_SEEDS` runs per env, or a time lead that does not outlast the machines' difference: ``why``
+    :data:`MIN_SEEDS` runs per env, or a time lead that does not outlast the doubt of machines and contention: ``why``
     says which) | ``only`` (one label ran every env); ``(None, "")`` when none did."""
     r = scored.runs
     labels = sorted(lb for lb in r.loc[r["algo"] == algo, "label"].unique() if scored.covers(lb, crit.column, envs))
@@ -865,7 +976,7 @@ def _implementation(scored: Scored, algo: str, crit: Criterion, envs: list[str],
     if any(x.size < MIN_SEEDS for n in (a, b) for x in scored.tasks(n, crit.column, envs)):
         return ("leaning", a, b, t.p_value), f"fewer than {MIN_SEEDS} runs per env"
     if t.p_value < ALPHA and not _survives(doubt := _machine_doubt(scored, a, b, crit, envs)):
-        return ("leaning", a, b, t.p_value), _doubt_note(scored, doubt, a)
+        return ("leaning", a, b, t.p_value), _doubt_note(scored, doubt, a, b)
     return (("tie" if t.p_value >= ALPHA else "better"), a, b, t.p_value), ""
 
 
@@ -915,10 +1026,10 @@ def _answer(scored: Scored, crit: Criterion, envs: list[str], n_boot: int) -> di
         doubt = _machine_doubt(scored, best, second, crit, envs, "algo") if t.p_value < ALPHA else None
         if t.p_value < ALPHA and not _survives(doubt):
             out.update(verdict="leaning", message=(
-                f"leaning {best} over {second} (p = {t.p_value:.2g}; {_doubt_note(scored, doubt, best)}: "
-                "a winner by time must outlast the machines' difference)"))
+                f"leaning {best} over {second} (p = {t.p_value:.2g}; {_doubt_note(scored, doubt, best, second)}: "
+                "a winner by time must outlast what machines and contention do to CPU seconds)"))
         elif t.p_value < ALPHA:
-            held = f"; holds though {_doubt_note(scored, doubt, best)}" if doubt else ""
+            held = f"; holds though {_doubt_note(scored, doubt, best, second)}" if doubt else ""
             out.update(verdict="recommended", message=f"{best}, then {second} (p = {t.p_value:.2g}{held})")
         else:
             out.update(verdict="tie", message=f"tie: {best} ≈ {second} (p = {t.p_value:.2g})")
@@ -1057,7 +1168,13 @@ def hardware_line(scored: Scored, envs: list[str] | None = None) -> str:
         line += (f"; a time winner must hold with each env's runs off its most common machine "
                  f"{scored.machine_factor:.2f}× slower or faster ({basis})")
     if n:
-        line += f"; {n} of {len(r)} runs contended (wall > {CONTENTION_RATIO:g} × CPU)"
+        top = scored.contention_pairs[0] if scored.contention_pairs else None
+        basis = (f"the largest measured: {top['label']} on {top['env']}, median of {top['runs']} run(s) measured "
+                 f"again on a quiet core" if top else "none measured again here")
+        if top is None or top["median"] < CONTENTION_FACTOR:
+            basis = f"the least assumed; {basis}"
+        line += (f"; {n} of {len(r)} runs contended (wall > {CONTENTION_RATIO:g} × CPU): a time winner must hold "
+                 f"with its challenger's contended runs {scored.contention_factor:.2f}× faster ({basis})")
     if est:
         line += f"; {est} runs' CPU time estimated from wall time (recorded before per-episode CPU seconds)"
     return line

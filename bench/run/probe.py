@@ -1,7 +1,7 @@
 """A speed probe: how long this machine takes, in process CPU seconds, for one fixed piece of work.
 
-Runs measure their time in process CPU seconds, which other processes on the machine do not inflate
-the way they inflate wall seconds. The machine itself still sets them, and its CPU's model name does
+Runs measure their time in process CPU seconds, which other processes on the machine inflate far
+less than they inflate wall seconds. The machine itself still sets them, and its CPU's model name does
 not identify it: on two virtual machines that both call themselves "Intel(R) Xeon(R) Processor", SB3
 A2C on Hopper-v5 took 837 and 953 (2026-11-25) and 1,389 (2026-11-26, uncontended) CPU µs per step. So every run times this
 probe as it starts and as it ends (``meta["cpu_probe_ms"]``), and the analysis tells machines apart by

@@ -125,8 +125,10 @@ class Recorder:
         """Training process CPU seconds since the run started (evaluation excluded).
 
         Runs are single-threaded (one torch and one BLAS thread), so CPU seconds
-        measure the work a run did, and they do not grow when other processes
-        share the machine, as wall-clock seconds do (see :meth:`contention`).
+        measure the work a run did: they do not count the time other processes
+        take, as wall-clock seconds do (see :meth:`contention`). They still grow
+        when the core is shared (caches, memory bandwidth): a contended run is
+        flagged, and ``bench run --remeasure contended`` measures it again.
         """
         return time.process_time() - self._cpu0 - self._paused_cpu + self.child_cpu_s
 

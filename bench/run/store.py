@@ -167,7 +167,7 @@ episodes = sa.Table(
     sa.Column("ret", sa.Float, nullable=False),
     sa.Column("length", sa.Integer, nullable=False),
     # Training process CPU seconds at the episode's end: the time axis of the report's
-    # time criteria (a single-threaded run's CPU seconds do not grow on a shared machine).
+    # time criteria (a single-threaded run's CPU seconds do not count other processes' time).
     # Added 2026-11: NULL in stores written before (:data:`MIGRATIONS`).
     sa.Column("cpu_s", sa.Float),
 )
