@@ -468,7 +468,7 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     re-runs it.
     """
     from bench.run.progress import run_progress
-    from bench.run.store import describe_url, is_claimable, owner_host
+    from bench.run.store import CONTENTION_RATIO, describe_url, is_claimable, is_contended, owner_host
 
     loaded = _load(suite)
     url = _check_url(store)
@@ -499,6 +499,10 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
         )
     out.print(t)
     out.print(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
+    n_contended = sum(1 for r in rows.values() if r.status == "done" and is_contended(r.wall_s, r.cpu_s))
+    if n_contended:
+        out.print(f"{n_contended} of the done runs shared their core (wall > {CONTENTION_RATIO:g} × CPU seconds), which "
+                  f"inflates their CPU seconds: `bench run {suite} --remeasure contended` measures them again")
 
 
 #: ``bench export --format``: what each writes, and which ``--what`` it takes.

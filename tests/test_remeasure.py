@@ -128,6 +128,10 @@ def test_cli_remeasures_only_the_contended_runs(tmp_path):
     quiet = db.rows([quiet_key])[quiet_key]
     kept = db.rows([contended_key])[contended_key]
 
+    status = subprocess.run([sys.executable, "-m", "bench", "status", str(SMOKE), "--store", url], capture_output=True,
+                            text=True, cwd=tmp_path, timeout=600)
+    assert status.returncode == 0 and "1 of the done runs shared their core" in " ".join(status.stdout.split())
+
     dry = bench("--remeasure", "contended", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     line = next(ln for ln in dry.stdout.splitlines() if contended_key in ln)
