@@ -202,8 +202,8 @@ def test_machine_adverse_moves_only_the_runs_off_the_common_machine_and_against_
 def test_contention_factor_is_the_largest_median_of_remeasured_runs_never_below_the_floor():
     f = analysis.contention_factor
 
-    def run(label, cpu, earlier, cpu_model="EPYC", wall=None):
-        meta = {"cpu_model": cpu_model, "cpu_id": "25/17/1", "earlier_measurements": earlier}
+    def run(label, cpu, earlier, cpu_model="EPYC", wall=None, same=True):
+        meta = {"cpu_model": cpu_model, "cpu_id": "25/17/1", "earlier_measurements": earlier, "same_returns": same}
         return ("E", label, cpu, cpu if wall is None else wall, meta)
 
     contended = [{"cpu_model": "EPYC", "cpu_id": "25/17/1", "cpu_s": c, "wall_s": 3 * c} for c in (30.0, 40.0, 90.0)]
@@ -212,6 +212,8 @@ def test_contention_factor_is_the_largest_median_of_remeasured_runs_never_below_
                          run("b", 10.0, [{**contended[0], "wall_s": 30.0}]),                 # earlier not contended
                          run("b", 10.0, [{**contended[0], "cpu_model": "Xeon"}]),            # another CPU: a machine ratio
                          run("b", 10.0, [contended[0]], wall=40.0),                          # contended again
+                         run("b", 10.0, [contended[2]], same=False),                         # other returns: other code
+                         run("b", 10.0, [contended[2], {**contended[0], "wall_s": 30.0}]),   # the last was quiet
                          run("c", 20.0, [contended[0]]),                                      # 1.5
                          ("E", "d", 10.0, 10.0, {})], columns=["env", "label", "cpu_s", "wall_s", "meta"])
     factor, pairs = f(runs)
@@ -387,6 +389,7 @@ def test_the_report_and_the_time_line_state_the_contention_factor_and_its_basis(
     key, cpu, meta = db.runs_frame("one")[["key", "cpu_s", "meta"]].iloc[0]
     meta = json.loads(meta)
     meta["earlier_measurements"] = [{"cpu_model": meta["cpu_model"], "cpu_s": 2.4 * cpu, "wall_s": 6.0 * cpu}]
+    meta["same_returns"] = True
     with db.engine.begin() as c:
         c.execute(runs_table.update().where(runs_table.c.key == key).values(wall_s=cpu, meta=json.dumps(meta)))
     s = scored(url)

@@ -106,6 +106,10 @@ MIN_ENVS = 2
 MACHINE_FACTOR = 1.25
 #: The least factor by which contention may have inflated a contended run's CPU seconds, taken in favour
 #: of a time winner's challenger. The store's own re-measurements raise it (:func:`contention_factor`).
+#: Measured: the shipped reference's 175 contended classic-control runs, run again on a quiet core with
+#: ``--remeasure contended`` (2026-11-26, AMD EPYC, both cores running one run each): per-label medians of
+#: the CPU-seconds ratio 1.03 (REINFORCE on MountainCar-v0) to 1.56 (SB3 A2C on MountainCar-v0, 10 runs),
+#: single runs up to 1.82; the labels that update a network often, from many small batches, suffer most.
 CONTENTION_FACTOR = 1.5
 
 
@@ -531,9 +535,10 @@ def contention_factor(runs: pd.DataFrame) -> tuple[float, list[dict[str, Any]]]:
     """How much sharing a core inflated CPU seconds, from runs measured twice.
 
     ``bench run --remeasure contended`` keeps each replaced measurement in the run's
-    ``meta.earlier_measurements``. Each earlier measurement that was contended, of a run now
-    uncontended on the same CPU model (and CPUID, where both have one), gives a ratio: the earlier
-    CPU seconds over the new. Per (env, label), the median ratio. Returns ``(factor, pairs)``: the
+    ``meta.earlier_measurements``. The last earlier measurement, where it was contended, of a run now
+    uncontended on the same CPU model (and CPUID, where both have one), whose returns were the same
+    (``meta.same_returns``: the same computation, so the code did not change its cost in between),
+    gives a ratio: the earlier CPU seconds over the new. Per (env, label), the median ratio. Returns ``(factor, pairs)``: the
     largest median, never below :data:`CONTENTION_FACTOR`; and one dict per (env, label): env, label,
     runs, median, max, sorted by median, largest first.
 
@@ -542,13 +547,13 @@ def contention_factor(runs: pd.DataFrame) -> tuple[float, list[dict[str, Any]]]:
     ratios: dict[tuple[str, str], list[float]] = {}
     for env_id, label, cpu, wall, meta in zip(runs.get("env", []), runs.get("label", []), runs.get("cpu_s", []),
                                               runs.get("wall_s", []), runs.get("meta", [])):
-        if not isinstance(meta, dict) or not cpu or is_contended(wall, cpu):
+        if not isinstance(meta, dict) or not cpu or is_contended(wall, cpu) or meta.get("same_returns") is not True:
             continue
-        for e in meta.get("earlier_measurements") or []:
-            same_cpu = e.get("cpu_model") == meta.get("cpu_model") and (
-                e.get("cpu_id") is None or meta.get("cpu_id") is None or e.get("cpu_id") == meta.get("cpu_id"))
-            if same_cpu and is_contended(e.get("wall_s"), e.get("cpu_s")):
-                ratios.setdefault((env_id, label), []).append(float(e["cpu_s"]) / float(cpu))
+        e = (meta.get("earlier_measurements") or [{}])[-1]
+        same_cpu = e.get("cpu_model") == meta.get("cpu_model") and (
+            e.get("cpu_id") is None or meta.get("cpu_id") is None or e.get("cpu_id") == meta.get("cpu_id"))
+        if same_cpu and is_contended(e.get("wall_s"), e.get("cpu_s")):
+            ratios.setdefault((env_id, label), []).append(float(e["cpu_s"]) / float(cpu))
     pairs = [dict(env=e, label=lb, runs=len(v), median=float(np.median(v)), max=float(np.max(v)))
              for (e, lb), v in sorted(ratios.items())]
     pairs.sort(key=lambda d: (-d["median"], d["env"], d["label"]))
