@@ -160,10 +160,11 @@ MINATAR_PREFIX = "MinAtar/"
 #: A score's scale must not depend on which algorithms are in the store, so the time
 #: horizon is a constant per env, not the slowest run's time. Each value is the CPU time
 #: per step of the slowest implementation in the shipped reference results at the env's
-#: reference budget (one thread, AMD EPYC, 2026-11-23), rounded up: CartPole-v1 157 µs
-#: (sb3 TRPO), Pendulum-v1 231 µs (sb3 PPO), MountainCar-v0 228 µs (sb3 TRPO), from
-#: the 3-seed reference store of the time (`results/reference.db`, since replaced by the packs in
-#: `results/reference/`). HalfCheetah-v5 1,300: SB3 PPO's mean 1,254 µs per step over its first two
+#: reference budget, its mean rounded up to 100 µs. CartPole-v1 300 (sb3-contrib TRPO 281), Pendulum-v1
+#: 400 (SB3 PPO 376), MountainCar-v0 500 (sb3-contrib TRPO 428): ``results/reference/classic``, 10 runs
+#: each, uncontended (the contended ones measured again with ``--remeasure contended``, AMD EPYC,
+#: 2026-11-26). They were 200, 250 and 250, from the 3-seed store of 2026-11-23 (sb3-contrib TRPO on
+#: CartPole-v1 took 157 µs per step there, on another machine and older code). HalfCheetah-v5 1,300: SB3 PPO's mean 1,254 µs per step over its first two
 #: 1e6-step reference runs (1,251 and 1,257, uncontended; ``results/reference/mujoco``, 2026-11-25), the
 #: slowest label there (SB3 A2C's five runs at 1e6 took 835 µs, 820-853). It was 1,000, from an 826 µs speed
 #: measurement. Hopper-v5 1,000: SB3 A2C's mean 928 µs per step (887-951; 5 runs at 1e6, uncontended,
@@ -197,9 +198,9 @@ TIME_SCALE_US: dict[str, float] = {
     "bench/Preference-v0": 600.0,
     "LunarLander-v3": 500.0,
     "LunarLanderContinuous-v3": 300.0,
-    "CartPole-v1": 200.0,
-    "Pendulum-v1": 250.0,
-    "MountainCar-v0": 250.0,
+    "CartPole-v1": 300.0,
+    "Pendulum-v1": 400.0,
+    "MountainCar-v0": 500.0,
     "MountainCarContinuous-v0": 2500.0,
     "HalfCheetah-v5": 1300.0,
     "Hopper-v5": 1000.0,
