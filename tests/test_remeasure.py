@@ -94,6 +94,17 @@ def test_a_failed_or_contended_remeasurement_keeps_the_earlier_run(store_url, mo
     unchanged()
 
 
+def test_other_returns_are_explained_by_what_changed():
+    why = runner._why_other_returns
+    base = {"git_commit": "a" * 40, "cpu_model": "EPYC", "cpu_id": "25/17/1"}
+    assert why(base, dict(base)) == ""
+    assert why({**base, "cpu_id": None}, base) == ""  # a run from before CPUID was recorded: the name is all there is
+    assert why({**base, "git_commit": "b" * 40}, base) == " (the code changed since (bbbbbbbb → aaaaaaaa))"
+    assert why({**base, "cpu_model": "Xeon"}, base) == " (another CPU, whose float rounding may differ)"
+    assert why({**base, "cpu_id": "6/207/2"}, {**base, "git_commit": "c" * 40}) == (
+        " (the code changed since (aaaaaaaa → cccccccc); another CPU, whose float rounding may differ)")
+
+
 def test_replace_done_is_refused_once_the_run_moved_on(store_url):
     db, cell = _one_done_run(store_url)
     row = db.rows([cell.key])[cell.key]

@@ -329,6 +329,18 @@ _EARLIER = ("started_at", "finished_at", "cpu_model", "cpu_id", "cpu_probe_ms", 
             "load_end", "host", "git_commit")
 
 
+def _why_other_returns(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """What may explain a re-measured run's other returns: the code or the CPU changed (``""`` if neither)."""
+    why = []
+    a, b = old.get("git_commit"), new.get("git_commit")
+    if a and b and a != b:
+        why.append(f"the code changed since ({a[:8]} → {b[:8]})")
+    ids = (old.get("cpu_id"), new.get("cpu_id"))
+    if old.get("cpu_model") != new.get("cpu_model") or (None not in ids and ids[0] != ids[1]):
+        why.append("another CPU, whose float rounding may differ")
+    return f" ({'; '.join(why)})" if why else ""
+
+
 def remeasure_cell(store_url: str, cell: Cell) -> Outcome:
     """Run a done cell again and, if the new run had its core to itself, put it in the done run's
     place (``bench run --remeasure contended``).
@@ -369,10 +381,9 @@ def remeasure_cell(store_url: str, cell: Cell) -> Outcome:
     result.meta["same_returns"] = same
     if not store.replace_done(cell.key, row.attempt, result, started):
         return Outcome(cell.key, "skipped", error="re-run or re-measured by another runner meanwhile", wall_s=wall)
-    same_cpu = (old.get("cpu_model"), old.get("cpu_id")) == (result.meta.get("cpu_model"), result.meta.get("cpu_id"))
     note = (f"re-measured: {row.cpu_s:.1f} → {s['cpu_s']:.1f} CPU s (wall / CPU {row.wall_s / row.cpu_s:.2f} → "
             f"{s['wall_s'] / s['cpu_s']:.2f}); " + ("the same returns" if same else "returns differ from the earlier run's"
-            + ("" if same_cpu else " (another CPU, whose float rounding may differ)")))
+            + _why_other_returns(old, result.meta)))
     return Outcome(cell.key, "done", None, s, wall, note=note)
 
 
