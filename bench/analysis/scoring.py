@@ -110,6 +110,9 @@ MACHINE_FACTOR = 1.25
 #: ``--remeasure contended`` (2026-11-26, AMD EPYC, both cores running one run each): per-label medians of
 #: the CPU-seconds ratio 1.03 (REINFORCE on MountainCar-v0) to 1.56 (SB3 A2C on MountainCar-v0, 10 runs),
 #: single runs up to 1.82; the labels that update a network often, from many small batches, suffer most.
+#: Those earlier runs predate the speed probe, so a ratio may hold a machine's difference too: the 55
+#: contended sequence runs, measured again the same way with the same returns, gave 0.68-1.13 (below 1:
+#: the VM of 2026-11-24 that ran them was faster than today's, under the same CPU name).
 CONTENTION_FACTOR = 1.5
 
 
