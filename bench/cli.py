@@ -305,7 +305,7 @@ def run(
         return
 
     from bench.run.runner import HEARTBEAT_EVERY_S, Interrupted, run_local
-    from bench.run.store import Store, describe_url, is_claimable, is_contended, this_owner
+    from bench.run.store import Store, contended_done, describe_url, is_claimable, this_owner
 
     if executor is Executor.ray:
         from bench.run.ray_executor import RayUnavailable, connect
@@ -332,8 +332,7 @@ def run(
     todo = [c for c in cells if is_claimable(rows[c.key])]
     done_before = sum(rows[c.key].status == "done" for c in cells)
     busy = len(cells) - len(todo) - done_before
-    again = frozenset(c.key for c in cells if remeasure is Remeasure.contended and rows[c.key].status == "done"
-                      and is_contended(rows[c.key].wall_s, rows[c.key].cpu_s))
+    again = frozenset(contended_done(rows) if remeasure is Remeasure.contended else ())
     todo += [c for c in cells if c.key in again]
     err.print(_styled(
         "bold", loaded.suite.name,
@@ -436,11 +435,10 @@ def run(
 
 def _contended_done(url: str, cells: list) -> set[str]:
     """Keys of the done runs among ``cells`` that shared their core, read without writing anything."""
-    from bench.run.store import is_contended
+    from bench.run.store import contended_done
 
     db = _open_readonly(url)
-    rows = db.rows([c.key for c in cells]) if db is not None else {}
-    return {k for k, r in rows.items() if r.status == "done" and is_contended(r.wall_s, r.cpu_s)}
+    return contended_done(db.rows([c.key for c in cells])) if db is not None else set()
 
 
 def _closing(name: str, results: list, done_before: int, busy: int, seconds: float) -> int:
@@ -468,7 +466,7 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     re-runs it.
     """
     from bench.run.progress import run_progress
-    from bench.run.store import CONTENTION_RATIO, describe_url, is_claimable, is_contended, owner_host
+    from bench.run.store import CONTENTION_RATIO, contended_done, describe_url, is_claimable, owner_host
 
     loaded = _load(suite)
     url = _check_url(store)
@@ -499,7 +497,7 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
         )
     out.print(t)
     out.print(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
-    n_contended = sum(1 for r in rows.values() if r.status == "done" and is_contended(r.wall_s, r.cpu_s))
+    n_contended = len(contended_done(rows))
     if n_contended:
         out.print(f"{n_contended} of the done runs shared their core (wall > {CONTENTION_RATIO:g} × CPU seconds), which "
                   f"inflates their CPU seconds: `bench run {suite} --remeasure contended` measures them again")

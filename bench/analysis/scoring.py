@@ -82,12 +82,13 @@ from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossin
 from bench.run.store import CONTENTION_RATIO, is_contended  # one rule: the analysis flags what --remeasure re-runs
 
 __all__ = [
-    "ACTIONS", "ALPHA", "CONTENTION_FACTOR", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID", "MACHINE_FACTOR",
-    "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PRIORITIES", "PRIORITY_CRITERION",
-    "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves", "Recommendation", "SCORE_COLUMNS", "Scored", "Variants",
-    "across_envs", "categories", "category_of", "contention_factor", "decision_matrix", "doubt_words", "final_table", "hardware_line", "hardware_of",
-    "hardware_warnings", "improvement_matrix", "leave_one_env_out", "load", "machine_adverse", "machine_factor",
-    "normalised_envs", "probe_class_ms", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
+    "ACTIONS", "ALPHA", "CONTENTION_FACTOR", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID",
+    "MACHINE_FACTOR", "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PRIORITIES",
+    "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves", "Recommendation",
+    "SCORE_COLUMNS", "Scored", "Variants", "across_envs", "categories", "category_of", "contention_factor",
+    "decision_matrix", "doubt_words", "final_table", "hardware_line", "hardware_of", "hardware_warnings",
+    "improvement_matrix", "leave_one_env_out", "load", "machine_adverse", "machine_factor", "normalised_envs",
+    "probe_class_ms", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
 ]
 
 #: Bootstrap replicates for intervals in tables, the decision matrix and recommendations.

@@ -99,6 +99,11 @@ def is_contended(wall_s: float | None, cpu_s: float | None) -> bool:
     return wall_s is not None and cpu_s is not None and cpu_s > 0 and wall_s > CONTENTION_RATIO * cpu_s
 
 
+def contended_done(rows: dict[str, Any]) -> set[str]:
+    """The keys of the done runs among ``rows`` (:meth:`Store.rows`) that shared their core."""
+    return {k for k, r in rows.items() if r.status == "done" and is_contended(r.wall_s, r.cpu_s)}
+
+
 class StoreError(Exception):
     """A store that cannot be used (unreachable, misconfigured, corrupt, foreign). ``str(e)`` is one line."""
 
