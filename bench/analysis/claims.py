@@ -91,7 +91,7 @@ def measures(scored: scoring.Scored, diagnostics: pd.DataFrame) -> pd.DataFrame:
     # (scoring.machine_adverse).
     r["cpu_per_msteps_slow"] = r["cpu_per_msteps"] * scored.machine_factor
     r["cpu_per_msteps_fast"] = r["cpu_per_msteps"] / scored.machine_factor
-    quiet = np.where(r["contended"].astype(bool), 1.0 / scored.contention_factor, 1.0) if len(r) else 1.0
+    quiet = np.where(r["contended"].astype(bool), 1.0 / scored.contention_factor, 1.0)
     r["cpu_per_msteps_quiet"] = r["cpu_per_msteps"] * quiet
     r["cpu_per_msteps_fast_quiet"] = r["cpu_per_msteps_fast"] * quiet
     r["machine_factor"] = scored.machine_factor

@@ -491,16 +491,16 @@ def score(data: Data) -> Scored:
                     # The same run as if its machine were `factor` slower or faster (machine_adverse), where the
                     # env's runs came from more than one machine, and as if it had had a quiet core where it
                     # was contended; elsewhere no comparison reads them.
-                    def at(scale: float) -> float:
-                        return normalised_auc(cpu * scale, ret, window, upto=horizon, low=lo, high=hi)
+                    def at(scale: float) -> float:  # the run's AUC with its CPU seconds × scale (1: as measured)
+                        return auc if scale == 1.0 else normalised_auc(cpu * scale, ret, window, upto=horizon,
+                                                                        low=lo, high=hi)
 
-                    quiet = 1.0 / cfactor if r["contended"] else 1.0
-                    fast = at(1.0 / factor) if mixed else auc
-                    runs.at[idx, "auc_time_norm_slow"] = at(factor) if mixed else auc
-                    runs.at[idx, "auc_time_norm_fast"] = fast
-                    runs.at[idx, "auc_time_norm_quiet"] = at(quiet) if r["contended"] else auc
-                    runs.at[idx, "auc_time_norm_fast_quiet"] = at(quiet / factor) if mixed and r["contended"] else (
-                        fast if mixed else runs.at[idx, "auc_time_norm_quiet"])
+                    m = factor if mixed else 1.0
+                    q = 1.0 / cfactor if r["contended"] else 1.0
+                    runs.at[idx, "auc_time_norm_slow"] = at(m)
+                    runs.at[idx, "auc_time_norm_fast"] = at(1.0 / m)
+                    runs.at[idx, "auc_time_norm_quiet"] = at(q)
+                    runs.at[idx, "auc_time_norm_fast_quiet"] = at(q / m)
         curves[env_id] = EnvCurves(steps_grid, cpu_grid, {k: np.array(v) for k, v in by_steps.items()},
                                    {k: np.array(v) for k, v in by_cpu.items()})
     return Scored(runs, curves, data.traits, horizons, factor, pairs, cfactor, cpairs)
