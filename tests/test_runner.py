@@ -71,6 +71,7 @@ def test_smoke_suite_twice_then_export(tmp_path):
         probe = json.loads(m)["cpu_probe_ms"]
         assert set(probe) == {"start", "end"} and all(0 < v < 10_000 for v in probe.values()), probe
     assert len(meta["cpu_id"].split("/")) == 3
+    assert all("accelerator" not in json.loads(m) for m in df["meta"])  # CPU runs: no GPU recorded
     # What picks the float-rounding code paths (a seed's returns differ across CPUs): recorded with the run.
     import torch
 
@@ -280,3 +281,30 @@ def test_sigterm_to_the_parent_alone_stops_cleanly_and_leaves_no_worker(tmp_path
     assert "running" not in set(df.status)
     interrupted = df[df.status == "interrupted"]
     assert len(interrupted) >= 1 and set(interrupted.error) == {"interrupted by SIGTERM"}
+
+
+def test_a_gpu_run_records_its_gpu_and_the_analysis_counts_it_as_part_of_the_machine(monkeypatch):
+    """device: cuda (or auto where a GPU is) records the GPU; a CPU run, or auto without one, records none.
+    The real path ran on an H100 (2026-11-26, docs/cluster.md); here torch.cuda is stood in for."""
+    import torch
+
+    from bench.analysis.scoring import hardware_of
+    from bench.run.runner import accelerator_meta
+    from bench.suites.suite import Cell
+
+    def cell(**hp):
+        return Cell("gpu", "CartPole-v1", "ppo", "bench", "ppo-bench", 0, 1000, 475.0, 10, None, hp)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert accelerator_meta(cell()) == accelerator_meta(cell(device="cpu")) == accelerator_meta(cell(device="auto")) == {}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: f"Test GPU {i}")
+    assert accelerator_meta(cell(device="cpu")) == {}
+    for device in ("cuda", "auto"):
+        acc = accelerator_meta(cell(device=device))["accelerator"]
+        assert acc == {"device": "cuda", "name": "Test GPU 1", "cuda": torch.version.cuda, "count": 2}
+    meta = {"cpu_model": "Xeon", "torch_threads": 1}
+    assert hardware_of({**meta, "accelerator": acc}) == "Xeon · 1 torch thread(s) · GPU Test GPU 1"
+    assert hardware_of({**meta, "accelerator": acc}) != hardware_of(meta)  # never pooled with CPU runs as one machine

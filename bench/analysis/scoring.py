@@ -1155,12 +1155,16 @@ def probe_class_ms(meta: dict[str, Any]) -> float | None:
 
 def hardware_of(meta: dict[str, Any]) -> str:
     """What time figures depend on: the CPU model and (where recorded) its speed-probe class, torch threads,
-    (where recorded) BLAS threads, and the env stepping where it is not the default sync (runs from before the
-    option have none: sync)."""
+    (where recorded) BLAS threads, the env stepping where it is not the default sync (runs from before the
+    option have none: sync), and the GPU of a run whose networks were on one (``meta.accelerator``: its CPU
+    seconds include the wait for the GPU, bench.run.runner.accelerator_meta)."""
     probe = f" (probe ≈{c:.3g} ms)" if (c := probe_class_ms(meta)) is not None else ""
     blas = f" · {meta['blas_threads']} BLAS thread(s)" if meta.get("blas_threads") is not None else ""
     stepping = f" · {meta['vec_env']} env stepping" if meta.get("vec_env", "sync") != "sync" else ""
-    return f"{meta.get('cpu_model', '?')}{probe} · {meta.get('torch_threads', '?')} torch thread(s){blas}{stepping}"
+    acc = meta.get("accelerator")
+    gpu = f" · GPU {acc.get('name', '?')}" if isinstance(acc, dict) else ""
+    return (f"{meta.get('cpu_model', '?')}{probe} · {meta.get('torch_threads', '?')} torch thread(s){blas}"
+            f"{stepping}{gpu}")
 
 
 def hardware_line(scored: Scored, envs: list[str] | None = None) -> str:

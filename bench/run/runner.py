@@ -158,6 +158,24 @@ def stepping_meta(cell: Cell) -> dict[str, Any]:
     return out
 
 
+def accelerator_meta(cell: Cell) -> dict[str, Any]:
+    """The GPU a run's networks were on (hyperparameter ``device``: ``cuda``, or ``auto`` where one is), as
+    ``{"accelerator": {device, name, cuda, count}}``; empty for a CPU run. A GPU run's process CPU seconds
+    include the host thread's wait for the GPU (torch synchronises when it reads a result back), so they
+    follow its wall time and measure that GPU as much as the CPU: the analysis counts the GPU as part of
+    the machine (``bench.analysis.scoring.hardware_of``). On an H100 beside a 16-core Xeon, 2026-11-26, the
+    24 runs of a device check had wall / CPU 1.00-1.01, GPU runs included.
+    """
+    if cell.hyperparams.get("device", "cpu") == "cpu":
+        return {}
+    import torch
+
+    if not torch.cuda.is_available():
+        return {}
+    return {"accelerator": {"device": "cuda", "name": torch.cuda.get_device_name(torch.cuda.current_device()),
+                            "cuda": torch.version.cuda, "count": torch.cuda.device_count()}}
+
+
 def _blas_threads() -> int | None:
     """Threads of the BLAS libraries NumPy loaded (the NumPy kernel's matmuls), or None if none is."""
     from threadpoolctl import threadpool_info
@@ -267,7 +285,7 @@ def result_of(cell: Cell, recorder: Any, started: float) -> Any:
     meta = run_metadata()
     meta.update(started_at=_iso(started), finished_at=_iso(time.time()), updates=recorder.updates,
                 stopped_by=recorder.stopped_by, model_memory=recorder.model_memory(), **recorder.contention(),
-                **stepping_meta(cell))
+                **stepping_meta(cell), **accelerator_meta(cell))
     return RunResult(
         summary=summary,
         episodes={"step": recorder.ep_step, "wall_s": recorder.ep_wall, "cpu_s": recorder.ep_cpu, "ret": recorder.ep_return,
