@@ -173,6 +173,11 @@ def test_machine_factor_is_the_largest_same_label_ratio_never_below_the_floor():
     # One machine, or only a small measured difference: the floor.
     assert f(runs[runs["hardware"] == "EPYC"]) == (analysis.MACHINE_FACTOR, [])
     assert f(runs[runs["label"] == "b"])[0] == analysis.MACHINE_FACTOR
+    # A run measured again with other returns counts like any other (its machine, not its code, changed them:
+    # scoring.machine_factor): b's Xeon run, so marked, at 50 µs makes b's ratio 110 / 50.
+    marked = _runs([("E", "b", "EPYC", 110, 1e6, False), ("E", "b", "Xeon", 50, 1e6, False)])
+    marked["meta"] = [{}, {"same_returns": False, "earlier_measurements": [{"cpu_s": 200.0}]}]
+    assert f(marked)[0] == pytest.approx(2.2)
 
 
 def test_machine_adverse_moves_only_the_runs_off_the_common_machine_and_against_the_leader():

@@ -98,11 +98,21 @@ def test_other_returns_are_explained_by_what_changed():
     why = runner._why_other_returns
     base = {"git_commit": "a" * 40, "cpu_model": "EPYC", "cpu_id": "25/17/1"}
     assert why(base, dict(base)) == ""
-    assert why({**base, "cpu_id": None}, base) == ""  # a run from before CPUID was recorded: the name is all there is
-    assert why({**base, "git_commit": "b" * 40}, base) == " (the code changed since (bbbbbbbb → aaaaaaaa))"
+    # A run from before CPUID was recorded: the name is all there is, and it covers CPUs that round differently.
+    assert why({**base, "cpu_id": None}, base) == " (perhaps another CPU of the same name (no CPUID was recorded then))"
+    assert why({**base, "git_commit": "b" * 40}, base) == " (another commit (bbbbbbbb → aaaaaaaa))"
+    # Another commit need not compute differently: where the earlier CPU is not known past its name, both stay open.
+    assert why({**base, "git_commit": "b" * 40, "cpu_id": None}, base) == (
+        " (another commit (bbbbbbbb → aaaaaaaa); or another CPU of the same name (no CPUID was recorded then))")
     assert why({**base, "cpu_model": "Xeon"}, base) == " (another CPU, whose float rounding may differ)"
     assert why({**base, "cpu_id": "6/207/2"}, {**base, "git_commit": "c" * 40}) == (
-        " (the code changed since (aaaaaaaa → cccccccc); another CPU, whose float rounding may differ)")
+        " (another commit (aaaaaaaa → cccccccc); another CPU, whose float rounding may differ)")
+    avx2 = {"cpu_simd": ["avx2", "fma"], "torch_cpu_capability": "AVX2"}
+    avx512 = {"cpu_simd": ["avx2", "fma", "avx512f"], "torch_cpu_capability": "AVX512"}
+    assert why({**base, "float_paths": avx2}, {**base, "float_paths": avx512}) == (
+        " (another CPU, whose float rounding may differ)")
+    assert why({**base, "versions": {"torch": "2.13.0", "numpy": "2.3.0"}},
+               {**base, "versions": {"torch": "2.13.0", "numpy": "2.4.0"}}) == " (other package versions (numpy))"
 
 
 def test_replace_done_is_refused_once_the_run_moved_on(store_url):

@@ -511,8 +511,11 @@ def machine_factor(runs: pd.DataFrame) -> tuple[float, list[dict[str, Any]]]:
 
     For every (env, label) that ran on more than one machine (``hardware``), the ratio of its
     slowest machine's median CPU µs per step to its fastest's, over uncontended runs (contention
-    inflates CPU seconds too), leaving out runs measured again with other returns than before (their
-    code changed, and code changes speed too). Returns ``(factor, pairs)``: the largest ratio, never below
+    inflates CPU seconds too). Runs measured again with other returns than before count like any other:
+    their other returns came from the machine, not the code (2026-11-26, on one machine, the five commits
+    behind the reference's such runs gave today's code's very episodes over 100k steps, at 1.1-1.4× its
+    CPU seconds per step, a difference that the factor then counts as the machines').
+    Returns ``(factor, pairs)``: the largest ratio, never below
     :data:`MACHINE_FACTOR`; and one dict per such (env, label): env, label, slow, fast (the
     machines), slow_us, fast_us, ratio, runs (``"n v m"``), sorted by ratio, largest first.
 
@@ -520,11 +523,7 @@ def machine_factor(runs: pd.DataFrame) -> tuple[float, list[dict[str, Any]]]:
     """
     pairs: list[dict[str, Any]] = []
     if len(runs):
-        # A run measured again with other returns ran other code than its label's other runs (meta.same_returns
-        # False, bench.run.runner.remeasure_cell): its speed is the code's as much as the machine's.
-        other_code = np.array([isinstance(m, dict) and m.get("same_returns") is False for m in runs["meta"]]) \
-            if "meta" in runs else np.zeros(len(runs), bool)
-        r = runs[~runs["contended"].astype(bool).to_numpy() & ~other_code].copy()
+        r = runs[~runs["contended"].astype(bool).to_numpy()].copy()
         r["us"] = r["cpu_s"].astype(float) / r["total_steps"].astype(float) * 1e6
         r = r[np.isfinite(r["us"]) & (r["us"] > 0)]
         for (env_id, label), g in r.groupby(["env", "label"], sort=True):

@@ -344,19 +344,33 @@ def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False) ->
 
 
 #: What a re-measured run keeps of each earlier measurement, in ``meta.earlier_measurements``.
-_EARLIER = ("started_at", "finished_at", "cpu_model", "cpu_id", "cpu_probe_ms", "wall_per_cpu", "load_start",
-            "load_end", "host", "git_commit")
+_EARLIER = ("started_at", "finished_at", "cpu_model", "cpu_id", "float_paths", "versions", "cpu_probe_ms",
+            "wall_per_cpu", "load_start", "load_end", "host", "git_commit")
 
 
 def _why_other_returns(old: dict[str, Any], new: dict[str, Any]) -> str:
-    """What may explain a re-measured run's other returns: the code or the CPU changed (``""`` if neither)."""
+    """What may explain a re-measured run's other returns (``""`` where nothing recorded differs).
+
+    Each is a candidate, not a finding: another commit need not compute differently (on 2026-11-26 five
+    commits whose reference runs came back with other returns gave, on one machine, the very episodes of
+    today's code over 100k steps), while one CPU name covers CPUs that round differently. So a run from
+    before CPUID was recorded leaves the CPU open.
+    """
     why = []
     a, b = old.get("git_commit"), new.get("git_commit")
     if a and b and a != b:
-        why.append(f"the code changed since ({a[:8]} → {b[:8]})")
+        why.append(f"another commit ({a[:8]} → {b[:8]})")
     ids = (old.get("cpu_id"), new.get("cpu_id"))
-    if old.get("cpu_model") != new.get("cpu_model") or (None not in ids and ids[0] != ids[1]):
+    paths = (old.get("float_paths"), new.get("float_paths"))
+    pkgs = (old.get("versions"), new.get("versions"))
+    if (old.get("cpu_model") != new.get("cpu_model") or (None not in ids and ids[0] != ids[1])
+            or (None not in paths and paths[0] != paths[1])):
         why.append("another CPU, whose float rounding may differ")
+    elif None in ids:
+        why.append(("or " if why else "perhaps ") + "another CPU of the same name (no CPUID was recorded then)")
+    if None not in pkgs and pkgs[0] != pkgs[1]:
+        changed = sorted(k for k in set(pkgs[0]) | set(pkgs[1]) if pkgs[0].get(k) != pkgs[1].get(k))
+        why.append("other package versions (" + ", ".join(changed) + ")")
     return f" ({'; '.join(why)})" if why else ""
 
 
