@@ -768,8 +768,11 @@ def tune(
     export_path: Optional[Path] = typer.Option(None, "--export", help="Write the best configuration as a suite file."),
     heartbeat: int = typer.Option(60, "--heartbeat", min=1, help="Seconds between a running trial's heartbeats."),
     grace: int = typer.Option(120, "--grace", min=1, help="Seconds of silence before a trial's worker counts as dead."),
+    only: Optional[str] = typer.Option(None, "--only", help="With a suite: tune a subset of its studies, e.g. "
+                                       "algo=a2c,impl=bench (keys env, algo, impl, label)."),
 ) -> None:
     """Tune hyperparameters with Optuna: multi-seed trials, pruning, resumable studies in the store."""
+    from bench.suites.suite import parse_only
     from bench.tune import (SQLITE_RAY, SQLITE_WORKERS, BadInput, check_studies, is_sqlite, target_from_flags,
                             targets_from_suite, with_anchor)
 
@@ -785,11 +788,18 @@ def tune(
             if algo or env:
                 raise BadInput("--algo/--env: give either a suite file or --algo, --impl and --env, not both")
             loaded = _load(suite)
-            targets = targets_from_suite(loaded, timesteps=timesteps, seeds=seeds, objective=obj, study=study)
+            try:
+                filt = parse_only(only)
+            except ValueError as e:
+                raise BadInput(str(e)) from None
+            targets = targets_from_suite(loaded, timesteps=timesteps, seeds=seeds, objective=obj, study=study,
+                                         only=filt)
             n_trials = trials or (loaded.suite.tune.trials if loaded.suite.tune else 20)
         else:
             if not algo or not env:
                 raise BadInput("bench tune: give a suite file, or --algo and --env (and optionally --impl)")
+            if only is not None:
+                raise BadInput("--only: picks studies of a suite file; without one, --algo, --impl and --env name the study")
             targets = [target_from_flags(algo, impl, env, timesteps=timesteps, seeds=seeds or 3,
                                          objective=obj or "auc", study=study)]
             n_trials = trials or 20

@@ -533,3 +533,28 @@ def test_sensitivity_is_on_a_fixed_scale_per_study_and_counts_pruned_trials(tmp_
     # steps_to_threshold over the budget: [0.5, 1, 2] (a censored seed is 2 budgets) → quartiles 0.75 and 1.5.
     assert df.loc["E", "score_iqr"] == pytest.approx(0.75)
     assert math.isnan(df.loc["F", "score_iqr"]) and "auc version 1" in df.loc["F", "note"]
+
+
+def test_only_tunes_a_chunk_of_a_suites_studies_and_a_bad_filter_is_one_line(tmp_path):
+    suite = tmp_path / "chunked.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "chunked", "seeds": 1, "defaults": {"timesteps": 2048},
+        "envs": [{"id": "CartPole-v1"}],
+        "algorithms": [{"algo": "a2c", "impl": "bench"}, {"algo": "reinforce", "impl": "bench"}],
+        "tune": {"trials": 1, "seeds": 1},
+    }))
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    r = bench("tune", suite, "--only", "algo=a2c,impl=bench", "--storage", url)
+    assert r.exit_code == 0, r.output
+    assert optuna.get_all_study_names(url) == ["chunked-a2c-bench-CartPole-v1"]  # the whole suite's name for it
+    for args, words in [
+        (("--only", "seed=0"), "--only: seed= picks runs"),
+        (("--only", "algo=ppo"), "--only: 'algo=ppo' matches none of the 2 (algorithm, env) targets"),
+        (("--only", "colour=red"), "--only: unknown key 'colour'"),
+        (("--only", "algo"), "--only: 'algo' is not key=value"),
+    ]:
+        r = bench("tune", suite, *args, "--storage", url)
+        assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, r.output
+    r = bench("tune", *TUNE_ARGS, "--only", "algo=a2c", "--storage", url)
+    assert r.exit_code == 2 and "--only: picks studies of a suite file" in r.stderr, r.output
+    assert optuna.get_all_study_names(url) == ["chunked-a2c-bench-CartPole-v1"]  # nothing written by the refusals

@@ -274,6 +274,14 @@ def target_from_flags(
     )
 
 
+def _target_matches(only: dict[str, set[str]], algo: Any, env: Any) -> bool:
+    """Does the (algorithm entry, env) pair match every key of ``only``? ``env=`` takes the id alone as well
+    as the whole key (with kwargs), as :func:`bench.suites.suite.select` does."""
+    values = {"env": {env.key, env.key.split("[", 1)[0]}, "algo": {algo.algo}, "impl": {algo.impl},
+              "label": {algo.display}}
+    return all(values[k] & vs for k, vs in only.items())
+
+
 def targets_from_suite(
     loaded: Any,
     *,
@@ -281,8 +289,15 @@ def targets_from_suite(
     seeds: int | None = None,
     objective: str | None = None,
     study: str | None = None,
+    only: dict[str, set[str]] | None = None,
 ) -> list[Target]:
-    """One target per (algorithm entry, env) of a loaded suite; flags override its ``tune:`` block."""
+    """One target per (algorithm entry, env) of a loaded suite; flags override its ``tune:`` block.
+
+    ``only`` (``bench tune --only``, parsed by :func:`bench.suites.suite.parse_only`) keeps the targets that
+    match every key given (env, algo, impl, label; any of a key's values), as ``bench run --only`` keeps
+    cells: a long tuning suite then runs in chunks, each study resuming where it stopped. A study's name
+    depends only on its suite, algorithm and env, so a chunk's studies are the whole suite's.
+    """
     suite = loaded.suite
     spec: TuneSpec = suite.tune or TuneSpec()
     over: dict[str, Any] = {}
@@ -300,6 +315,15 @@ def targets_from_suite(
     user, issues = parse_space(spec.space, algos, models=models)
     assert not issues, issues  # load_suite already reported these
     pairs = [(a, e) for a in suite.algorithms for e in suite.envs]
+    if only:
+        if "seed" in only:
+            raise BadInput("--only: seed= picks runs, and a study tunes on the suite's tune seeds; allowed keys here: "
+                           "env, algo, impl, label")
+        n = len(pairs)
+        pairs = [(a, e) for a, e in pairs if _target_matches(only, a, e)]
+        if not pairs:
+            given = ",".join(f"{k}={v}" for k, vs in only.items() for v in sorted(vs))
+            raise BadInput(f"--only: {given!r} matches none of the {n} (algorithm, env) targets of {loaded.path}")
     if study is not None and len(pairs) > 1:
         raise BadInput(f"--study: names one study, but {loaded.path} has {len(pairs)} (algorithm, env) targets; leave it out")
     out = []
