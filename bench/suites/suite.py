@@ -1056,14 +1056,20 @@ def parse_only(text: str | None) -> dict[str, set[str]]:
     return out
 
 
-def select(cells: list[Cell], only: dict[str, set[str]]) -> list[Cell]:
-    """Cells matching every given key (any of its values)."""
-    attr = {"env": "env_id", "algo": "algo", "impl": "impl", "label": "label", "seed": "seed"}
+def matches_only(only: dict[str, set[str]], values: dict[str, Any]) -> bool:
+    """Does a point with these ``values`` (key → its value: env, algo, impl, label, seed) match every key
+    of ``only`` (any of its values)? The one rule of ``bench run --only`` and ``bench tune --only``."""
 
-    def value(c: Cell, k: str) -> set[str]:
-        v = str(getattr(c, attr[k]))
+    def names(k: str) -> set[str]:
+        v = str(values[k])
         # env=LunarLander-v3 picks every kwargs variant of the id (a key with kwargs holds commas,
         # which --only cannot spell); env=<the whole key> picks one.
         return {v, v.split("[", 1)[0]} if k == "env" else {v}
 
-    return [c for c in cells if all(value(c, k) & vs for k, vs in only.items())]
+    return all(names(k) & vs for k, vs in only.items())
+
+
+def select(cells: list[Cell], only: dict[str, set[str]]) -> list[Cell]:
+    """Cells matching every given key (any of its values)."""
+    return [c for c in cells if matches_only(only, {"env": c.env_id, "algo": c.algo, "impl": c.impl,
+                                                    "label": c.label, "seed": c.seed})]

@@ -102,7 +102,7 @@ import numpy as np
 from bench.run.record import Diverged, Recorder
 from bench.run.store import STUDY_ATTR  # the study attribute that makes a bench study; beside the store, which packs read
 from bench.suites.spaces import Dim, TuneSpec, build_space, parse_space, plugin_space, sample, suite_algos
-from bench.suites.suite import AVAILABLE, Cell, cell_key
+from bench.suites.suite import AVAILABLE, Cell, cell_key, matches_only
 
 #: Optimisation direction of each objective.
 DIRECTIONS = {"auc": "maximize", "final_return": "maximize", "steps_to_threshold": "minimize"}
@@ -274,14 +274,6 @@ def target_from_flags(
     )
 
 
-def _target_matches(only: dict[str, set[str]], algo: Any, env: Any) -> bool:
-    """Does the (algorithm entry, env) pair match every key of ``only``? ``env=`` takes the id alone as well
-    as the whole key (with kwargs), as :func:`bench.suites.suite.select` does."""
-    values = {"env": {env.key, env.key.split("[", 1)[0]}, "algo": {algo.algo}, "impl": {algo.impl},
-              "label": {algo.display}}
-    return all(values[k] & vs for k, vs in only.items())
-
-
 def targets_from_suite(
     loaded: Any,
     *,
@@ -320,7 +312,8 @@ def targets_from_suite(
             raise BadInput("--only: seed= picks runs, and a study tunes on the suite's tune seeds; allowed keys here: "
                            "env, algo, impl, label")
         n = len(pairs)
-        pairs = [(a, e) for a, e in pairs if _target_matches(only, a, e)]
+        pairs = [(a, e) for a, e in pairs
+                 if matches_only(only, {"env": e.key, "algo": a.algo, "impl": a.impl, "label": a.display})]
         if not pairs:
             given = ",".join(f"{k}={v}" for k, vs in only.items() for v in sorted(vs))
             raise BadInput(f"--only: {given!r} matches none of the {n} (algorithm, env) targets of {loaded.path}")
