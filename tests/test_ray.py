@@ -39,7 +39,9 @@ pytestmark = pytest.mark.xdist_group("ray")
 def ray_address():
     """One local Ray instance for the module; yields its address for other drivers to connect to."""
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'bench[ray]')")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    from bench.run.ray_executor import connect
+
+    assert connect(None, 2)  # as `bench run --executor ray` starts its private instance: workers at nice 0
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 
@@ -156,6 +158,8 @@ def test_ray_gives_the_local_pools_returns(ray_address, pg_url, tmp_path):
         assert (owner_tag(r.owner) or "").startswith("ray-")  # claimed by the Ray worker itself, not the driver
         meta = json.loads(r.meta)
         assert meta["torch_threads"] == 1 and meta["blas_threads"] == 1
+        # Not Ray's default niceness 15, under which a run beside any busy process all but stops.
+        assert meta["nice"] == 0
     assert len({r.owner for r in rows.values()}) == 4  # one tag per task
     status = bench("status", str(SMOKE), "--store", pg_url, cwd=tmp_path)
     assert status.returncode == 0 and "done: 4" in status.stdout
@@ -196,8 +200,9 @@ def _kill_mid_run(pg_url: str, cells, victim, **run_ray_kw):
     time.sleep(0.5)  # mid-run, not mid-claim
     os.kill(pid, signal.SIGKILL)
     killed_at = time.time()
-    # A bound on a hung driver, not a speed claim: the retry reruns 65,536 steps from the start, which
-    # took over 180 s on 2 cores beside two other busy processes (CI of 7bb385a run beside reference runs).
+    # A bound on a hung driver, not a speed claim: the retry reruns 65,536 steps from the start. It took
+    # over 180 s on 2 cores beside two busy processes while Ray ran its workers at niceness 15; at 0
+    # (bench.run.ray_executor.WORKER_NICENESS), 13 s beside the same load.
     driver.join(timeout=600)
     assert not driver.is_alive() and not errors, errors
     return outcomes, owner, killed_at

@@ -141,7 +141,7 @@ def run_metadata() -> dict[str, Any]:
     import torch
 
     return {**_STATIC_META, "torch_threads": torch.get_num_threads(), "blas_threads": _blas_threads(),
-            "pid": os.getpid()}
+            "pid": os.getpid(), "nice": os.nice(0)}  # niceness: a run at nice 15 (Ray's default) yields its core
 
 
 def stepping_meta(cell: Cell) -> dict[str, Any]:
