@@ -29,6 +29,23 @@ def test_iqm_along_an_axis_keeps_the_other_axes():
     np.testing.assert_allclose(stats.iqm(x.T, axis=0), [4.5, 5.5])
 
 
+def test_iqm_and_cvar_equal_a_plain_loop_whether_rows_arrive_sorted_or_not():
+    """Sorted rows skip the sort (what an exact permutation test hands over); a mix must not fool it:
+    the first row sorted and a later one not, or every row sorted along another axis than the runs'."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 9, 6))
+    x[0, :, 0] = np.sort(x[0, :, 0])  # the first row along axis 1 sorted, the others not
+    sorted_rows = np.sort(x, axis=1)
+    for a in (x, sorted_rows, np.sort(x, axis=2)):
+        for alpha in (0.25, 0.5):
+            want_c = np.array([[np.mean(sorted(a[i, :, j])[:max(1, int(np.ceil(alpha * 9)))]) for j in range(6)]
+                               for i in range(4)])
+            np.testing.assert_array_equal(stats.cvar_lower(a, alpha, axis=1), want_c)
+        want = np.array([[np.mean(sorted(a[i, :, j])[2:7]) for j in range(6)] for i in range(4)])
+        np.testing.assert_array_equal(stats.iqm(a, axis=1), want)
+    assert stats.iqm(np.array([2.0])) == 2.0 and stats.cvar_lower(np.array([[3.0, 1.0]])) == 1.0
+
+
 def test_aggregate_iqm_pools_the_runs_of_every_task():
     # pooled: 1..8 → 4.5, whichever task each value came from (rliable's IQM of a score matrix)
     assert stats.aggregate_iqm([np.array([1.0, 8.0, 2.0]), np.array([7.0, 3.0, 6.0, 4.0, 5.0])]) == pytest.approx(4.5)

@@ -170,6 +170,21 @@ def as_tasks(scores: np.ndarray | Tasks) -> list[np.ndarray]:
 # --------------------------------------------------------------------------- #
 # Point statistics along the last axis (runs)
 # --------------------------------------------------------------------------- #
+def _sorted_last(x: np.ndarray, axis: int) -> np.ndarray:
+    """``x`` as floats with ``axis`` moved last and sorted along it. Rows that arrive sorted are not
+    sorted again: an exact permutation test hands its aggregates 10^5 already-sorted rows of ~10
+    runs, and NumPy's row-by-row sort of them costs 5x the statistic (measured: 20 ms v 4 ms for
+    184,756 rows of 10). The check looks at the first row first, so random rows (a bootstrap's)
+    pay almost nothing for it."""
+    a = np.moveaxis(np.asarray(x, dtype=float), axis, -1)
+    if a.shape[-1] < 2:
+        return a
+    first = a.reshape(-1, a.shape[-1])[:1]
+    if first.size and np.all(first[:, 1:] >= first[:, :-1]) and np.all(a[..., 1:] >= a[..., :-1]):
+        return a
+    return np.sort(a, axis=-1)
+
+
 def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Interquartile mean: the mean of the middle 50% of values along ``axis``.
 
@@ -180,12 +195,12 @@ def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
     :param x: shape ``(..., n)`` with the runs along ``axis``.
     :returns: shape ``(...)``, ``x`` with ``axis`` removed.
     """
-    a = np.sort(np.asarray(x, dtype=float), axis=axis)
-    n = a.shape[axis]
+    a = _sorted_last(x, axis)
+    n = a.shape[-1]
     if n == 0:
         raise ValueError("iqm of an empty array")
     k = n // 4
-    return np.take(a, np.arange(k, n - k), axis=axis).mean(axis=axis)
+    return a[..., k:n - k].mean(axis=-1)
 
 
 def iqr(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -209,10 +224,10 @@ def cvar_lower(x: np.ndarray, alpha: float = 0.25, axis: int = -1) -> np.ndarray
     """
     if not 0 < alpha <= 1:
         raise ValueError(f"alpha must be in (0, 1], got {alpha}")
-    a = np.sort(np.asarray(x, dtype=float), axis=axis)
-    n = a.shape[axis]
+    a = _sorted_last(x, axis)
+    n = a.shape[-1]
     k = max(1, int(np.ceil(alpha * n - 1e-12)))
-    return np.take(a, np.arange(k), axis=axis).mean(axis=axis)
+    return a[..., :k].mean(axis=-1)
 
 
 # --------------------------------------------------------------------------- #
@@ -465,25 +480,26 @@ class PermutationTest:
     alternative: str
 
 
-def _relabel(pools: list[np.ndarray], n_x: list[int], idx: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Split each task's pooled runs by an ordering ``idx[k]`` ``(B, N_k)``: first ``n_x[k]`` → x, rest → y."""
-    xs = [pool[i[:, :n]] for pool, i, n in zip(pools, idx, n_x)]
-    ys = [pool[i[:, n:]] for pool, i, n in zip(pools, idx, n_x)]
-    return xs, ys
+def _relabel(pools: list[np.ndarray], idx: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Split each task's pooled runs by positions ``idx[k] = (x_positions (B, n_k), y_positions (B, m_k))``."""
+    return [pool[i] for pool, (i, _) in zip(pools, idx)], [pool[j] for pool, (_, j) in zip(pools, idx)]
 
 
 @functools.lru_cache(maxsize=32)
-def _orderings(size: int, n: int) -> np.ndarray:
-    """Every way to label ``n`` of ``size`` runs X: ``(C(size, n), size)`` orderings, the chosen X
-    positions first, then the rest. Cached: a report tests the same seed counts on many env pairs,
-    and building C(20, 10) = 184,756 rows is most of an exact test's cost."""
+def _orderings(size: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every way to label ``n`` of ``size`` runs X: the X positions ``(C(size, n), n)`` and the Y
+    positions ``(C(size, n), size - n)``, each row increasing. Cached: a report tests the same seed
+    counts on many env pairs, and building C(20, 10) = 184,756 rows is most of an exact test's cost.
+    Two contiguous arrays, not one split by views: gathering through a contiguous index array is
+    2.5x faster (measured, 184,756 rows of 10)."""
     flat = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(size), n)), dtype=np.intp)
     chosen = flat.reshape(-1, n)
     rest = np.ones((chosen.shape[0], size), dtype=bool)
     rest[np.arange(chosen.shape[0])[:, None], chosen] = False
-    out = np.concatenate([chosen, np.nonzero(rest)[1].reshape(chosen.shape[0], -1)], axis=1)
-    out.setflags(write=False)
-    return out
+    others = np.ascontiguousarray(np.nonzero(rest)[1].reshape(chosen.shape[0], -1))
+    for a in (chosen, others):
+        a.setflags(write=False)
+    return chosen, others
 
 
 def permutation_test(
@@ -544,28 +560,38 @@ def permutation_test(
             return int(np.count_nonzero(t <= t_obs + tol))
         return int(np.count_nonzero(np.abs(t) >= abs(t_obs) - tol))
 
-    def stat(idx: list[np.ndarray]) -> np.ndarray:
-        bx, by = _relabel(pools, n_x, idx)
+    def stat(idx: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        bx, by = _relabel(pools, idx)
         return np.asarray(aggregate(bx) - aggregate(by))
 
     chunk = max(1, _PERM_CHUNK_FLOATS // sum(pool.size for pool in pools))
     n_total = math.prod(math.comb(pool.size, n) for pool, n in zip(pools, n_x))
     if n_total <= max_exact:
-        # Every task's relabelings: the chosen X positions, then the rest, as one ordering (C_k, N_k).
+        # Every task's relabelings: its X positions and its Y positions, (C_k, n_k) and (C_k, m_k).
+        # Both list positions in increasing order, so with each pool sorted every relabelled side
+        # arrives sorted and the aggregates' own sorts (IQM, CVaR) have nothing to do (_sorted_last).
+        # The set of relabelings, and so the p-value, does not depend on the pool's order.
+        pools = [np.sort(pool) for pool in pools]
         orders = [_orderings(pool.size, n) for pool, n in zip(pools, n_x)]
-        sizes = [o.shape[0] for o in orders]
+        sizes = [o[0].shape[0] for o in orders]
         strides = [math.prod(sizes[k + 1:]) for k in range(len(sizes))]  # mixed radix: task 0 slowest
         hits = 0
         for start in range(0, n_total, chunk):
-            g = np.arange(start, min(start + chunk, n_total))
-            hits += count_extreme(stat([o[(g // st) % sz] for o, st, sz in zip(orders, strides, sizes)]))
+            stop = min(start + chunk, n_total)
+            if len(orders) == 1:  # one task: slices of its orderings, not a gather
+                hits += count_extreme(stat([(orders[0][0][start:stop], orders[0][1][start:stop])]))
+                continue
+            g = np.arange(start, stop)
+            rows = [(g // st) % sz for st, sz in zip(strides, sizes)]
+            hits += count_extreme(stat([(ch[r], ot[r]) for (ch, ot), r in zip(orders, rows)]))
         return PermutationTest(t_obs, hits / n_total, True, n_total, alternative)
 
     gen = _rng(rng)
     hits = 0
     for start in range(0, n_perm, chunk):
         b = min(chunk, n_perm - start)
-        hits += count_extreme(stat([np.argsort(gen.random((b, pool.size)), axis=1) for pool in pools]))
+        perms = [np.argsort(gen.random((b, pool.size)), axis=1) for pool in pools]
+        hits += count_extreme(stat([(p[:, :n], p[:, n:]) for p, n in zip(perms, n_x)]))
     return PermutationTest(t_obs, (1 + hits) / (1 + n_perm), False, n_perm, alternative)
 
 
