@@ -880,7 +880,8 @@ def tune(
         out.print(f"{t.study}: {counts}; {best}", markup=False)
     if export_path is not None:
         try:
-            export_suite(targets, url, export_path)
+            # From a suite: as many fresh seeds as the suite runs (its `seeds:`), for a run beside it.
+            export_suite(targets, url, export_path, seeds=len(loaded.suite.seed_list) if suite is not None else None)
         except BadInput as e:
             raise _bad_input(str(e)) from None
         err.print(f"wrote the best configuration to {export_path} (`bench run {export_path}` runs it on fresh seeds)")

@@ -348,3 +348,40 @@ def test_env_figure_legends_name_every_label(monkeypatch, timed):
     for lb in ("ppo-bench", "ppo-sb3"):
         assert report.legend_text(lb) in top, top
         assert lb in bottom, bottom
+
+
+def test_a_tuned_variant_sits_beside_the_zoo_defaults_and_out_of_the_answers(tmp_path):
+    """`bench tune --export` writes `variant: tuned`: its runs get a section of their own, with both sides'
+    labels in one matrix and each side's answer, and the answers by algorithm elsewhere leave them out."""
+    from bench.analysis import scoring
+
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    envs = ["CartPole-v1", "Acrobot-v1"]
+    # At zoo defaults PPO wins clearly; tuned, A2C does.
+    write_store(url, envs, [Planted("ppo-bench", "ppo", "bench", 0.9), Planted("a2c-bench", "a2c", "bench", 0.3)],
+                seeds=5, suite="zoo").dispose()
+    write_store(url, envs, [Planted("ppo-bench-tuned", "ppo", "bench", 0.4),
+                            Planted("a2c-bench-tuned", "a2c", "bench", 1.0)],
+                seeds=5, suite="tuned-zoo", spec_extra={"variant": "tuned"}).dispose()
+    assert scoring.variant_suites(url) == {"tuned-zoo": "tuned"}
+    data = scoring.load(url, anchors=False)
+    assert data.suites == ["zoo"] and set(data.runs["label"]) == {"ppo-bench", "a2c-bench"}
+    top = {r["priority"]: r["algorithm"] for r in scoring.recommendation_rows(scoring.recommend(scoring.score(data)))
+           if r["envs"]}
+    assert set(top.values()) == {"ppo"}  # the variant's runs do not move the answers by algorithm
+
+    html = build(url, tmp_path / "rep", anchors=False).read_text()
+    section = html[html.index('<section id="variant-1">'):]
+    section = section[:section.index("</section>")]
+    assert "Variant: tuned" in section and "suite tuned-zoo" in section
+    for label in ("ppo-bench", "a2c-bench", "ppo-bench-tuned", "a2c-bench-tuned"):
+        assert f'">{label}</td>' in section, label
+    table = section[section.index('<table class="variant-answers">'):]
+    answers = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in table.split("<tr class=")[1:]]
+    sides: dict[str, set[str]] = {}
+    for cells in answers:  # runs, action, observations, reward, priority, answer, ...
+        sides.setdefault(cells[0], set()).add(cells[5])
+    assert sides == {"zoo defaults": {"<strong>ppo</strong>"}, "tuned": {"<strong>a2c</strong>"}}, answers
+    # Named on the command line, a variant suite is reported as any suite, with no section of its own.
+    named = build(url, tmp_path / "named", ["zoo", "tuned-zoo"], anchors=False).read_text()
+    assert '<section id="variant-1">' not in named and "a2c-bench-tuned" in named

@@ -95,6 +95,9 @@ BAD = [
     ("a3c cannot step async", GOOD.replace("algo: ppo", "algo: a3c").replace("impl: sb3", "impl: bench")
      .replace("    hyperparams: {n_envs: 2, n_steps: 64, batch_size: 64}\n", "").replace("window: 10}", "window: 10, vec_env: async}"),
      "defaults.vec_env", "allowed for a3c: sync, vector, envpool"),
+    ("variant with a control character", GOOD.replace("name: t\n", "name: t\nvariant: \"tuned\\u0007\"\n"),
+     "variant", "control characters are not allowed; allowed: printable text"),
+    ("empty variant", GOOD.replace("name: t\n", "name: t\nvariant: ''\n"), "variant", "at least 1 character"),
 ]
 
 

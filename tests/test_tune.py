@@ -122,6 +122,8 @@ def test_exported_suite_runs_and_reproduces_the_tuned_objective(small_study, tmp
     assert f"study 'a2c-bench-CartPole-v1', trial {best.number}" in text  # provenance comment
     spec = yaml.safe_load(text)
     assert spec["seeds"] == [3, 4, 5]  # fresh: the tuning seeds were 0, 1, 2
+    # A variant beside the zoo-default runs: its own labels, kept out of the answers by algorithm.
+    assert spec["variant"] == "tuned" and [a["label"] for a in spec["algorithms"]] == ["a2c-bench-tuned"]
     run_url = f"sqlite:///{tmp_path / 'run.db'}"
     r = bench("run", export, "--store", run_url, "--workers", "1")
     assert r.exit_code == 0, r.output
@@ -538,7 +540,7 @@ def test_sensitivity_is_on_a_fixed_scale_per_study_and_counts_pruned_trials(tmp_
 def test_only_tunes_a_chunk_of_a_suites_studies_and_a_bad_filter_is_one_line(tmp_path):
     suite = tmp_path / "chunked.yaml"
     suite.write_text(yaml.safe_dump({
-        "name": "chunked", "seeds": 1, "defaults": {"timesteps": 2048},
+        "name": "chunked", "seeds": 4, "defaults": {"timesteps": 2048},
         "envs": [{"id": "CartPole-v1"}],
         "algorithms": [{"algo": "a2c", "impl": "bench"}, {"algo": "reinforce", "impl": "bench"}],
         "tune": {"trials": 1, "seeds": 1},
@@ -558,3 +560,10 @@ def test_only_tunes_a_chunk_of_a_suites_studies_and_a_bad_filter_is_one_line(tmp
     r = bench("tune", *TUNE_ARGS, "--only", "algo=a2c", "--storage", url)
     assert r.exit_code == 2 and "--only: picks studies of a suite file" in r.stderr, r.output
     assert optuna.get_all_study_names(url) == ["chunked-a2c-bench-CartPole-v1"]  # nothing written by the refusals
+    # The chunk's best, exported to run beside the suite: the suite's 4 seeds, fresh (tuning used seed 0).
+    out = tmp_path / "tuned.yaml"
+    r = bench("tune", suite, "--only", "algo=a2c", "--storage", url, "--export", out)
+    assert r.exit_code == 0, r.output
+    spec = yaml.safe_load(out.read_text())
+    assert spec["seeds"] == [1, 2, 3, 4] and spec["variant"] == "tuned"
+    assert [a["label"] for a in spec["algorithms"]] == ["a2c-bench-tuned"]

@@ -452,6 +452,8 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
                 for cat, envs in cats.items()]
     recs = an.recommend(scored)
     inventory, failures = _inventory(data)
+    stage("variants")
+    variants = variant_sections(store_url, data, suites, anchors=anchors, log=log)
 
     # The claims of the suites asked for; by default of every claim suite in the store (which the
     # rest of the report leaves out, see scoring.load).
@@ -480,7 +482,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         recs=an.recommendation_rows(recs), n_runs=len(data.runs), n_pooled=int(len(runs)),
         n_boot=an.N_BOOT, anchors=data.anchors, rules=_rules(), contended=int(runs["contended"].sum()) if len(runs) else 0,
         hardware_line=an.hardware_line(scored), track=_track_record(recs), claims=claim_rows,
-        published_source=SOURCE, parity=parity_rows, parity_margin=f"{par.MARGIN:g}",
+        published_source=SOURCE, parity=parity_rows, parity_margin=f"{par.MARGIN:g}", variants=variants,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"
@@ -488,6 +490,61 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     if log:
         log(f"report built in {time.perf_counter() - t0:.1f}s from {len(data.runs)} runs")
     return path
+
+
+def _only(data: an.Data, envs: list[str], keep: Callable[[pd.DataFrame], pd.Series] | None = None) -> an.Data:
+    """``data`` cut to the runs on ``envs`` (and, with ``keep``, to the runs it selects)."""
+    import dataclasses
+
+    mask = data.runs["env"].isin(envs)
+    if keep is not None:
+        mask &= keep(data.runs)
+    runs = data.runs[mask].reset_index(drop=True)
+    keys = set(runs["key"])
+    return dataclasses.replace(data, runs=runs, episodes=data.episodes[data.episodes["key"].isin(keys)],
+                               diagnostics=data.diagnostics[data.diagnostics["key"].isin(keys)],
+                               traits={e: t for e, t in data.traits.items() if e in envs})
+
+
+def variant_sections(store_url: str, data: an.Data, suites: list[str] | None, *, anchors: bool = True,
+                     log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """The report's section per variant suite (``variant:``; ``bench tune --export`` writes ``tuned``):
+    its labels beside the runs of the report's other suites on the same envs, in one decision matrix
+    per category, and the answer by algorithm from each side alone ("zoo defaults" v the variant).
+
+    The answers elsewhere in the report leave variants out (:func:`bench.analysis.scoring.load`): they
+    compare algorithms at one effort. Suites named on the command line are reported as named, with no
+    section. Each entry: name, variant, envs, decision (as the main matrix's), answers (rows of both sides).
+    """
+    if suites:
+        return []
+    out = []
+    for name, variant in an.variant_suites(store_url).items():
+        mine = an.load(store_url, [name], anchors=anchors, diagnostics=[])
+        done = mine.runs[mine.runs["pooled"]] if not mine.runs.empty else mine.runs
+        envs = sorted(done["env"].unique()) if len(done) else []
+        base = sorted(data.runs.loc[data.runs["env"].isin(envs), "suite"].unique()) if envs else []
+        if not base:
+            if log:
+                log(f"variant suite {name!r}: no runs of other suites on its envs to set it beside")
+            continue
+        both = _only(an.load(store_url, [name, *base], anchors=anchors, diagnostics=[]), envs)
+        scored = an.score(both)
+        dm = an.decision_matrix(scored, both.sensitivity)
+        cats = {c: e for c, e in an.categories(scored).items()}
+        ours = set(mine.runs["label"])
+        sides = [("zoo defaults", _only(both, envs, lambda r: ~r["label"].isin(ours))),
+                 (variant, _only(both, envs, lambda r: r["label"].isin(ours)))]
+        answers = []
+        for side, d in sides:
+            for row in an.recommendation_rows(an.recommend(an.score(d))):
+                if row.get("envs"):
+                    answers.append(dict(row, side=side))
+        out.append(dict(
+            name=name, variant=variant, envs=", ".join(envs), base=", ".join(base), answers=answers,
+            decision=[dict(category=cat, envs=", ".join(e), criteria=_criteria_of(dm, cat), rows=_decision_rows(dm, cat))
+                      for cat, e in cats.items()]))
+    return out
 
 
 def parity_table_rows(envs: list[Any], algo: str = "") -> list[dict[str, str]]:

@@ -223,6 +223,24 @@ class Data:
     notes: list[str] = field(default_factory=list)
 
 
+def suite_specs(db: Any) -> dict[str, dict[str, Any]]:
+    """Every suite in the store ``db`` (a :class:`bench.run.store.Store`) → its stored spec."""
+    import sqlalchemy as sa
+
+    from bench.run import store as st
+
+    with db.engine.connect() as c:
+        return {r.name: json.loads(r.spec) for r in c.execute(sa.select(st.suites.c.name, st.suites.c.spec))}
+
+
+def variant_suites(store_url: str) -> dict[str, str]:
+    """The store's variant suites (``variant:``, e.g. each one's best after equal tuning) → their variant."""
+    from bench.run import store as st
+
+    specs = suite_specs(st.Store(store_url, readonly=True))
+    return {n: str(s["variant"]) for n, s in sorted(specs.items()) if s.get("variant") and not s.get("claim")}
+
+
 def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool = True,
          diagnostics: Iterable[str] | None = None, log: Callable[[str], None] | None = None) -> Data:
     """Read runs, episodes, diagnostics, env traits and anchors of ``suites`` (default: all but the
@@ -249,10 +267,12 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
     else:
         # A suite with a claim: block is an experiment (PPO with gae_lambda 0, REINFORCE without a
         # baseline, ...): the report's claims section reads it, but its deliberately varied runs must
-        # not be pooled into the answers by algorithm. Named explicitly, it is read like any suite.
-        with db.engine.connect() as c:
-            specs = {r.name: json.loads(r.spec) for r in c.execute(sa.select(st.suites.c.name, st.suites.c.spec))}
-        chosen = [n for n in names if not specs.get(n, {}).get("claim")]
+        # not be pooled into the answers by algorithm. Nor may a variant's (`variant: tuned`, each
+        # one's best after equal tuning): the answers compare algorithms at one effort, the zoo's
+        # defaults, and the report sets the variant beside them in a section of its own. Named
+        # explicitly, either is read like any suite.
+        specs = suite_specs(db)
+        chosen = [n for n in names if not specs.get(n, {}).get("claim") and not specs.get(n, {}).get("variant")]
     missing = [s for s in chosen if s not in names]
     if missing:
         raise KeyError(", ".join(missing))

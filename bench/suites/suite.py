@@ -348,6 +348,10 @@ class Suite(SeedsMixin, _Strict):
         None, description="Hyperparameter tuning for `bench tune SUITE.yaml` (see bench/suites/spaces.py); ignored by `bench run`."
     )
     claim: Claim | None = Field(None, description="A claim this suite's runs test; `bench report` gives its verdict.")
+    variant: str | None = Field(
+        None, min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$",
+        description="Names a variant of other suites' runs (`bench tune --export` writes `tuned`): its labels are "
+                    "shown beside theirs in the report's own section, and kept out of the answers by algorithm.")
 
 
 def json_schema() -> dict[str, Any]:
@@ -681,6 +685,8 @@ def _problems_from_pydantic(err: ValidationError, prefix: str = "", owner: type[
         for part in loc:
             path = _join(path, part)
         msg = _PYDANTIC_MESSAGES.get(e["type"], e["msg"])
+        if e["type"] == "string_pattern_mismatch" and str(e.get("ctx", {}).get("pattern", "")).startswith("^[^\\x00-\\x1f"):
+            msg = "control characters are not allowed; allowed: printable text"  # the pattern, in words
         if e["type"] == "extra_forbidden":
             model = owner if owner is not None else _model_at(loc)
             if model is not None:

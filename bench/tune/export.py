@@ -9,15 +9,25 @@ from typing import Any
 from bench.tune.study import BadInput, Target
 
 
-def export_suite(targets: list[Target], url: str, path: Path, *, name: str | None = None) -> dict[str, Any]:
+#: What an exported suite is a variant of (its ``variant:``), and what its labels end with: the tuned
+#: runs sit beside the zoo-default runs of the same algorithms in one store, and must neither pool
+#: with them under one label nor count in the answers by algorithm (bench.analysis.scoring.load).
+VARIANT = "tuned"
+LABEL_SUFFIX = "-tuned"
+
+
+def export_suite(targets: list[Target], url: str, path: Path, *, name: str | None = None,
+                 seeds: int | None = None) -> dict[str, Any]:
     """Write the best trial of each target's study as one suite file; returns the suite dict.
 
-    The seeds are *fresh*: as many as were used for tuning, numbered after the
-    largest tuning seed. The best trial was picked on the tuning seeds, so its
-    score there is optimistically biased; a run on new seeds is an honest check
-    that the configuration reproduces its tuned objective within the seed spread.
-    Hyperparameters are the algorithm's fixed ones plus the best trial's
-    readable values; ``bench run`` resolves them over the same zoo layer.
+    The seeds are *fresh*: ``seeds`` of them (default: as many as were used for
+    tuning), numbered after the largest tuning seed. The best trial was picked on
+    the tuning seeds, so its score there is optimistically biased; a run on new
+    seeds is an honest check that the configuration reproduces its tuned
+    objective within the seed spread. Hyperparameters are the algorithm's fixed
+    ones plus the best trial's readable values; ``bench run`` resolves them over
+    the same zoo layer. Every label gets :data:`LABEL_SUFFIX` and the suite
+    ``variant:`` :data:`VARIANT` ("tuned, equal budget" beside "zoo defaults").
     """
     import optuna
     import yaml
@@ -50,9 +60,9 @@ def export_suite(targets: list[Target], url: str, path: Path, *, name: str | Non
         envs.setdefault(t.env_id, {"id": f"{module}:{gym_id}" if module else gym_id, **({"kwargs": kwargs} if kwargs else {}),
                                    "threshold": t.threshold, "timesteps": t.timesteps, "window": t.window})
         entry = algos.setdefault(t.label, {"algo": t.algo, "impl": t.impl, **({"entry": t.entry} if t.entry else {}),
-                                           "label": t.label, "env_hyperparams": {}})
+                                           "label": t.label + LABEL_SUFFIX, "env_hyperparams": {}})
         entry["env_hyperparams"][t.env_id] = dict(best.user_attrs["hyperparams"])
-    n = max(len(t.seeds) for t in targets)
+    n = seeds or max(len(t.seeds) for t in targets)
     first = max(tuning_seeds) + 1
     header.append(f"Seeds {first}..{first + n - 1} are fresh: the tuning seeds were {sorted(tuning_seeds)}.")
     for entry in algos.values():
@@ -68,6 +78,7 @@ def export_suite(targets: list[Target], url: str, path: Path, *, name: str | Non
     suite = {
         "name": suite_name[:64],
         "description": f"Best configurations of `bench tune` ({', '.join(t.study for t in targets)})",
+        "variant": VARIANT,
         "seeds": list(range(first, first + n)),
         "envs": list(envs.values()),
         "algorithms": list(algos.values()),
