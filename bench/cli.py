@@ -1051,6 +1051,11 @@ def recommend(
 
     data = scoring.load(url, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
                         log=lambda s: err.print(s, markup=False))
+    from bench.suites.suite import one_line
+
+    for name, variant in scoring.variant_suites(url).items():  # left out by load: say so, once each
+        err.print(one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
+                           "sets it beside them"), markup=False)
     scored = scoring.score(data)
     rows = scoring.recommendation_rows(
         scoring.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))

@@ -40,7 +40,6 @@ A_PACK = ROOT / "results" / "reference" / "sequence"
 
 
 @functools.cache
-@functools.cache
 def reference_db() -> Path:
     """The shipped classic reference (results/reference/classic), unpacked once per session into a SQLite
     file that tests copy (never write)."""

@@ -369,6 +369,10 @@ def test_a_tuned_variant_sits_beside_the_zoo_defaults_and_out_of_the_answers(tmp
     top = {r["priority"]: r["algorithm"] for r in scoring.recommendation_rows(scoring.recommend(scoring.score(data)))
            if r["envs"]}
     assert set(top.values()) == {"ppo"}  # the variant's runs do not move the answers by algorithm
+    p = subprocess.run([sys.executable, "-m", "bench", "recommend", "--store", url], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=300)
+    assert p.returncode == 0 and "ppo" in p.stdout and "a2c-bench-tuned" not in p.stdout, p.stderr
+    assert "left out: suite tuned-zoo, a variant (tuned) of other suites' runs" in p.stderr
 
     html = build(url, tmp_path / "rep", anchors=False).read_text()
     section = html[html.index('<section id="variant-1">'):]
