@@ -510,7 +510,7 @@ def variant_sections(store_url: str, data: an.Data, suites: list[str] | None, *,
                      log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """The report's section per variant suite (``variant:``; ``bench tune --export`` writes ``tuned``):
     its labels beside the runs of the report's other suites on the same envs, in one decision matrix
-    per category, and the answer by algorithm from each side alone ("zoo defaults" v the variant).
+    per category, and the answer by algorithm from each side alone (the other suites v the variant).
 
     The answers elsewhere in the report leave variants out (:func:`bench.analysis.scoring.load`): they
     compare algorithms at one effort. Suites named on the command line are reported as named, with no
@@ -518,11 +518,13 @@ def variant_sections(store_url: str, data: an.Data, suites: list[str] | None, *,
     """
     if suites:
         return []
+    from bench.run.store import Store
+
     out = []
+    db = Store(store_url, readonly=True)
     for name, variant in an.variant_suites(store_url).items():
-        mine = an.load(store_url, [name], anchors=anchors, diagnostics=[])
-        done = mine.runs[mine.runs["pooled"]] if not mine.runs.empty else mine.runs
-        envs = sorted(done["env"].unique()) if len(done) else []
+        mine = db.runs_frame(name)  # the runs table only: which envs and labels, before anything is read
+        envs = sorted(mine.loc[mine["status"] == "done", "env"].unique())
         base = sorted(data.runs.loc[data.runs["env"].isin(envs), "suite"].unique()) if envs else []
         if not base:
             if log:
@@ -531,9 +533,9 @@ def variant_sections(store_url: str, data: an.Data, suites: list[str] | None, *,
         both = _only(an.load(store_url, [name, *base], anchors=anchors, diagnostics=[]), envs)
         scored = an.score(both)
         dm = an.decision_matrix(scored, both.sensitivity)
-        cats = {c: e for c, e in an.categories(scored).items()}
-        ours = set(mine.runs["label"])
-        sides = [("zoo defaults", _only(both, envs, lambda r: ~r["label"].isin(ours))),
+        ours = set(mine["label"])
+        # Each side named by what it is: the variant, and the suites whose runs it varies.
+        sides = [(", ".join(base), _only(both, envs, lambda r: ~r["label"].isin(ours))),
                  (variant, _only(both, envs, lambda r: r["label"].isin(ours)))]
         answers = []
         for side, d in sides:
@@ -543,7 +545,8 @@ def variant_sections(store_url: str, data: an.Data, suites: list[str] | None, *,
         out.append(dict(
             name=name, variant=variant, envs=", ".join(envs), base=", ".join(base), answers=answers,
             decision=[dict(category=cat, envs=", ".join(e), criteria=_criteria_of(dm, cat), rows=_decision_rows(dm, cat))
-                      for cat, e in cats.items()]))
+                      for cat, e in an.categories(scored).items()]))
+    db.dispose()
     return out
 
 
