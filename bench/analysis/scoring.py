@@ -237,7 +237,11 @@ def variant_suites(store_url: str) -> dict[str, str]:
     """The store's variant suites (``variant:``, e.g. each one's best after equal tuning) → their variant."""
     from bench.run import store as st
 
-    specs = suite_specs(st.Store(store_url, readonly=True))
+    db = st.Store(store_url, readonly=True)
+    try:
+        specs = suite_specs(db)
+    finally:
+        db.dispose()  # a short read: no connection left open on the store
     return {n: str(s["variant"]) for n, s in sorted(specs.items()) if s.get("variant") and not s.get("claim")}
 
 
