@@ -773,8 +773,8 @@ def tune(
 ) -> None:
     """Tune hyperparameters with Optuna: multi-seed trials, pruning, resumable studies in the store."""
     from bench.suites.suite import parse_only
-    from bench.tune import (SQLITE_RAY, SQLITE_WORKERS, BadInput, check_studies, is_sqlite, target_from_flags,
-                            targets_from_suite, with_anchor)
+    from bench.tune import (SQLITE_RAY, SQLITE_WORKERS, BadInput, check_exportable, check_studies, is_sqlite,
+                            target_from_flags, targets_from_suite, with_anchor)
 
     obj = objective.value if objective else None
     if study is not None and not re.fullmatch(r"[^\x00-\x1f\x7f-\x9f]{1,128}", study):
@@ -803,6 +803,8 @@ def tune(
             targets = [target_from_flags(algo, impl, env, timesteps=timesteps, seeds=seeds or 3,
                                          objective=obj or "auc", study=study)]
             n_trials = trials or 20
+        if export_path is not None:
+            check_exportable(targets)
         url = _check_url(storage, "--storage")
         if executor not in ("local", "ray"):
             raise BadInput(f"--executor: {executor!r}; allowed: local, ray")

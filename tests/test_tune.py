@@ -567,3 +567,25 @@ def test_only_tunes_a_chunk_of_a_suites_studies_and_a_bad_filter_is_one_line(tmp
     spec = yaml.safe_load(out.read_text())
     assert spec["seeds"] == [1, 2, 3, 4] and spec["variant"] == "tuned"
     assert [a["label"] for a in spec["algorithms"]] == ["a2c-bench-tuned"]
+
+
+def test_export_of_a_label_too_long_for_its_suffix_is_refused_before_tuning(tmp_path):
+    # 123 characters is a valid label, but '<label>-tuned' (129) would not be: refused before any trial,
+    # since tuning takes hours and the export comes last. 122 is the longest that exports.
+    suite = tmp_path / "long.yaml"
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    for n, ok in ((123, False), (122, True)):
+        suite.write_text(yaml.safe_dump({
+            "name": "long", "seeds": 1, "defaults": {"timesteps": 2048}, "envs": [{"id": "CartPole-v1"}],
+            "algorithms": [{"algo": "a2c", "impl": "bench", "label": "a" * n}], "tune": {"trials": 1, "seeds": 1},
+        }))
+        out = tmp_path / f"tuned-{n}.yaml"
+        r = bench("tune", suite, "--storage", url, "--export", out)
+        if ok:
+            assert r.exit_code == 0, r.output
+            assert [a["label"] for a in yaml.safe_load(out.read_text())["algorithms"]] == ["a" * 122 + "-tuned"]
+        else:
+            lines = r.stderr.strip().splitlines()
+            assert r.exit_code == 2 and len(lines) == 1, r.output
+            assert "--export: label" in lines[0] and "at most 122 characters" in lines[0], lines[0]
+            assert not out.exists() and not (tmp_path / "bench.db").exists()

@@ -9,7 +9,7 @@ The names below are re-exported, so ``from bench.tune import tune, sensitivity_t
 works as before the package was split. No submodule imports this package.
 """
 
-from bench.tune.export import export_suite
+from bench.tune.export import check_exportable, export_suite
 from bench.tune.sensitivity import SENSITIVITY_COLUMNS, iqr_normalised, sensitivity_table
 from bench.tune.study import (
     CENSORED_PENALTY,
@@ -41,7 +41,7 @@ from bench.tune.study import (
 __all__ = [
     "CENSORED_PENALTY", "DIRECTIONS", "GRACE_S", "HEARTBEAT_S", "MAX_RETRY", "OBJECTIVE_VERSIONS", "SQLITE_RAY",
     "SQLITE_WORKERS", "STUDY_ATTR", "SENSITIVITY_COLUMNS", "BadInput", "CheckpointRecorder", "Target", "TuneOutcome",
-    "check_studies", "export_suite", "is_sqlite", "iqr_normalised", "make_storage", "open_study", "optimize",
+    "check_exportable", "check_studies", "export_suite", "is_sqlite", "iqr_normalised", "make_storage", "open_study", "optimize",
     "run_trial", "seed_score", "sensitivity_table", "target_from_flags", "targets_from_suite", "tune",
     "with_anchor",
 ]

@@ -16,6 +16,20 @@ VARIANT = "tuned"
 LABEL_SUFFIX = "-tuned"
 
 
+def check_exportable(targets: list[Target]) -> None:
+    """Refuse, before any tuning, targets whose exported label would be too long for a suite.
+
+    :raises BadInput: a label within ``len(LABEL_SUFFIX)`` characters of the suite limit.
+    """
+    from bench.suites.suite import MAX_LABEL
+
+    for t in targets:
+        if len(t.label) + len(LABEL_SUFFIX) > MAX_LABEL:
+            raise BadInput(f"--export: label {t.label[:40]!r}... ({len(t.label)} characters) would export as "
+                           f"'<label>{LABEL_SUFFIX}', longer than a suite allows; allowed: labels of at most "
+                           f"{MAX_LABEL - len(LABEL_SUFFIX)} characters")
+
+
 def export_suite(targets: list[Target], url: str, path: Path, *, name: str | None = None,
                  seeds: int | None = None) -> dict[str, Any]:
     """Write the best trial of each target's study as one suite file; returns the suite dict.
@@ -35,6 +49,7 @@ def export_suite(targets: list[Target], url: str, path: Path, *, name: str | Non
     from bench.envs.registry import parse_env_key
     from bench.run.store import describe_url, normalise_url
 
+    check_exportable(targets)
     url = normalise_url(url)
     storage = optuna.storages.RDBStorage(url, skip_compatibility_check=True)
     header = ["Exported by `bench tune` on " + datetime.now(timezone.utc).isoformat(timespec="seconds"),
