@@ -204,6 +204,40 @@ def test_bench_import_adds_a_pack_s_studies_once(tmp_path):
     assert packed.suite_studies(mine) == ["s1"]
 
 
+def test_a_trial_running_when_packed_is_failed_and_requeued_on_import(tmp_path):
+    # A pack made while (or after) a tuner was cut off holds RUNNING trials whose worker and
+    # heartbeats stayed behind: imported as they are, Optuna's heartbeat check never fails them, so
+    # they would stay RUNNING for ever and their configuration would never be tried.
+    import optuna
+    from optuna.trial import TrialState
+
+    from bench.tune.study import CUT_OFF, make_storage
+
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    _study(url, "s1", "tune-y", [0.1, 0.2])
+    cut = optuna.load_study(study_name="s1", storage=make_storage(url)).ask()
+    lr = cut.suggest_float("learning_rate", 1e-5, 1.0, log=True)
+    p = _bench("export", "--store", url, "--suite", "tune-y", "--format", "pack", "--out", str(tmp_path / "tune-y"),
+               cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "tune-y" / packed.MANIFEST).read_text())["studies"]["trials"]["running"] == 1
+    mine = f"sqlite:///{tmp_path / 'mine.db'}"
+    p = _bench("import", str(tmp_path / "tune-y"), "--store", mine, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    study = optuna.load_study(study_name="s1", storage=make_storage(mine))
+    trials = study.get_trials(deepcopy=False)
+    was = trials[cut.number]
+    assert was.state == TrialState.FAIL and was.user_attrs["error"] == CUT_OFF
+    assert not [t for t in trials if t.state == TrialState.RUNNING]
+    waiting = [t for t in trials if t.state == TrialState.WAITING]
+    assert len(waiting) == 1 and waiting[0].params == {"learning_rate": lr}
+    assert waiting[0].system_attrs["failed_trial"] == cut.number and "error" not in waiting[0].user_attrs
+    # The next trial a tuner asks for is that configuration; the finished trials are as they were.
+    again = study.ask()
+    assert again.number == waiting[0].number and again.suggest_float("learning_rate", 1e-5, 1.0, log=True) == lr
+    assert [t.value for t in trials if t.state == TrialState.COMPLETE] == [0.1, 0.2]
+
+
 def _bench(*args, cwd, env=None):
     import os
     import subprocess

@@ -215,13 +215,17 @@ def _write_studies(store_url: str, names: list[str], path: Path) -> dict:
 
 def load_studies(packs: list[Path], store_url: str) -> int:
     """Copy the studies of ``packs`` (their :data:`STUDIES`) into the store at ``store_url``; a study the
-    store already has (by name) is kept as it is, as :func:`load` keeps runs. Returns the studies added."""
+    store already has (by name) is kept as it is, as :func:`load` keeps runs. A trial that was running
+    where the study was packed is failed and re-queued with its parameters
+    (:func:`bench.tune.study.requeue_cut_off`). Returns the studies added."""
     import gzip
     import tempfile
 
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
+
+    from bench.tune.study import requeue_cut_off
 
     files = [Path(p) / STUDIES for p in packs if (Path(p) / STUDIES).is_file()]
     if not files:
@@ -238,6 +242,7 @@ def load_studies(packs: list[Path], store_url: str) -> int:
                     if name in have:
                         continue
                     optuna.copy_study(from_study_name=name, from_storage=src, to_storage=dest)
+                    requeue_cut_off(dest, name)  # no worker of this store runs them
                     have.add(name)
                     added += 1
     return added
