@@ -162,13 +162,25 @@ def _study_tags(store_url: str) -> dict[str, dict]:
 
 
 @contextlib.contextmanager
-def _optuna_storage(store_url: str):
+def _optuna_storage(store_url: str, *, durable: bool = True):
     """Optuna's storage on the store, its connections closed on leaving: a SQLite file that is then moved
-    (:func:`unpack` builds beside the cache) must have no connection left open on it."""
+    (:func:`unpack` builds beside the cache) must have no connection left open on it.
+
+    :param durable: False for a SQLite file that is thrown away if the process dies (the cache being
+        built): its commits then skip the disk syncs, a third of copying the reference's studies
+        (Optuna commits once per trial).
+    """
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = optuna.storages.RDBStorage(store_url)
+    if not durable and storage.engine.dialect.name == "sqlite":
+        def _unsynced(dbapi_conn, _record):
+            dbapi_conn.execute("PRAGMA synchronous=OFF")
+            dbapi_conn.execute("PRAGMA journal_mode=MEMORY")
+
+        sa.event.listen(storage.engine, "connect", _unsynced)
+        storage.engine.dispose()  # the connection Optuna opened to make its tables has not run it
     try:
         yield storage
     finally:
@@ -213,11 +225,12 @@ def _write_studies(store_url: str, names: list[str], path: Path) -> dict:
     return {"count": len(names), "trials": dict(sorted(states.items())), "cpu_s": cpu_s}
 
 
-def load_studies(packs: list[Path], store_url: str) -> int:
+def load_studies(packs: list[Path], store_url: str, *, durable: bool = True) -> int:
     """Copy the studies of ``packs`` (their :data:`STUDIES`) into the store at ``store_url``; a study the
     store already has (by name) is kept as it is, as :func:`load` keeps runs. A trial that was running
     where the study was packed is failed and re-queued with its parameters
-    (:func:`bench.tune.study.requeue_cut_off`). Returns the studies added."""
+    (:func:`bench.tune.study.requeue_cut_off`). Returns the studies added. ``durable``: as for
+    :func:`_optuna_storage` (False only for a file that is thrown away if the process dies)."""
     import gzip
     import tempfile
 
@@ -232,7 +245,7 @@ def load_studies(packs: list[Path], store_url: str) -> int:
         return 0
     have = set(suite_studies(store_url))
     added = 0
-    with _optuna_storage(store_url) as dest:
+    with _optuna_storage(store_url, durable=durable) as dest:
         for f in files:
             with tempfile.TemporaryDirectory() as d:
                 journal = Path(d) / "studies.journal"
@@ -369,7 +382,7 @@ def unpack(packs: list[Path], cache: Path, *, on_build: Callable[[], None] | Non
         db = st.Store(f"sqlite:///{tmp}")
         load(packs, db)
         db.dispose()
-        load_studies(packs, f"sqlite:///{tmp}")
+        load_studies(packs, f"sqlite:///{tmp}", durable=False)  # a build that dies is deleted, not used
         tmp.replace(cache)
     finally:
         tmp.unlink(missing_ok=True)
