@@ -1096,8 +1096,14 @@ def recommend(
             t.add_row(*(Text(x) for x in line))  # user strings stay literal text, never markup
         out.print(t, width=min(100, out.width))  # the table fits 100 columns (long cells fold)
     if len(shown) < len(rows):
-        empty = sorted({f"{r['action']} {r['obs']} {r['reward']}" for r in rows if not r["envs"]})
-        print(textwrap.fill(f"insufficient evidence (no measured env): {'; '.join(empty)}", width=100))
+        from bench.analysis.scoring import EQUAL_COMPUTE_ONLY
+
+        for why, pick in (("no measured env", lambda r: r["message"] != EQUAL_COMPUTE_ONLY),
+                          ("by samples: envs run only at an equal CPU budget, where sample efficiency is not scored",
+                           lambda r: r["message"] == EQUAL_COMPUTE_ONLY)):
+            empty = sorted({f"{r['action']} {r['obs']} {r['reward']}" for r in rows if not r["envs"] and pick(r)})
+            if empty:
+                print(textwrap.fill(f"insufficient evidence ({why}): {'; '.join(empty)}", width=100))
     by_hw: dict[str, list[str]] = {}
     for r in shown:
         if r["hardware"]:

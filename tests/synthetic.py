@@ -48,8 +48,11 @@ class Planted:
 def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, timesteps: int = 20_000,
                 episodes: int = 120, suite: str = "synthetic", diag_every: int = 8, anchors: bool = True,
                 meta_extra: dict | None = None, time_scale_us: float = 1000.0, spec_extra: dict | None = None,
-                eval_offset: float | None = None) -> Store:
+                eval_offset: float | None = None, cpu_seconds: float | None = None) -> Store:
     """Write ``len(envs) × len(algos) × seeds`` done runs; returns the store.
+
+    :param cpu_seconds: an equal-compute budget: each run's cells carry it, and each run stops at the
+        first episode at or past that many CPU seconds (``meta.stopped_by``), so faster labels run more steps.
 
     :param eval_offset: when given, each run also has one periodic evaluation at its last step, whose mean
         return is its final training return plus this offset (so tests can tell the two apart).
@@ -64,7 +67,8 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
         for a in algos:
             for seed in range(seeds):
                 c = Cell(suite=suite, env_id=e, algo=a.algo, impl=a.impl, label=a.label, seed=seed, timesteps=timesteps,
-                         threshold=s.threshold, window=10, eval=None, hyperparams={"planted": a.label})
+                         threshold=s.threshold, window=10, eval=None, hyperparams={"planted": a.label},
+                         cpu_seconds=cpu_seconds)
                 cells.append((Cell(**{**c.__dict__, "key": cell_key(c.identity())}), a))
     db.register(suite, f"{suite}.yaml", {"name": suite, **(spec_extra or {})}, env_meta, [c for c, _ in cells])
     for c, a in cells:
@@ -77,6 +81,11 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
         curve = lo + (thr - lo) * skill * (1 - np.exp(-steps / (a.tau * timesteps)))
         ret = curve + 0.05 * abs(thr - lo) * rng.standard_normal(episodes)
         cpu = steps * a.sec_per_kstep / 1000.0
+        stopped_by = "timesteps"
+        if cpu_seconds is not None and cpu[-1] > cpu_seconds:
+            n = int(np.searchsorted(cpu, cpu_seconds)) + 1  # up to the first episode at or past the budget
+            steps, curve, ret, cpu = steps[:n], curve[:n], ret[:n], cpu[:n]
+            stopped_by = "cpu_seconds"
         wall = cpu * a.wall_per_cpu
         sm = summarize(steps, wall, ret, threshold=thr, window=c.window)
         upd = steps[::diag_every]
@@ -86,18 +95,19 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
         meta = {"versions": {"bench": "0.1.0"}, "cpu_model": cpu_model, "torch_threads": 1, "cpu_count": 2,
                 "host": "synthetic", "git_commit": "0" * 40, "git_dirty": False, "python": "3.11",
                 "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:01:00+00:00",
-                **({"cpu_probe_ms": {"start": a.probe_ms, "end": a.probe_ms}} if a.probe_ms else {}), **(meta_extra or {})}
+                **({"cpu_probe_ms": {"start": a.probe_ms, "end": a.probe_ms}} if a.probe_ms else {}),
+                **({"stopped_by": stopped_by} if cpu_seconds is not None else {}), **(meta_extra or {})}
         attempt = db.claim(c.key, "synthetic:1:1")
         if attempt is None:  # the same cell in another suite already ran: shared by key, as in bench run
             assert db.rows([c.key])[c.key].status == "done"
             continue
         db.finish(c.key, attempt, "done", RunResult(
-            summary=dict(total_steps=timesteps, episodes=sm.episodes, wall_s=float(wall[-1]), cpu_s=float(cpu[-1]),
+            summary=dict(total_steps=int(steps[-1]), episodes=sm.episodes, wall_s=float(wall[-1]), cpu_s=float(cpu[-1]),
                          steps_to_threshold=sm.steps_to_threshold, seconds_to_threshold=sm.seconds_to_threshold,
                          final_return=sm.final_return, auc=sm.auc),
-            episodes={"step": steps, "wall_s": wall, "cpu_s": cpu, "ret": ret, "length": np.full(episodes, 10)},
+            episodes={"step": steps, "wall_s": wall, "cpu_s": cpu, "ret": ret, "length": np.full(len(steps), 10)},
             diagnostics=diag, meta=meta,
-            evaluations=[] if eval_offset is None else [(timesteps, float(wall[-1]), sm.final_return + eval_offset, 0.0, 5)]))
+            evaluations=[] if eval_offset is None else [(int(steps[-1]), float(wall[-1]), sm.final_return + eval_offset, 0.0, 5)]))
     if anchors:
         for e in envs:
             db.put_anchor(e, RANDOM.get(e, 0.0), env_meta[e]["threshold"], 20, 0)

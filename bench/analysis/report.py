@@ -422,6 +422,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
             horizon=f"{scored.horizons[env_id]:,.1f} CPU s" if env_id in scored.horizons else "none",
             flags=flagged[flagged["env"] == env_id].sort_values(["label", "seed"]).to_dict("records"),
             budget=f"{data.budgets.get(env_id, 0):,}",
+            cpu_budget=f"{data.cpu_budgets[env_id]:,g}" if env_id in data.cpu_budgets else None,
             published=_published_rows(g, env_id, data.budgets.get(env_id, 0), last_eval),
         ))
 

@@ -30,7 +30,10 @@ Per-run scores (the inputs of every criterion); none depends on other runs
 - ``auc_time_norm``: the same over the env's fixed time horizon in training
   **process CPU seconds** (budget × the env's ``time_scale_us``; a run that ended
   holds its final value, as a user would stop and keep the policy): *time
-  efficiency*. Runs are single-threaded, so CPU seconds do not count the time a
+  efficiency*. Where the compared runs had an equal-compute budget (a suite's
+  ``cpu_seconds``: a run stops at whichever budget comes first), the horizon is that
+  CPU budget, and ``auc_steps_norm`` is not scored: each algorithm ran as many steps
+  as its speed allowed, so there is no common step axis. Runs are single-threaded, so CPU seconds do not count the time a
   shared machine gives to other work, but they do grow with it (caches and memory
   bandwidth are shared: SB3 PPO on CartPole-v1 took 35.5 CPU seconds beside other
   work and 22.7 on a quiet core, 2026-11-26); wall seconds are recorded too, and a
@@ -207,6 +210,9 @@ class Data:
     :param traits: env id → ``action, obs, reward, family, threshold, time_scale_us``.
     :param anchors: env id → :class:`bench.analysis.anchors.Anchor` at the env's comparison threshold.
     :param budgets: env id → the comparison budget in env steps.
+    :param cpu_budgets: env id → the equal-compute budget in training CPU seconds (a suite's
+        ``cpu_seconds``), for the envs whose compared runs had one: there runs stop at whichever budget
+        comes first, so they are compared at equal compute (:func:`score`).
     :param sensitivity: the tuner's sensitivity table, or ``None`` when there is none.
     :param notes: what the reader must know (runs set aside, missing anchors or time scales).
     """
@@ -221,6 +227,7 @@ class Data:
     budgets: dict[str, int] = field(default_factory=dict)
     sensitivity: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    cpu_budgets: dict[str, float] = field(default_factory=dict)
 
 
 def suite_specs(db: Any) -> dict[str, dict[str, Any]]:
@@ -302,7 +309,7 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
         elif traits[env_id].get("time_scale_us") is None:  # registered before the registry measured one
             traits[env_id]["time_scale_us"] = get_spec(env_id).time_scale_us
     notes: list[str] = []
-    runs["pooled"], budgets = _pool(runs, traits, notes)
+    runs["pooled"], budgets, cpu_budgets = _pool(runs, traits, notes)
     keys = runs.loc[runs["pooled"], "key"].tolist()
 
     episodes, diags = [], []
@@ -332,35 +339,66 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
             notes.append(f"{e}: threshold {a.threshold:g} is not above the random return {a.random_return:g}; "
                          "left out of cross-env scores")
             anch.pop(e)
-        elif traits[e].get("time_scale_us") is None:
+        elif traits[e].get("time_scale_us") is None and e not in cpu_budgets:
             notes.append(f"{e}: no time scale (time_scale_us), so it has no time-efficiency score; "
                          "set time_scale_us for it in the suite")
+    for e, cpu in cpu_budgets.items():
+        notes.append(f"{e}: runs stop at an equal-compute budget of {cpu:,g} training CPU seconds (or "
+                     f"{budgets[e]:,} steps, whichever comes first), so it is compared at equal compute: time "
+                     f"efficiency over those {cpu:,g} CPU seconds, final performance and success at the end. "
+                     "Sample efficiency (over env steps) is not scored there: each algorithm ran as many steps "
+                     "as its speed allowed.")
     sens = _sensitivity(db)
     db.dispose()
-    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes)
+    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes, cpu_budgets)
 
 
-def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]], notes: list[str]) -> tuple[pd.Series, dict[str, int]]:
-    """Which runs are compared: done runs with an episode, at each env's comparison budget and threshold."""
+def _cpu_limit(config: Any) -> float:
+    """A run's equal-compute budget in CPU seconds from its stored cell identity (``config``), inf if none."""
+    try:
+        v = json.loads(config).get("cpu_seconds") if isinstance(config, str) and config else None
+    except (ValueError, AttributeError):
+        v = None
+    return float(v) if v is not None else float("inf")
+
+
+def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]],
+          notes: list[str]) -> tuple[pd.Series, dict[str, int], dict[str, float]]:
+    """Which runs are compared: done runs with an episode, at each env's comparison budget and threshold.
+
+    The budget is the largest step budget the env's runs have, and with it the largest CPU-seconds budget
+    (none counts as the largest): runs that stop at an equal-compute budget are compared only with runs
+    stopped at the same one. Returns the pooled flags, env → step budget, and env → CPU-seconds budget
+    (only the envs compared at one).
+    """
     ok = (runs["status"] == "done") & runs["final_return"].notna()
     pooled = pd.Series(False, index=runs.index)
     budgets: dict[str, int] = {}
+    cpu_budgets: dict[str, float] = {}
+    cpu = pd.Series([_cpu_limit(c) for c in runs["config"]], index=runs.index, dtype=float) \
+        if "config" in runs else pd.Series(np.inf, index=runs.index)
     for env_id, g in runs[ok].groupby("env", sort=True):
         budget = int(g["timesteps"].max())
+        limit = float(cpu[g.index[g["timesteps"] == budget]].max())
         thr = traits[env_id].get("threshold")
         same_thr = g["threshold"].isna() if thr is None else np.isclose(g["threshold"].astype(float), float(thr))
-        keep = (g["timesteps"] == budget) & same_thr
+        keep = (g["timesteps"] == budget) & same_thr & (cpu[g.index] == limit)
         pooled[g.index[keep]] = True
         budgets[env_id] = budget
+        if np.isfinite(limit):
+            cpu_budgets[env_id] = limit
         aside = g[~keep]
         if len(aside):
             why = ", ".join(f"{lb} ({n})" for lb, n in aside.groupby("label").size().items())
             other = sorted({f"budget {int(b):,}" for b in aside["timesteps"] if b != budget}
-                           | {f"threshold {t:g}" for t in aside["threshold"].dropna() if thr is None or t != thr})
+                           | {f"threshold {t:g}" for t in aside["threshold"].dropna() if thr is None or t != thr}
+                           | {f"CPU budget {c:,g} s" if np.isfinite(c) else "no CPU budget"
+                              for c in cpu[aside.index] if c != limit})
+            at = f"{budget:,} steps" + (f" or {limit:,g} CPU seconds" if np.isfinite(limit) else "")
             notes.append(f"{env_id}: {len(aside)} done run(s) set aside, at {' and '.join(other)}: {why}. "
-                         f"Runs are compared at one budget ({budget:,} steps) and one threshold per env; "
+                         f"Runs are compared at one budget ({at}) and one threshold per env; "
                          "report their suites apart to see them.")
-    return pooled, budgets
+    return pooled, budgets, cpu_budgets
 
 
 def _sensitivity(db: Any) -> pd.DataFrame | None:
@@ -480,7 +518,10 @@ def score(data: Data) -> Scored:
     for env_id, g in runs.groupby("env", sort=True):
         budget = data.budgets.get(env_id, int(g["timesteps"].max()))
         scale = data.traits.get(env_id, {}).get("time_scale_us")
-        horizon = budget * float(scale) * 1e-6 if scale else None
+        # At equal compute the time axis is the CPU budget every run had, and there is no common step
+        # axis: a faster algorithm ran more steps, so sample efficiency is not scored (NaN).
+        equal_compute = env_id in data.cpu_budgets
+        horizon = data.cpu_budgets[env_id] if equal_compute else budget * float(scale) * 1e-6 if scale else None
         if horizon:
             horizons[env_id] = horizon
         steps_grid = axis_grid(budget)
@@ -508,7 +549,8 @@ def score(data: Data) -> Scored:
             if a is not None:
                 lo, hi = a.random_return, a.threshold
                 runs.at[idx, "final_norm"] = min(float(stats.normalise(r["final_return"], lo, hi)), 1.0)
-                runs.at[idx, "auc_steps_norm"] = normalised_auc(steps, ret, window, upto=budget, low=lo, high=hi)
+                if not equal_compute:
+                    runs.at[idx, "auc_steps_norm"] = normalised_auc(steps, ret, window, upto=budget, low=lo, high=hi)
                 if horizon:
                     auc = runs.at[idx, "auc_time_norm"] = normalised_auc(cpu, ret, window, upto=horizon, low=lo,
                                                                          high=hi)
@@ -1079,6 +1121,12 @@ def _answer(scored: Scored, crit: Criterion, envs: list[str], n_boot: int) -> di
     return out
 
 
+#: Why a profile has no answer: no env of it was measured, or (by samples) its envs ran only at an equal CPU budget.
+NO_ENV = "insufficient evidence: no measured environment covers this profile"
+EQUAL_COMPUTE_ONLY = ("insufficient evidence: its envs ran only at an equal CPU budget (cpu_seconds), where sample "
+                      "efficiency is not scored")
+
+
 def recommend(scored: Scored, *, action: str | None = None, obs: str | None = None, reward: str | None = None,
               priority: str | None = None, n_boot: int = N_BOOT, track_record: bool = True) -> list[Recommendation]:
     """A recommendation for every profile matching the given traits (``None`` = every value).
@@ -1100,14 +1148,16 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
             continue  # tokens are discrete actions: no such problem
         if (action and a != action) or (obs and o != obs) or (reward and rw != reward) or (priority and p != priority):
             continue
-        envs = _profile_envs(scored, a, o, rw)
+        profile = _profile_envs(scored, a, o, rw)
         crit = CRITERIA[PRIORITY_CRITERION[p]]
-        if crit.column == "auc_time_norm":
-            envs = [e for e in envs if e in scored.horizons]
+        # Envs without a time axis have no time score, and envs run at an equal CPU budget no sample score.
+        scored_on = set(scored.runs.loc[scored.runs[crit.column].notna(), "env"])
+        envs = [e for e in profile if e in scored_on]
         rec = Recommendation(a, o, rw, p, "insufficient evidence", envs=envs,
                              hardware=hardware_line(scored, envs) if p == "time" else "")
         if not envs:
-            rec.message = "insufficient evidence: no measured environment covers this profile"
+            rec.message = NO_ENV if not profile or crit.column != "auc_steps_norm" or not any(
+                e in scored.horizons and e not in scored_on for e in profile) else EQUAL_COMPUTE_ONLY
             out.append(rec)
             continue
         ans = _answer(scored, crit, envs, n_boot)
