@@ -70,6 +70,8 @@ def test_runs_at_an_equal_cpu_budget_are_compared_at_equal_compute(tmp_path):
     steps = r.groupby("label")["total_steps"].median()
     assert steps["fast"] > 1.8 * steps["slow"]  # what the same CPU time bought each
     assert (r["cpu_s"] >= 5.0).all() and (r["cpu_s"] < 5.0 + 0.5).all()  # stopped at the first episode past it
+    # The figures' step axis ends where the longest run ended, not at the unreached 20k-step budget.
+    assert scored.curves["CartPole-v1"].steps[-1] == r["total_steps"].max() < 20_000
 
     # The same runs without a CPU budget keep the step axis and the time scale's horizon.
     url2 = f"sqlite:///{tmp_path / 'c.db'}"

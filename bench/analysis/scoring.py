@@ -524,7 +524,9 @@ def score(data: Data) -> Scored:
         horizon = data.cpu_budgets[env_id] if equal_compute else budget * float(scale) * 1e-6 if scale else None
         if horizon:
             horizons[env_id] = horizon
-        steps_grid = axis_grid(budget)
+        # At equal compute the step budget is out of reach: the step axis (figures only) ends where the
+        # longest run ended, rather than holding every curve flat to the unreached budget.
+        steps_grid = axis_grid(int(g["total_steps"].max()) if equal_compute else budget)
         cpu_grid = axis_grid(horizon) if horizon else np.empty(0)
         a = data.anchors.get(env_id)
         thr = data.traits.get(env_id, {}).get("threshold")
