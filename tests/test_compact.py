@@ -211,7 +211,8 @@ def test_a_trial_running_when_packed_is_failed_and_requeued_on_import(tmp_path):
     import optuna
     from optuna.trial import TrialState
 
-    from bench.tune.study import CUT_OFF, make_storage
+    from bench.run.packed import CUT_OFF
+    from bench.tune.study import make_storage
 
     url = f"sqlite:///{tmp_path / 'tune.db'}"
     _study(url, "s1", "tune-y", [0.1, 0.2])

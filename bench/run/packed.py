@@ -27,7 +27,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import sqlalchemy as sa
 
@@ -225,11 +225,46 @@ def _write_studies(store_url: str, names: list[str], path: Path) -> dict:
     return {"count": len(names), "trials": dict(sorted(states.items())), "cpu_s": cpu_s}
 
 
+#: What a trial that was running when its study was copied out of its store says (user attr ``error``).
+CUT_OFF = "cut off: running when its study was copied from another store, where its worker stayed; re-queued with the same parameters"
+
+
+def requeue_cut_off(storage: Any, study_name: str, numbers: list[int] | None = None) -> list[int]:
+    """Fail the RUNNING trials of a study copied from another store, and re-queue each with its parameters.
+
+    A copy (``bench import`` of a pack, or the reference cache) carries a trial that was running where it
+    was packed, but not its worker nor its heartbeats: Optuna's heartbeat check only fails trials that
+    have one, so such a trial would stay RUNNING for ever, counted neither done nor failed, and its
+    configuration never tried. It is failed here (``error``: :data:`CUT_OFF`) and re-queued as a killed
+    worker's trial is (:data:`bench.run.store.MAX_RETRY`, Optuna's ``RetryHeartbeatStaleTrialCallback``), so the next
+    ``bench tune`` runs it first. ``numbers``: only these trials (default: every RUNNING one, which is
+    right only for a study no worker is tuning). Returns the numbers failed.
+    """
+    import warnings
+
+    import optuna
+    from optuna.trial import TrialState
+
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    failed = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if numbers is not None and t.number not in numbers:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            # Enqueued first, so the retry does not inherit the error set below.
+            optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=st.MAX_RETRY)(study, t)
+        storage.set_trial_user_attr(t._trial_id, "error", CUT_OFF)
+        storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+        failed.append(t.number)
+    return failed
+
+
 def load_studies(packs: list[Path], store_url: str, *, durable: bool = True) -> int:
     """Copy the studies of ``packs`` (their :data:`STUDIES`) into the store at ``store_url``; a study the
     store already has (by name) is kept as it is, as :func:`load` keeps runs. A trial that was running
     where the study was packed is failed and re-queued with its parameters
-    (:func:`bench.tune.study.requeue_cut_off`). Returns the studies added. ``durable``: as for
+    (:func:`requeue_cut_off`). Returns the studies added. ``durable``: as for
     :func:`_optuna_storage` (False only for a file that is thrown away if the process dies)."""
     import gzip
     import tempfile
@@ -237,8 +272,6 @@ def load_studies(packs: list[Path], store_url: str, *, durable: bool = True) -> 
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
-
-    from bench.tune.study import requeue_cut_off
 
     files = [Path(p) / STUDIES for p in packs if (Path(p) / STUDIES).is_file()]
     if not files:

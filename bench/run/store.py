@@ -72,6 +72,9 @@ DEFAULT_URL = "sqlite:///results/bench.db"
 #: The user attribute of an Optuna study (``bench tune`` keeps its studies in the store) that holds its target's
 #: settings: what makes a study a bench study. Here, not in the tuner, because packs read studies too.
 STUDY_ATTR = "bench"
+#: How often a study's trial whose worker died is re-queued with the same parameters (by ``bench tune``'s
+#: heartbeat check, and by a pack's import for a trial that was running when packed). Here for the same reason.
+MAX_RETRY = 3
 #: A running row whose heartbeat is older than this is considered interrupted.
 STALE_AFTER_S = 120.0
 STATUSES = ("pending", "running", "done", "failed", "interrupted")

@@ -100,7 +100,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from bench.run.record import Diverged, Recorder
-from bench.run.store import STUDY_ATTR  # the study attribute that makes a bench study; beside the store, which packs read
+from bench.run.store import MAX_RETRY, STUDY_ATTR  # what makes a bench study, and its retries: beside the store, which packs read
 from bench.suites.spaces import Dim, TuneSpec, build_space, parse_space, plugin_space, sample, suite_algos
 from bench.suites.suite import AVAILABLE, Cell, cell_key, matches_only
 
@@ -122,8 +122,6 @@ CENSORED_PENALTY = 2.0
 #: Seconds between a running trial's heartbeats, and before a silent one counts as dead.
 HEARTBEAT_S = 60
 GRACE_S = 120
-#: How often a trial whose worker died is re-queued with the same parameters.
-MAX_RETRY = 3
 
 
 SQLITE_WORKERS = (
@@ -593,39 +591,6 @@ def make_storage(url: str, *, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRA
                 raise
             time.sleep(0.2 * (attempt + 1))
     raise AssertionError("unreachable")
-
-
-#: What a trial that was running when its study was copied out of its store says (user attr ``error``).
-CUT_OFF = "cut off: running when its study was copied from another store, where its worker stayed; re-queued with the same parameters"
-
-
-def requeue_cut_off(storage: Any, study_name: str, numbers: list[int] | None = None) -> list[int]:
-    """Fail the RUNNING trials of a study copied from another store, and re-queue each with its parameters.
-
-    A copy (``bench import`` of a pack, or the reference cache) carries a trial that was running where it
-    was packed, but not its worker nor its heartbeats: Optuna's heartbeat check only fails trials that
-    have one, so such a trial would stay RUNNING for ever, counted neither done nor failed, and its
-    configuration never tried. It is failed here (``error``: :data:`CUT_OFF`) and re-queued as a killed
-    worker's trial is (:data:`MAX_RETRY`, Optuna's ``RetryHeartbeatStaleTrialCallback``), so the next
-    ``bench tune`` runs it first. ``numbers``: only these trials (default: every RUNNING one, which is
-    right only for a study no worker is tuning). Returns the numbers failed.
-    """
-    import optuna
-    from optuna.trial import TrialState
-
-    study = optuna.load_study(study_name=study_name, storage=storage)
-    failed = []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if numbers is not None and t.number not in numbers:
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            # Enqueued first, so the retry does not inherit the error set below.
-            optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)(study, t)
-        storage.set_trial_user_attr(t._trial_id, "error", CUT_OFF)
-        storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-        failed.append(t.number)
-    return failed
 
 
 def _pruner(target: Target) -> Any:
