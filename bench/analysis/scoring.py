@@ -1158,8 +1158,8 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
         rec = Recommendation(a, o, rw, p, "insufficient evidence", envs=envs,
                              hardware=hardware_line(scored, envs) if p == "time" else "")
         if not envs:
-            rec.message = NO_ENV if not profile or crit.column != "auc_steps_norm" or not any(
-                e in scored.horizons and e not in scored_on for e in profile) else EQUAL_COMPUTE_ONLY
+            # A profile env has anchors (final_norm), so by samples the only way to lack a score is equal compute.
+            rec.message = EQUAL_COMPUTE_ONLY if profile and crit.column == "auc_steps_norm" else NO_ENV
             out.append(rec)
             continue
         ans = _answer(scored, crit, envs, n_boot)

@@ -229,7 +229,7 @@ def _write_studies(store_url: str, names: list[str], path: Path) -> dict:
 CUT_OFF = "cut off: running when its study was copied from another store, where its worker stayed; re-queued with the same parameters"
 
 
-def requeue_cut_off(storage: Any, study_name: str, numbers: list[int] | None = None) -> list[int]:
+def requeue_cut_off(storage: Any, study_name: str) -> list[int]:
     """Fail the RUNNING trials of a study copied from another store, and re-queue each with its parameters.
 
     A copy (``bench import`` of a pack, or the reference cache) carries a trial that was running where it
@@ -237,8 +237,8 @@ def requeue_cut_off(storage: Any, study_name: str, numbers: list[int] | None = N
     have one, so such a trial would stay RUNNING for ever, counted neither done nor failed, and its
     configuration never tried. It is failed here (``error``: :data:`CUT_OFF`) and re-queued as a killed
     worker's trial is (:data:`bench.run.store.MAX_RETRY`, Optuna's ``RetryHeartbeatStaleTrialCallback``), so the next
-    ``bench tune`` runs it first. ``numbers``: only these trials (default: every RUNNING one, which is
-    right only for a study no worker is tuning). Returns the numbers failed.
+    ``bench tune`` runs it first. Every RUNNING trial is taken as cut off, which is right only for a
+    study no worker is tuning (one just copied). Returns the numbers failed.
     """
     import warnings
 
@@ -248,8 +248,6 @@ def requeue_cut_off(storage: Any, study_name: str, numbers: list[int] | None = N
     study = optuna.load_study(study_name=study_name, storage=storage)
     failed = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if numbers is not None and t.number not in numbers:
-            continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             # Enqueued first, so the retry does not inherit the error set below.
