@@ -226,7 +226,12 @@ def _start_until_a_run_is_running(tmp_path, name):
         "envs: [{id: CartPole-v1}]\nalgorithms: [{algo: ppo, impl: sb3}]\n"
     )
     url = f"sqlite:///{tmp_path / 'bench.db'}"
-    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(suite), "--store", url, "--workers", "2"],
+    # SIGINT back to its default first, as in a job a terminal runs in the foreground. A test session
+    # that is itself a background job of a non-interactive shell (CI started with `&`) has SIGINT
+    # ignored, the child inherits that, Python keeps an inherited SIG_IGN, and Ctrl-C would never reach it.
+    start = ("import signal, runpy, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "sys.argv = ['bench', *sys.argv[1:]]; runpy.run_module('bench', run_name='__main__', alter_sys=True)")
+    proc = subprocess.Popen([sys.executable, "-c", start, "run", str(suite), "--store", url, "--workers", "2"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     eng = sa.create_engine(url)
@@ -247,12 +252,22 @@ def _start_until_a_run_is_running(tmp_path, name):
     return proc, url
 
 
+def _communicate_or_kill_the_group(proc, timeout=60):
+    """Wait for the signalled run; if it hangs, kill its whole group so no worker trains on after the test."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        pytest.fail(f"bench run did not stop within {timeout} s of the signal: {err[-2000:]}")
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="POSIX signals and /proc")
 def test_ctrl_c_stops_cleanly_and_marks_runs_interrupted(tmp_path):
     # Its own session, so the SIGINT goes to the whole process group as a terminal's Ctrl-C does.
     proc, url = _start_until_a_run_is_running(tmp_path, "intr")
     os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = _communicate_or_kill_the_group(proc)
     assert proc.returncode == 130, err
     assert "Interrupted" in err and "Traceback" not in err
     df = Store(url).runs_frame("intr")
@@ -271,7 +286,7 @@ def test_sigterm_to_the_parent_alone_stops_cleanly_and_leaves_no_worker(tmp_path
     workers = [int(c) for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
     assert len(workers) == 2
     os.kill(proc.pid, signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    out, err = _communicate_or_kill_the_group(proc)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "Interrupted" in err and "Traceback" not in err
     time.sleep(0.5)
