@@ -466,7 +466,7 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     re-runs it.
     """
     from bench.run.progress import run_progress
-    from bench.run.store import CONTENTION_RATIO, contended_done, describe_url, is_claimable, owner_host
+    from bench.run.store import CONTENTION_RATIO, contended_done, cpu_budget, describe_url, is_claimable, owner_host
 
     loaded = _load(suite)
     url = _check_url(store)
@@ -490,7 +490,7 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
             c.env_id, c.label, str(c.seed), st,
             _fmt(r.attempt if r else 0), (owner_host(r.owner) or "") if r else "",
             f"{now - r.heartbeat_at:,.0f}s ago" if r is not None and r.status == "running" and r.heartbeat_at else "",
-            (run_progress(r.total_steps, r.timesteps, r.started_at, now) if st == "running"
+            (run_progress(r.total_steps, r.timesteps, r.started_at, now, r.cpu_s, cpu_budget(r.config)) if st == "running"
              else _fmt(r.total_steps) if r else "—"),
             _fmt(r.final_return if r else None), _fmt(r.steps_to_threshold if r else None),
             (r.error or "")[:60] if r else "",

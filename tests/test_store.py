@@ -152,11 +152,13 @@ def test_heartbeats_report_steps_and_a_new_attempt_starts_without_them(store_url
     assert db.rows([c.key])[c.key].total_steps == 412
     db.heartbeat(c.key, a + 1, 999)  # not this attempt's: nothing changes
     assert db.rows([c.key])[c.key].total_steps == 412
+    db.heartbeat(c.key, a, 500, 12.5)  # training CPU seconds so far, beside the steps
+    assert (db.rows([c.key])[c.key].total_steps, db.rows([c.key])[c.key].cpu_s) == (500, 12.5)
     assert db.release(ME) == 1  # an interrupted run keeps how far it got
     row = db.rows([c.key])[c.key]
-    assert row.status == "interrupted" and row.total_steps == 412
+    assert row.status == "interrupted" and row.total_steps == 500 and row.cpu_s == 12.5
     b = db.claim(c.key, ME)
-    assert b == a + 1 and db.rows([c.key])[c.key].total_steps is None
+    assert b == a + 1 and db.rows([c.key])[c.key].total_steps is None and db.rows([c.key])[c.key].cpu_s is None
     assert db.finish(c.key, b, "done", result())
     assert db.rows([c.key])[c.key].total_steps == 1000
 

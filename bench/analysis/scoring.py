@@ -82,7 +82,8 @@ import pandas as pd
 
 from bench.analysis import stats
 from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossing, normalised_auc, running_mean
-from bench.run.store import CONTENTION_RATIO, is_contended  # one rule: the analysis flags what --remeasure re-runs
+# One rule: the analysis flags what --remeasure re-runs, and reads a run's CPU budget as the run layer does.
+from bench.run.store import CONTENTION_RATIO, cpu_budget, is_contended
 
 __all__ = [
     "ACTIONS", "ALPHA", "CONTENTION_FACTOR", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID",
@@ -355,11 +356,8 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
 
 def _cpu_limit(config: Any) -> float:
     """A run's equal-compute budget in CPU seconds from its stored cell identity (``config``), inf if none."""
-    try:
-        v = json.loads(config).get("cpu_seconds") if isinstance(config, str) and config else None
-    except (ValueError, AttributeError):
-        v = None
-    return float(v) if v is not None else float("inf")
+    v = cpu_budget(config)
+    return v if v is not None else float("inf")
 
 
 def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]],

@@ -1,9 +1,12 @@
 """How far long runs are: the steps each running run has reported, as fractions, times left and lines.
 
-A run's heartbeat writes its env steps so far into its row (``Store.heartbeat``), every
+A run's heartbeat writes its env steps and training CPU seconds so far into its row (``Store.heartbeat``), every
 ``HEARTBEAT_EVERY_S`` seconds, so anything that can read the store can follow it: ``bench status`` on
 any host, and ``bench run``, whose bar moves within a cell as well as between cells. A reference cell
-can train for an hour; without this, a log of ``bench run`` said nothing for that hour.
+can train for an hour; without this, a log of ``bench run`` said nothing for that hour. A run with an
+equal-compute budget (``cpu_seconds``) stops at whichever budget it reaches first, so its fraction is
+the larger of the two: its step budget is set out of reach on purpose, and by steps alone a 20-minute
+Humanoid run read 21% done, "~7 h left", three quarters of the way through.
 
 Times left are wall-clock extrapolations from the run's own pace so far (set-up included), so they
 are estimates, and say so (``~``).
@@ -14,12 +17,23 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
+from bench.run.store import cpu_budget
 
-def fraction(steps: int | None, timesteps: int) -> float:
-    """The share of its step budget a run has done, in [0, 1] (0 before its first report)."""
+
+def fraction(steps: int | None, timesteps: int, cpu_s: float | None = None,
+             cpu_seconds: float | None = None) -> float:
+    """The share of its budget a run has done, in [0, 1] (0 before its first report): of its step
+    budget, or of its CPU-seconds budget (``cpu_seconds``, with ``cpu_s`` used so far) where it has
+    one and that share is larger, since the run stops at whichever it reaches first."""
     if not steps or timesteps <= 0:
         return 0.0
-    return min(1.0, steps / timesteps)
+    by_cpu = cpu_s / cpu_seconds if cpu_s is not None and cpu_seconds else 0.0
+    return min(1.0, max(steps / timesteps, by_cpu))
+
+
+def row_fraction(row: Any) -> float:
+    """:func:`fraction` of a running run's store row (:meth:`bench.run.store.Store.rows`)."""
+    return fraction(row.total_steps, row.timesteps, getattr(row, "cpu_s", None), cpu_budget(getattr(row, "config", None)))
 
 
 def seconds_left(elapsed: float, frac: float) -> float | None:
@@ -40,13 +54,18 @@ def duration(seconds: float) -> str:
     return f"{m // 60} h {m % 60:02d} min"
 
 
-def run_progress(steps: int | None, timesteps: int, started_at: float | None, now: float) -> str:
-    """``412,160 of 1,000,000 (41%, ~13 min left)`` for a running run; ``—`` before its first report."""
+def run_progress(steps: int | None, timesteps: int, started_at: float | None, now: float,
+                 cpu_s: float | None = None, cpu_seconds: float | None = None) -> str:
+    """``412,160 of 1,000,000 (41%, ~13 min left)`` for a running run; ``—`` before its first report.
+    A run further along its CPU-seconds budget than its step budget reads ``1,203,000 steps, 900 of
+    1,200 CPU s (75%, ~5 min left)``."""
     if not steps:
         return "—"
-    frac = fraction(steps, timesteps)
+    frac = fraction(steps, timesteps, cpu_s, cpu_seconds)
     left = seconds_left(now - started_at, frac) if started_at else None
-    return f"{steps:,} of {timesteps:,} ({frac:.0%}" + (f", ~{duration(left)} left)" if left is not None else ")")
+    by_cpu = frac > min(1.0, steps / timesteps) if timesteps > 0 else False
+    done = f"{steps:,} steps, {cpu_s:,.0f} of {cpu_seconds:,.0f} CPU s" if by_cpu else f"{steps:,} of {timesteps:,}"
+    return f"{done} ({frac:.0%}" + (f", ~{duration(left)} left)" if left is not None else ")")
 
 
 def progress_line(suite: str, n_cells: int, n_finished: int, running: Sequence[tuple[str, float]], elapsed: float,
@@ -118,7 +137,7 @@ class LiveProgress:
         """``{key: fraction}`` of the cells still pending that are running and have reported steps."""
         with self._lock:
             keys = sorted(self._pending)
-        fracs = {k: fraction(r.total_steps, r.timesteps) for k, r in self._rows(keys).items()
+        fracs = {k: row_fraction(r) for k, r in self._rows(keys).items()
                  if r.status == "running" and r.total_steps}
         with self._lock:  # a cell that finished during the query is not counted twice
             return {k: f for k, f in fracs.items() if k in self._pending}

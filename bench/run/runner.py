@@ -307,9 +307,10 @@ def _store(url: str):
     return _STORES[url]
 
 
-def measure_cell(cell: Cell, beat: Callable[[int], None] | None = None) -> tuple[Any, str | None, float]:
+def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None) -> tuple[Any, str | None, float]:
     """Train one cell and turn what it recorded into a RunResult; returns ``(result, error or None,
-    start time)``. ``beat(steps)`` is called every :data:`HEARTBEAT_EVERY_S` seconds from a thread."""
+    start time)``. ``beat(steps, cpu_s)`` (env steps and training CPU seconds so far) is called every
+    :data:`HEARTBEAT_EVERY_S` seconds from a thread."""
     started = time.time()
     recorder = make_recorder(cell)  # pins the threads the probe then runs with
     probe_start = cpu_probe_ms()  # outside the run's clocks, which the recorder starts below
@@ -317,7 +318,7 @@ def measure_cell(cell: Cell, beat: Callable[[int], None] | None = None) -> tuple
     if beat is None:
         recorder, error = record_cell(cell, recorder=recorder)
     else:
-        with Heartbeat(lambda: beat(recorder.steps), HEARTBEAT_EVERY_S):
+        with Heartbeat(lambda: beat(recorder.steps, recorder.cpu_seconds()), HEARTBEAT_EVERY_S):
             recorder, error = record_cell(cell, recorder=recorder)
     result = result_of(cell, recorder, started)
     # How fast this machine was for a fixed piece of work as the run started and ended (bench.run.probe):
@@ -335,8 +336,9 @@ def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False) ->
     attempt = store.claim(cell.key, owner)
     if attempt is None:
         return Outcome(cell.key, "skipped")
-    # Each beat also writes the steps so far: how far a long run is, for `bench status` and `bench run`.
-    result, error, started = measure_cell(cell, lambda steps: store.heartbeat(cell.key, attempt, steps))
+    # Each beat also writes the steps and CPU seconds so far: how far a long run is, for `bench status`
+    # and `bench run`.
+    result, error, started = measure_cell(cell, lambda steps, cpu: store.heartbeat(cell.key, attempt, steps, cpu))
     status = "failed" if error else "done"
     if not store.finish(cell.key, attempt, status, result, error):
         return Outcome(cell.key, "skipped", error="lost ownership of the run (another runner took it over)")

@@ -102,6 +102,16 @@ def is_contended(wall_s: float | None, cpu_s: float | None) -> bool:
     return wall_s is not None and cpu_s is not None and cpu_s > 0 and wall_s > CONTENTION_RATIO * cpu_s
 
 
+def cpu_budget(config: Any) -> float | None:
+    """A run's equal-compute budget in CPU seconds (``cpu_seconds`` in its stored cell identity,
+    the ``config`` column), or None where it has none."""
+    try:
+        v = json.loads(config).get("cpu_seconds") if isinstance(config, str) and config else None
+    except (ValueError, AttributeError):
+        v = None
+    return float(v) if v is not None else None
+
+
 def contended_done(rows: dict[str, Any]) -> set[str]:
     """The keys of the done runs among ``rows`` (:meth:`Store.rows`) that shared their core."""
     return {k for k, r in rows.items() if r.status == "done" and is_contended(r.wall_s, r.cpu_s)}
@@ -776,18 +786,21 @@ class Store:
                 .where(runs.c.key == key, runs.c.attempt == row.attempt, runs.c.status == row.status)
                 .values(
                     status="running", attempt=row.attempt + 1, owner=owner, error=None,
-                    started_at=now, heartbeat_at=now, finished_at=None, total_steps=None,
+                    started_at=now, heartbeat_at=now, finished_at=None, total_steps=None, cpu_s=None,
                 )
             )
             return row.attempt + 1 if res.rowcount == 1 else None
 
-    def heartbeat(self, key: str, attempt: int, steps: int | None = None) -> None:
+    def heartbeat(self, key: str, attempt: int, steps: int | None = None, cpu_s: float | None = None) -> None:
         """The attempt is alive; with ``steps``, also how far it is: a running run's ``total_steps`` is
         its env steps so far (``bench status`` and ``bench run``'s progress read it; an interrupted run
-        keeps the last count), and ``finish`` writes the final one."""
+        keeps the last count), and ``finish`` writes the final one. ``cpu_s`` likewise: its training
+        CPU seconds so far, how far a run with an equal-compute budget (``cpu_seconds``) is."""
         values: dict[str, Any] = {"heartbeat_at": time.time()}
         if steps is not None:
             values["total_steps"] = int(steps)
+        if cpu_s is not None:
+            values["cpu_s"] = float(cpu_s)
         with self.engine.begin() as c:
             c.execute(
                 runs.update()
