@@ -347,6 +347,34 @@ def test_machines_are_told_apart_by_their_speed_probe_as_well_as_their_name():
     assert analysis.probe_class_ms({"cpu_probe_ms": {"start": None, "end": 0}}) is None
 
 
+def test_probes_of_one_machine_straddling_a_class_boundary_are_one_machine(tmp_path):
+    # 12.0 and 12.6 ms round to different powers of 2 ** 0.25 (11.3 and 13.5): a fixed grid called them two
+    # machines, as it did the Atari reference's one VM. Read together they are one, and PPO's time win stands.
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    ppo = Planted("ppo-bench", "ppo", "bench", skill=0.9, tau=0.2, noise=0.02, cpu_model="CPU A", probe_ms=12.0)
+    a2c = Planted("a2c-bench", "a2c", "bench", skill=0.9, tau=0.2, noise=0.02, sec_per_kstep=0.6, cpu_model="CPU A",
+                  probe_ms=12.6)
+    assert analysis.hardware_of({"cpu_probe_ms": {"start": 12.0}}) != analysis.hardware_of({"cpu_probe_ms": {"start": 12.6}})
+    write_store(url, DENSE, [ppo, a2c], seeds=5)
+    s = scored(url)
+    assert s.runs["hardware"].nunique() == 1 and "probe ≈12.3 ms" in s.runs["hardware"].iloc[0]
+    rec = one(url, "time")
+    assert rec.verdict == "recommended" and rec.algorithm == "ppo" and "mix machines" not in rec.message, rec.message
+
+
+def test_probe_classes_split_at_gaps_and_at_spans_no_one_machine_has():
+    cls = analysis.probe_classes
+    m = lambda ms, cpu="A": {"cpu_model": cpu, "torch_threads": 1, "cpu_probe_ms": {"start": ms, "end": ms + 5}}
+    # One machine's noise (least probes within 2 ** 0.25 of each other) is one class, labelled by its median.
+    assert cls([m(37.7), m(42.5), m(39.8)]) == [39.8, 39.8, 39.8]
+    # A gap wider than 2 ** 0.25 starts another machine; so does another CPU name at the same speed.
+    assert cls([m(12.0), m(24.0), m(12.4), m(12.0, cpu="B")]) == [12.2, 24.0, 12.2, 12.0]
+    # A chain of small steps wider than 2 ** 0.5 in all is not one machine's noise: cut at its widest gap.
+    chain = cls([m(v) for v in (10.0, 10.5, 11.0, 12.9, 14.0, 15.2)])
+    assert chain[0] == chain[1] == chain[2] == 10.5 != chain[3] == chain[4] == chain[5] == 14.0, chain
+    assert cls([{"cpu_model": "A"}, m(12.0)]) == [None, 12.0]  # no probe recorded: no class
+
+
 def test_a_time_winner_on_a_slower_machine_of_the_same_name_must_outlast_the_difference(tmp_path):
     # Both labels on "CPU A", PPO's runs on one twice as fast by the probe: machines differ, so 1.2x leans.
     url = f"sqlite:///{tmp_path / 's.db'}"

@@ -87,12 +87,12 @@ from bench.run.store import CONTENTION_RATIO, cpu_budget, is_contended
 
 __all__ = [
     "ACTIONS", "ALPHA", "CONTENTION_FACTOR", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID",
-    "MACHINE_FACTOR", "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PRIORITIES",
+    "MACHINE_FACTOR", "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PROBE_SPAN", "PRIORITIES",
     "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves", "Recommendation",
     "SCORE_COLUMNS", "Scored", "Variants", "across_envs", "categories", "category_of", "contention_factor",
     "decision_matrix", "doubt_words", "final_table", "hardware_line", "hardware_of", "hardware_warnings",
     "improvement_matrix", "leave_one_env_out", "load", "machine_adverse", "machine_factor", "normalised_envs",
-    "probe_class_ms", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
+    "probe_class_ms", "probe_classes", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
 ]
 
 #: Bootstrap replicates for intervals in tables, the decision matrix and recommendations.
@@ -300,6 +300,11 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
         return Data(db.url, chosen, runs, empty_ep, empty_dg, traits, {})
     runs = runs.drop_duplicates("key", keep="first").reset_index(drop=True)
     runs["meta"] = [json.loads(m) if isinstance(m, str) and m else {} for m in runs["meta"]]
+    # Machines are told apart over the runs read together (probe_classes), and every reader of a run's
+    # hardware (scores, claims, the report's provenance) sees the same class.
+    for m, c in zip(runs["meta"], probe_classes(list(runs["meta"]))):
+        if c is not None:
+            m[PROBE_CLASS_KEY] = c
     from bench.envs import get_spec
 
     for env_id in runs["env"].unique():
@@ -1210,34 +1215,93 @@ def leave_one_env_out(scored: Scored, crit: Criterion, envs: list[str], *, n_boo
 # --------------------------------------------------------------------------- #
 # Provenance
 # --------------------------------------------------------------------------- #
-#: Speed-probe classes (:mod:`bench.run.probe`): a run's probe is rounded to a power of this factor, so
-#: runs on one machine (probes within a few per cent) share a class and machines that differ by much more
-#: do not, whatever their CPUs call themselves.
+#: Speed-probe classes (:mod:`bench.run.probe`). A run alone is rounded to a power of this factor. Runs read
+#: together (:func:`probe_classes`) are grouped instead: sorted by probe, a new machine starts where the next
+#: probe is more than this factor slower. A fixed grid split one machine whose probes straddled a grid line:
+#: the 18 Atari reference runs of one VM (least probes 12.0-12.6 ms, 2026-11-27) fell into two classes.
 PROBE_CLASS = 2 ** 0.25
+#: A group of probes wider than this (max / min) is not one machine's noise (the widest seen on one VM: 1.13,
+#: least probes 37.7-42.5 ms, 2026-11-27): it is split at its widest gap until no group is wider.
+PROBE_SPAN = 2 ** 0.5
+#: Where :func:`load` puts each run's class (its group's median least probe, 3 significant figures).
+PROBE_CLASS_KEY = "probe_class_ms"
+
+
+def _least_probe(meta: dict[str, Any]) -> float | None:
+    p = meta.get("cpu_probe_ms")
+    vals = [float(v) for v in (p.values() if isinstance(p, dict) else ()) if v and v > 0]
+    return min(vals) if vals else None
 
 
 def probe_class_ms(meta: dict[str, Any]) -> float | None:
-    """The run's speed-probe class in ms: its least probe time rounded to a power of :data:`PROBE_CLASS`;
-    ``None`` where the run recorded no probe (runs from before 2026-11-26)."""
-    p = meta.get("cpu_probe_ms")
-    vals = [float(v) for v in (p.values() if isinstance(p, dict) else ()) if v and v > 0]
-    if not vals:
+    """The run's speed-probe class in ms: where :func:`probe_classes` gave it one (every run :func:`load`
+    reads), that; else its least probe time rounded to a power of :data:`PROBE_CLASS`; ``None`` where the
+    run recorded no probe (runs from before 2026-11-26)."""
+    if meta.get(PROBE_CLASS_KEY) is not None:
+        return float(meta[PROBE_CLASS_KEY])
+    least = _least_probe(meta)
+    if least is None:
         return None
-    return float(PROBE_CLASS ** round(np.log(min(vals)) / np.log(PROBE_CLASS)))
+    return float(PROBE_CLASS ** round(np.log(least) / np.log(PROBE_CLASS)))
 
 
-def hardware_of(meta: dict[str, Any]) -> str:
-    """What time figures depend on: the CPU model and (where recorded) its speed-probe class, torch threads,
-    (where recorded) BLAS threads, the env stepping where it is not the default sync (runs from before the
-    option have none: sync), and the GPU of a run whose networks were on one (``meta.accelerator``: its CPU
-    seconds include the wait for the GPU, bench.run.runner.accelerator_meta)."""
-    probe = f" (probe ≈{c:.3g} ms)" if (c := probe_class_ms(meta)) is not None else ""
+def _split_probes(vals: np.ndarray) -> list[np.ndarray]:
+    """Sorted probe times (n,) → runs of indices into them, one per machine (see :data:`PROBE_CLASS`)."""
+    if len(vals) == 0:
+        return []
+    gaps = np.diff(np.log(vals))
+    cuts = np.flatnonzero(gaps > np.log(PROBE_CLASS)) + 1
+    out = []
+    for part in np.split(np.arange(len(vals)), cuts):
+        stack = [part]
+        while stack:  # too wide for one machine: cut at the widest gap inside
+            q = stack.pop()
+            if vals[q[-1]] / vals[q[0]] <= PROBE_SPAN:
+                out.append(q)
+                continue
+            k = int(np.argmax(np.diff(np.log(vals[q])))) + 1
+            stack += [q[k:], q[:k]]
+    return sorted(out, key=lambda q: q[0])
+
+
+def probe_classes(metas: list[dict[str, Any]]) -> list[float | None]:
+    """Each run's speed-probe class in ms, the runs read together: within each CPU name and thread,
+    stepping and GPU setting, runs whose least probes lie close (:data:`PROBE_CLASS`, :data:`PROBE_SPAN`)
+    are one machine, labelled by their median least probe (3 significant figures). ``None`` where a run
+    recorded no probe. ``metas``: (n_runs,) → (n_runs,)."""
+    least = [_least_probe(m) for m in metas]
+    groups: dict[str, list[int]] = {}
+    for i, m in enumerate(metas):
+        if least[i] is not None:
+            groups.setdefault(_hardware(m, None), []).append(i)
+    out: list[float | None] = [None] * len(metas)
+    for idx in groups.values():
+        order = sorted(idx, key=lambda i: least[i])
+        vals = np.array([least[i] for i in order])
+        for part in _split_probes(vals):
+            label = float(f"{np.median(vals[part]):.3g}")
+            for j in part:
+                out[order[j]] = label
+    return out
+
+
+def _hardware(meta: dict[str, Any], probe_ms: float | None) -> str:
+    probe = f" (probe ≈{probe_ms:.3g} ms)" if probe_ms is not None else ""
     blas = f" · {meta['blas_threads']} BLAS thread(s)" if meta.get("blas_threads") is not None else ""
     stepping = f" · {meta['vec_env']} env stepping" if meta.get("vec_env", "sync") != "sync" else ""
     acc = meta.get("accelerator")
     gpu = f" · GPU {acc.get('name', '?')}" if isinstance(acc, dict) else ""
     return (f"{meta.get('cpu_model', '?')}{probe} · {meta.get('torch_threads', '?')} torch thread(s){blas}"
             f"{stepping}{gpu}")
+
+
+def hardware_of(meta: dict[str, Any]) -> str:
+    """What time figures depend on: the CPU model and (where recorded) its speed-probe class
+    (:func:`probe_class_ms`), torch threads, (where recorded) BLAS threads, the env stepping where it is not
+    the default sync (runs from before the option have none: sync), and the GPU of a run whose networks were
+    on one (``meta.accelerator``: its CPU seconds include the wait for the GPU,
+    bench.run.runner.accelerator_meta)."""
+    return _hardware(meta, probe_class_ms(meta))
 
 
 def hardware_line(scored: Scored, envs: list[str] | None = None) -> str:

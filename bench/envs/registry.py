@@ -191,8 +191,16 @@ MINATAR_PREFIX = "MinAtar/"
 #: MountainCarContinuous-v0 2,500: SB3 PPO's mean 2,423 µs per step (2,348-2,494; 10 runs at 1e5 steps, the zoo's
 #: gSDE settings with its update every 8 steps, uncontended; ``results/reference/classic``, 2026-11-25), rounded up
 #: to 100 µs (own PPO 1,366, sb3-contrib TRPO 294, own TRPO 180, SB3 A2C 116, own A2C 77, REINFORCE 57).
+#: Atari (2e5 agent steps; a step is an agent step, 4 frames): ``results/reference/atari``, 3 runs per label,
+#: none contended, 2026-11-27. ALE/Pong-v5 3,400: SB3 PPO's mean 3,337 µs per step (3,231-3,410; own PPO 2,460,
+#: own A2C 1,391, SB3 A2C 1,349), all on one AMD EPYC (CPUID 26/2). ALE/Breakout-v5 3,600: own A2C's mean 3,585
+#: (3,527-3,652), the slowest label, but measured on a slower AMD EPYC (CPUID 25/1, speed probe about 3.5× the
+#: other's); the PPO labels ran on the faster one (SB3 PPO 3,266, own PPO 2,437), so there the axis is wider
+#: than the slowest label needs and the machine factor of the time verdicts applies.
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
+    "ALE/Pong-v5": 3400.0,
+    "ALE/Breakout-v5": 3600.0,
     "MinAtar/Breakout-v1": 1400.0,
     "MinAtar/Asterix-v1": 1300.0,
     "MinAtar/Freeway-v1": 1100.0,
