@@ -1218,10 +1218,11 @@ def leave_one_env_out(scored: Scored, crit: Criterion, envs: list[str], *, n_boo
 #: Speed-probe classes (:mod:`bench.run.probe`). A run alone is rounded to a power of this factor. Runs read
 #: together (:func:`probe_classes`) are grouped instead: sorted by probe, a new machine starts where the next
 #: probe is more than this factor slower. A fixed grid split one machine whose probes straddled a grid line:
-#: the 18 Atari reference runs of one VM (least probes 12.0-12.6 ms, 2026-11-27) fell into two classes.
+#: the 18 Atari reference runs of one VM (least probes 12.0-13.0 ms, 2026-11-27) fell into two classes.
 PROBE_CLASS = 2 ** 0.25
-#: A group of probes wider than this (max / min) is not one machine's noise (the widest seen on one VM: 1.13,
-#: least probes 37.7-42.5 ms, 2026-11-27): it is split at its widest gap until no group is wider.
+#: A group of probes wider than this (max / min) is not one machine's noise (the widest seen on one CPUID in
+#: one session: 1.20, least probes 11.4-13.7 ms over the 210 tuned-variant runs, 2026-11-27): it is split at
+#: its widest gap until no group is wider.
 PROBE_SPAN = 2 ** 0.5
 #: Where :func:`load` puts each run's class (its group's median least probe, 3 significant figures).
 PROBE_CLASS_KEY = "probe_class_ms"
