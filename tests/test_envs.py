@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from bench import envs
+from bench.envs import families
 from bench.run.record import Recorder
 
 EXPECTED_IDS = [
@@ -22,6 +23,15 @@ EXPECTED_IDS = [
     "Hopper-v5",
     "Walker2d-v5",
     "Humanoid-v5",
+    "Ant-v5",
+    "Swimmer-v5",
+    "BipedalWalker-v3",
+    "PointMaze_UMaze-v3",
+    "highway-fast-v0",
+    "MiniGrid-DoorKey-5x5-v0",
+    "MiniGrid-Unlock-v0",
+    "MiniGrid-LavaGapS5-v0",
+    "MiniGrid-KeyCorridorS3R1-v0",
     "ALE/Breakout-v5",
     "ALE/Pong-v5",
     "MinAtar/Breakout-v1",
@@ -49,8 +59,9 @@ def test_registry_ids_in_order():
 @pytest.mark.parametrize("env_id", EXPECTED_IDS)
 def test_registry_agrees_with_gymnasium(env_id):
     spec = envs.REGISTRY[env_id]
-    if env_id.startswith("MinAtar/"):
-        pytest.importorskip("minatar")
+    fam = families.family_of_id(env_id)
+    if fam is not None:
+        pytest.importorskip(fam.module)
     assert envs.env_exists(env_id)  # first: it registers the ALE (and MinAtar) ids gym.spec needs
     g = gym.spec(env_id)
     if g.reward_threshold is not None:
@@ -62,6 +73,12 @@ def test_registry_agrees_with_gymnasium(env_id):
         assert spec.horizon == g.kwargs["max_num_frames_per_episode"] // 4 == 27_000
     elif env_id.startswith("MinAtar/"):  # no TimeLimit; Freeway ends itself on step 2,501
         assert g.max_episode_steps is None and spec.horizon == (2501 if "Freeway" in env_id else None)
+    elif spec.family in ("minigrid", "highway"):  # step limits of their own, not a TimeLimit
+        env = gym.make(env_id)
+        u = env.unwrapped
+        limit = u.max_steps if spec.family == "minigrid" else u.config["duration"] * u.config["policy_frequency"]
+        env.close()
+        assert g.max_episode_steps is None and spec.horizon == limit
     else:
         assert spec.horizon == g.max_episode_steps
 
@@ -73,7 +90,8 @@ def test_registry_traits():
     assert (pong.family, pong.action, pong.obs) == ("atari", "discrete", "pixels")
     assert envs.REGISTRY["ALE/Breakout-v5"].threshold == 31.8 and pong.threshold == 9.3
     assert [s.id for s in envs.list_specs() if s.reward == "sparse"] == [
-        "MountainCar-v0", "MountainCarContinuous-v0", "MinAtar/Freeway-v1"]
+        "MountainCar-v0", "MountainCarContinuous-v0", "PointMaze_UMaze-v3", "MiniGrid-DoorKey-5x5-v0",
+        "MiniGrid-Unlock-v0", "MiniGrid-LavaGapS5-v0", "MiniGrid-KeyCorridorS3R1-v0", "MinAtar/Freeway-v1"]
     mcc = envs.REGISTRY["MountainCarContinuous-v0"]
     assert (mcc.family, mcc.action, mcc.obs, mcc.threshold) == ("classic", "continuous", "vector", 90.0)
 
@@ -92,6 +110,45 @@ def test_unknown_id():
         envs.get_spec("CartPol-v1")
     with pytest.raises(KeyError, match="unknown environment"):
         envs.make_env("NoSuchEnv-v0")
+
+
+# -- optional families -------------------------------------------------------------
+@pytest.mark.parametrize("env_id, shape, dtype", [
+    ("MiniGrid-DoorKey-5x5-v0", (147,), np.float32),  # the 7×7×3 view
+    ("PointMaze_UMaze-v3", (8,), np.float64),  # achieved goal 2 + desired goal 2 + observation 4
+    ("highway-fast-v0", (25,), np.float32),  # 5 vehicles × 5 features
+])
+def test_family_observations_reach_the_learner_flat(env_id, shape, dtype):
+    pytest.importorskip(families.family_of_id(env_id).module)
+    rec = Recorder()
+    env = envs.make_env(env_id, recorder=rec)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.shape == shape and obs.shape == shape and obs.dtype == dtype
+    assert env.observation_space.contains(obs)
+    raw = gym.make(env_id)
+    raw_obs, _ = raw.reset(seed=0)
+    if env_id.startswith("MiniGrid-"):  # the view itself, in its own order
+        np.testing.assert_array_equal(obs, raw_obs["image"].reshape(-1))
+    elif env_id.startswith("PointMaze_"):  # Dict keys in sorted order
+        np.testing.assert_array_equal(obs, np.concatenate([raw_obs[k] for k in sorted(raw_obs)]))
+    else:
+        np.testing.assert_array_equal(obs, raw_obs.reshape(-1))
+    env.step(env.action_space.sample())
+    assert rec.steps == 1
+    facts = envs.space_facts(env_id)  # what a suite's traits are checked against: the learner's view
+    assert facts["obs_box"] and facts["obs_ndim"] == 1
+
+
+@pytest.mark.parametrize("env_id, title, extra", [
+    ("MiniGrid-Empty-5x5-v0", "MiniGrid", "minigrid"), ("PointMaze_Open-v3", "gymnasium-robotics", "robotics"),
+    ("highway-v0", "highway-env", "highway"), ("MinAtar/Breakout-v1", "MinAtar", "minatar"),
+])
+def test_a_family_id_without_its_extra_names_the_extra(monkeypatch, env_id, title, extra):
+    monkeypatch.setattr(families, "register", lambda name: False)
+    assert envs.missing_extra(env_id) == (f"a {title} id, and {title} is not installed; allowed: install the optional "
+                                          f"extra (pip install -e '.[{extra}]'{', GPL-3.0' if extra == 'minatar' else ''}), "
+                                          "or another env")
+    assert envs.missing_extra("CartPole-v1") is None
 
 
 # -- EpisodeMonitor --------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from bench.envs import REGISTRY
 from bench.algos.hyperparams import (
     PARAMS,
     ZOO,
@@ -18,11 +19,8 @@ from bench.algos.hyperparams import (
     zoo_defaults,
 )
 
-BENCH_IDS = {
-    "CartPole-v1", "MountainCar-v0", "Pendulum-v1", "MountainCarContinuous-v0", "LunarLander-v3",
-    "LunarLanderContinuous-v3",
-    "HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Humanoid-v5", "ALE/Breakout-v5", "ALE/Pong-v5",
-}
+#: The registry's ids: every zoo entry is for one of them.
+BENCH_IDS = set(REGISTRY)
 
 
 def _locs(err: ValidationError) -> list[tuple]:

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from bench.envs import registry
+from bench.envs import families, registry
 
 
 def test_minatar_id_without_the_extra_is_one_line_naming_it(monkeypatch, tmp_path):
     from bench.suites.suite import SuiteError, load_suite
 
-    monkeypatch.setattr(registry, "_register_minatar", lambda: False)
+    monkeypatch.setattr(families, "register", lambda name: False)
     with pytest.raises(KeyError, match=r"MinAtar is not installed; allowed: install the optional extra"):
         registry.require("MinAtar/NotAGame-v1")
     f = tmp_path / "s.yaml"

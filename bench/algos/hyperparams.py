@@ -701,6 +701,12 @@ def key_view(params: BaseModel) -> dict[str, Any]:
 # Zoo keys with older version suffixes (LunarLander-v2, HalfCheetah-v4, ...) are
 # mapped to the ids bench uses; each block names the zoo key it came from.
 
+# ppo.yml `MiniGrid-Empty-Random-5x5-v0: &minigrid-defaults`, which every MiniGrid entry inherits.
+_MINIGRID_PPO: dict[str, Any] = {
+    "normalize": True, "n_envs": 8, "n_steps": 128, "batch_size": 64, "gae_lambda": 0.95, "gamma": 0.99,
+    "n_epochs": 10, "ent_coef": 0.0, "learning_rate": 2.5e-4, "clip_range": 0.2,
+}
+
 _ZOO_PPO: dict[str, dict[str, Any]] = {
     # ppo.yml `atari` (for every Atari game; AtariWrapper + frame_stack 4 done by bench.envs)
     "ALE/Breakout-v5": {
@@ -782,6 +788,26 @@ _ZOO_PPO: dict[str, dict[str, Any]] = {
         "learning_rate": 5.05041e-05, "ent_coef": 0.000585045, "clip_range": 0.1, "n_epochs": 20,
         "gae_lambda": 0.95, "max_grad_norm": 1.0, "vf_coef": 0.871923,
     },
+    # ppo.yml `Ant-v4: &mujoco-defaults` (normalize, 1e6, SB3's defaults otherwise)
+    "Ant-v5": {"normalize": True},
+    # ppo.yml `Swimmer-v4` (tuned): <<: *mujoco-defaults
+    "Swimmer-v5": {
+        "normalize": True, "gamma": 0.9999, "n_envs": 4, "n_steps": 1024, "batch_size": 256,
+        "learning_rate": 6e-4, "gae_lambda": 0.98,
+    },
+    # ppo.yml `BipedalWalker-v3`
+    "BipedalWalker-v3": {
+        "normalize": True, "n_envs": 32, "n_steps": 2048, "batch_size": 64, "gae_lambda": 0.95, "gamma": 0.999,
+        "n_epochs": 10, "ent_coef": 0.0, "learning_rate": 3e-4, "clip_range": 0.18,
+    },
+    # ppo.yml `MiniGrid-DoorKey-5x5-v0` (<<: *minigrid-defaults, "following lcswillems/rl-starter-files").
+    # The zoo wraps MiniGrid in FlatObsWrapper (the view plus the mission's characters); bench gives every
+    # implementation the 7×7×3 view alone (bench.envs.families): the four envs it runs have fixed missions.
+    "MiniGrid-DoorKey-5x5-v0": dict(_MINIGRID_PPO),
+    # ppo.yml `MiniGrid-Unlock-v0` (<<: *minigrid-defaults)
+    "MiniGrid-Unlock-v0": dict(_MINIGRID_PPO),
+    # ppo.yml `MiniGrid-KeyCorridorS3R1-v0` (<<: *minigrid-defaults)
+    "MiniGrid-KeyCorridorS3R1-v0": dict(_MINIGRID_PPO),
     # ppo.yml `Humanoid-v4` (under "# Tuned / 10 mujoco envs"); same policy_kwargs
     "Humanoid-v5": {
         "normalize": True, "n_envs": 1, "batch_size": 256, "n_steps": 512, "gamma": 0.95,
@@ -838,6 +864,17 @@ _ZOO_A2C: dict[str, dict[str, Any]] = {
     "Walker2d-v5": {"normalize": True},
     # a2c.yml `Humanoid-v4` (<<: *mujoco-defaults)
     "Humanoid-v5": {"normalize": True},
+    # a2c.yml `Ant-v4` (<<: *mujoco-defaults)
+    "Ant-v5": {"normalize": True},
+    # a2c.yml `Swimmer-v4` (<<: *mujoco-defaults)
+    "Swimmer-v5": {"normalize": True, "gamma": 0.9999},
+    # a2c.yml `BipedalWalker-v3` (Tuned), with gSDE; policy_kwargs: log_std_init=-2, ortho_init=False
+    "BipedalWalker-v3": {
+        "normalize": True, "n_envs": 16, "ent_coef": 0.0, "max_grad_norm": 0.5, "n_steps": 8,
+        "gae_lambda": 0.9, "vf_coef": 0.4, "gamma": 0.99, "use_rms_prop": True,
+        "normalize_advantage": False, "learning_rate": 0.00096, "lr_schedule": "linear", "use_sde": True,
+        "log_std_init": -2.0, "ortho_init": False,
+    },
 }
 
 # trpo.yml `HalfCheetahBulletEnv-v0: &pybullet-defaults`, which `Ant-v4: &mujoco-defaults`
@@ -877,6 +914,12 @@ _ZOO_TRPO: dict[str, dict[str, Any]] = {
     "Walker2d-v5": dict(_TRPO_MUJOCO),
     # trpo.yml `Humanoid-v4`: <<: *mujoco-defaults (not marked tuned)
     "Humanoid-v5": dict(_TRPO_MUJOCO),
+    # trpo.yml `Ant-v3` (Tuned): &mujoco-defaults
+    "Ant-v5": dict(_TRPO_MUJOCO),
+    # trpo.yml `Swimmer-v3` (Tuned): <<: *mujoco-defaults, gamma 0.9999
+    "Swimmer-v5": {**_TRPO_MUJOCO, "gamma": 0.9999},
+    # trpo.yml `BipedalWalker-v3` (Tuned): <<: *mujoco-defaults
+    "BipedalWalker-v3": dict(_TRPO_MUJOCO),
 }
 
 #: algo → bench env id → rl-baselines3-zoo tuned hyperparameters, as fields of PARAMS[algo].
@@ -909,6 +952,12 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
         "Hopper-v5": 1_000_000,  # Hopper-v4
         "Walker2d-v5": 1_000_000,  # Walker2d-v4
         "Humanoid-v5": 10_000_000,  # Humanoid-v4
+        "Ant-v5": 1_000_000,  # Ant-v4
+        "Swimmer-v5": 1_000_000,  # Swimmer-v4
+        "BipedalWalker-v3": 5_000_000,
+        "MiniGrid-DoorKey-5x5-v0": 100_000,
+        "MiniGrid-Unlock-v0": 100_000,  # minigrid-defaults
+        "MiniGrid-KeyCorridorS3R1-v0": 500_000,
     },
     "a2c": {
         "ALE/Breakout-v5": 10_000_000,  # atari
@@ -923,6 +972,9 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
         "Hopper-v5": 1_000_000,  # Hopper-v4
         "Walker2d-v5": 1_000_000,  # Walker2d-v4
         "Humanoid-v5": 2_000_000,  # Humanoid-v4
+        "Ant-v5": 1_000_000,  # Ant-v4
+        "Swimmer-v5": 1_000_000,  # Swimmer-v4
+        "BipedalWalker-v3": 5_000_000,
     },
     "trpo": {
         "CartPole-v1": 100_000,
@@ -935,6 +987,9 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
         "Hopper-v5": 1_000_000,  # Hopper-v4
         "Walker2d-v5": 1_000_000,  # Walker2d-v4
         "Humanoid-v5": 2_000_000,  # Humanoid-v4
+        "Ant-v5": 1_000_000,  # Ant-v3
+        "Swimmer-v5": 1_000_000,  # Swimmer-v3
+        "BipedalWalker-v3": 1_000_000,
     },
 }
 

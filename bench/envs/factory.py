@@ -16,7 +16,8 @@ from typing import Any, Callable, Protocol
 import gymnasium as gym
 import numpy as np
 
-from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, is_minatar, make_raw, require
+from bench.envs.families import ChannelFirstFrames, adapt
+from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, make_raw, require
 from bench.envs.vector import SameStepSyncVectorEnv, VectorEpisodeMonitor, make_vector_backend, vec_env_problem
 
 __all__ = ["RecorderLike", "EpisodeMonitor", "ChannelFirstFrames", "EpisodicLife", "make_env", "make_vec_env", "evaluate_policy"]
@@ -65,19 +66,6 @@ class EpisodeMonitor(gym.Wrapper):
             self._ret = 0.0
             self._len = 0
         return obs, reward, terminated, truncated, info
-
-
-class ChannelFirstFrames(gym.ObservationWrapper):
-    """MinAtar: ``(H, W, C)`` bool object channels → ``(C, H, W)`` uint8 0/1, the layout and dtype the
-    CNNs of every implementation take (the frames the registry calls pixels)."""
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        h, w, c = env.observation_space.shape
-        self.observation_space = gym.spaces.Box(0, 1, (c, h, w), np.uint8)
-
-    def observation(self, observation: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(np.moveaxis(observation, -1, 0), dtype=np.uint8)
 
 
 class EpisodicLife(gym.Wrapper):
@@ -132,9 +120,10 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
     ``env_id`` is an env key (:func:`bench.envs.registry.env_key`): a Gymnasium id, or
     ``module:EnvId``, with ``gym.make`` kwargs in brackets when it has any.
 
-    Non-Atari: ``gym.make(id, **kwargs)`` (with its registered ``TimeLimit``), then an
-    :class:`EpisodeMonitor` when ``recorder`` is given. MinAtar ids also get
-    :class:`ChannelFirstFrames` (and keep the package's sticky actions and difficulty ramping).
+    Non-Atari: ``gym.make(id, **kwargs)`` (with its registered ``TimeLimit``), then its family's
+    observation adapter (:func:`bench.envs.families.adapt`: MinAtar's frames channel-first, MiniGrid's
+    view, goal-conditioned and highway observations flattened), then an :class:`EpisodeMonitor` when
+    ``recorder`` is given. MinAtar keeps the package's sticky actions and difficulty ramping.
 
     Atari (ale_py ids), the Nature DQN preprocessing (Mnih et al. 2015) on ALE v5:
 
@@ -153,9 +142,7 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
     """
     gspec = require(env_id)
     if not is_atari(gspec):
-        env = make_raw(env_id)
-        if is_minatar(gspec):
-            env = ChannelFirstFrames(env)
+        env = adapt(gspec, make_raw(env_id))
         return EpisodeMonitor(env, recorder) if recorder is not None else env
 
     env = make_raw(env_id, frameskip=1)

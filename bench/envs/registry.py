@@ -20,6 +20,8 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
+from bench.envs import families
+
 __all__ = [
     "ATARI_FRAME_SKIP",
     "ATARI_MAX_FRAMES",
@@ -44,7 +46,7 @@ __all__ = [
     "missing_extra",
 ]
 
-Family = Literal["classic", "box2d", "mujoco", "atari", "minatar", "sequence", "other"]
+Family = Literal["classic", "box2d", "mujoco", "atari", "minatar", "minigrid", "robotics", "highway", "sequence", "other"]
 
 #: Atari: agent steps per env step (AtariPreprocessing's action repeat), Mnih et al. 2015.
 ATARI_FRAME_SKIP = 4
@@ -87,6 +89,7 @@ class EnvSpec:
 
 
 _GYM = "Gymnasium reward_threshold"
+_MINIGRID = "chosen: success within about a fifth of the step limit"
 _ATARI_HORIZON = ATARI_MAX_FRAMES // ATARI_FRAME_SKIP  # 27,000 agent steps
 
 #: The built-in registry, in the order the CLI lists it. Horizons are
@@ -121,6 +124,29 @@ REGISTRY: dict[str, EnvSpec] = {
         # and SAC/TD3 get above it, so it separates "learned to walk" from "did not".
         EnvSpec("Humanoid-v5", "mujoco", "continuous", "vector", "dense", 1000, 5000.0,
                 "chosen: common 'solved' bar"),
+        EnvSpec("Ant-v5", "mujoco", "continuous", "vector", "dense", 1000, 6000.0, _GYM),
+        EnvSpec("Swimmer-v5", "mujoco", "continuous", "vector", "dense", 1000, 360.0, _GYM),
+        EnvSpec("BipedalWalker-v3", "box2d", "continuous", "vector", "dense", 1600, 300.0, _GYM),
+        # gymnasium-robotics (optional extra `robotics`). Sparse: reward 1 while the ball is within 0.45 of the
+        # goal, else 0; the task continues after the goal is reached (the package's default), so a return counts
+        # the steps spent at the goal. No published threshold: 200 is a chosen bar, "at the goal for two thirds
+        # of the 300 steps". The goal-conditioned Dict observation is flattened (bench.envs.families).
+        EnvSpec("PointMaze_UMaze-v3", "robotics", "continuous", "vector", "sparse", 300, 200.0,
+                "chosen: at the goal for 200 of 300 steps"),
+        # highway-env (optional extra `highway`): Kinematics observation (5 vehicles × 5 features), flattened.
+        # Per-step reward normalised to [0, 1] (speed and right lane; 0 on collision, which ends the episode),
+        # 30 policy steps (duration 30 s at 1 Hz). No published threshold: 22.5 is a chosen bar, 3/4 of the
+        # maximum return, "survives the 30 steps, mostly at high speed".
+        EnvSpec("highway-fast-v0", "highway", "discrete", "vector", "dense", 30, 22.5,
+                "chosen: 3/4 of the maximum return 30"),
+        # MiniGrid (optional extra `minigrid`; Chevalier-Boisvert et al. 2023). Sparse: the only reward is
+        # 1 − 0.9 · t / T on success (t steps taken, T the step limit), 0 otherwise. The learner sees the
+        # agent's 7×7×3 view flattened (bench.envs.families). No published threshold: 0.8 is a chosen bar,
+        # "succeeds, within about a fifth of the step limit" (T = 250, 288, 100, 270 below).
+        EnvSpec("MiniGrid-DoorKey-5x5-v0", "minigrid", "discrete", "vector", "sparse", 250, 0.8, _MINIGRID),
+        EnvSpec("MiniGrid-Unlock-v0", "minigrid", "discrete", "vector", "sparse", 288, 0.8, _MINIGRID),
+        EnvSpec("MiniGrid-LavaGapS5-v0", "minigrid", "discrete", "vector", "sparse", 100, 0.8, _MINIGRID),
+        EnvSpec("MiniGrid-KeyCorridorS3R1-v0", "minigrid", "discrete", "vector", "sparse", 270, 0.8, _MINIGRID),
         # Atari: no Gymnasium threshold. The bar is the professional human games tester's
         # score, Mnih et al. 2015 (Nature DQN), Extended Data Table 2: Breakout 31.8
         # (checked against a transcription of that table: random 1.7, human 31.8),
@@ -151,10 +177,6 @@ REGISTRY: dict[str, EnvSpec] = {
                 "Young & Tian 2019 DQN at 5M frames (read off README plot)"),
     ]
 }
-
-#: Where MinAtar ids come from, for a one-line hint when the optional extra is missing.
-MINATAR_PREFIX = "MinAtar/"
-
 
 #: CPU microseconds per env step that fix each env's time axis (``EnvSpec.time_scale_us``).
 #: A score's scale must not depend on which algorithms are in the store, so the time
@@ -315,30 +337,21 @@ def _register_ale() -> None:
     gym.register_envs(ale_py)
 
 
-@functools.cache
-def _register_minatar() -> bool:
-    """Register the MinAtar ids (``MinAtar/<Game>-v0|v1``) once, if the optional ``minatar`` package is
-    installed; whether it is."""
-    try:
-        import minatar.gym
-    except ImportError:
-        return False
-    if "MinAtar/Breakout-v1" not in gym.registry:  # registering twice would warn
-        minatar.gym.register_envs()
-    return True
-
-
 def missing_extra(env_id: str) -> str | None:
-    """Why an unknown id is unknown when an optional extra would register it (MinAtar), else ``None``."""
-    if parse_env_key(env_id)[1].startswith(MINATAR_PREFIX) and not _register_minatar():
-        return ("a MinAtar id, and MinAtar is not installed; allowed: install the optional extra "
-                "(pip install -e '.[minatar]', GPL-3.0), or another env")
-    return None
+    """Why an unknown id is unknown when an optional extra would register it (MinAtar, MiniGrid,
+    gymnasium-robotics, highway-env), else ``None``."""
+    fam = families.family_of_id(parse_env_key(env_id)[1])
+    if fam is None or families.register(fam.name):
+        return None
+    licence = f", {fam.licence}" if fam.licence else ""
+    return (f"a {fam.title} id, and {fam.title} is not installed; allowed: install the optional "
+            f"extra (pip install -e '.[{fam.extra}]'{licence}), or another env")
 
 
 def env_exists(env_id: str) -> bool:
-    """Whether the id of the env key ``env_id`` is a registered Gymnasium id (ALE and, with the optional
-    extra, MinAtar ids included), after importing its ``module:`` part if it has one.
+    """Whether the id of the env key ``env_id`` is a registered Gymnasium id (ALE and, with their optional
+    extras, MinAtar, MiniGrid, gymnasium-robotics and highway-env ids included), after importing its
+    ``module:`` part if it has one.
 
     :raises KeyError: the key's module cannot be imported.
     :raises ValueError: the key's bracketed kwargs do not parse.
@@ -351,15 +364,17 @@ def env_exists(env_id: str) -> bool:
     # The extras register their ids on import, and only an id not yet known needs them: importing
     # MinAtar costs ~3 s (it pulls in seaborn), a third of `bench recommend` on the shipped reference.
     _register_ale()
-    if gym_id.startswith(MINATAR_PREFIX):
-        _register_minatar()
+    fam = families.family_of_id(gym_id)
+    if fam is not None:
+        families.register(fam.name)
     return gym_id in gym.registry
 
 
 def close_matches(env_id: str, n: int = 3) -> list[str]:
     """Registered ids that look like ``env_id``'s, best first, for "did you mean" hints."""
     _register_ale()
-    _register_minatar()
+    for fam in families.FAMILIES:
+        families.register(fam.name)
     return difflib.get_close_matches(parse_env_key(env_id)[1], list(gym.registry), n=n, cutoff=0.6)
 
 
@@ -387,7 +402,8 @@ def make_raw(env_id: str, **extra: Any) -> gym.Env:
 
 def is_minatar(gspec: gym.envs.registration.EnvSpec) -> bool:
     """A MinAtar env (by entry point, so every game and version of the package counts)."""
-    return isinstance(gspec.entry_point, str) and gspec.entry_point.startswith("minatar")
+    fam = families.family_of_spec(gspec)
+    return fam is not None and fam.name == "minatar"
 
 
 def is_atari(gspec: gym.envs.registration.EnvSpec) -> bool:
@@ -400,8 +416,9 @@ def _family(gspec: gym.envs.registration.EnvSpec) -> Family:
     ep = gspec.entry_point if isinstance(gspec.entry_point, str) else ""
     if is_atari(gspec):
         return "atari"
-    if is_minatar(gspec):
-        return "minatar"
+    fam = families.family_of_spec(gspec)
+    if fam is not None:
+        return fam.name  # type: ignore[return-value]
     for name in ("classic_control", "box2d", "mujoco"):
         if ep.startswith(f"gymnasium.envs.{name}"):
             return "classic" if name == "classic_control" else name  # type: ignore[return-value]
@@ -499,7 +516,7 @@ def space_facts(env_id: str) -> dict[str, Any]:
     ``None``; ``obs_tokens``: a ``MultiDiscrete`` observation, token ids).
     """
     s = get_spec(env_id)
-    env = make_raw(env_id)
+    env = families.adapt(require(env_id), make_raw(env_id))  # the observations the learner gets
     try:
         space = env.observation_space
         box = isinstance(space, gym.spaces.Box)
