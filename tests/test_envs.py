@@ -37,6 +37,7 @@ EXPECTED_IDS = [
     "MinAtar/Breakout-v1",
     "MinAtar/Asterix-v1",
     "MinAtar/Freeway-v1",
+    "MinAtar/Seaquest-v1",
 ]
 
 
