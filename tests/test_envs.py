@@ -26,6 +26,7 @@ EXPECTED_IDS = [
     "Ant-v5",
     "Swimmer-v5",
     "BipedalWalker-v3",
+    "CarRacing-v3",
     "PointMaze_UMaze-v3",
     "highway-fast-v0",
     "MiniGrid-DoorKey-5x5-v0",
@@ -74,6 +75,8 @@ def test_registry_agrees_with_gymnasium(env_id):
         assert spec.horizon == g.kwargs["max_num_frames_per_episode"] // 4 == 27_000
     elif env_id.startswith("MinAtar/"):  # no TimeLimit; Freeway ends itself on step 2,501
         assert g.max_episode_steps is None and spec.horizon == (2501 if "Freeway" in env_id else None)
+    elif env_id == "CarRacing-v3":  # agent steps: each action repeated for 2 of the 1,000 frames
+        assert spec.horizon == g.max_episode_steps // 2 == 500
     elif spec.family in ("minigrid", "highway"):  # step limits of their own, not a TimeLimit
         env = gym.make(env_id)
         u = env.unwrapped
@@ -111,6 +114,34 @@ def test_unknown_id():
         envs.get_spec("CartPol-v1")
     with pytest.raises(KeyError, match="unknown environment"):
         envs.make_env("NoSuchEnv-v0")
+
+
+# -- continuous control from pixels ------------------------------------------------
+def test_car_racing_frames_and_agent_steps():
+    """CarRacing reaches every implementation as 4 stacked 84×84 grayscale frames, one agent step per two
+    frames, and the monitor records the env's own summed rewards over agent steps."""
+    rec = Recorder()
+    env = envs.make_env("CarRacing-v3", recorder=rec)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space == gym.spaces.Box(0, 255, (4, 84, 84), np.uint8) and obs.shape == (4, 84, 84)
+    assert envs.get_spec("CarRacing-v3").obs == "pixels"
+    raw = gym.make("CarRacing-v3")
+    raw.reset(seed=0)
+    a = np.array([0.0, 0.5, 0.0], np.float32)
+    total = 0.0
+    for _ in range(3):
+        env.step(a)
+        total += sum(float(raw.step(a)[1]) for _ in range(2))
+    assert rec.steps == 3  # agent steps, not frames
+    assert _find(env, envs.EpisodeMonitor)._ret == pytest.approx(total)  # the env's rewards, summed over the frames
+
+
+def test_pixels_with_continuous_actions_normalise_rewards_not_frames():
+    from bench.algos.hyperparams import resolve
+
+    for algo in ("ppo", "a2c", "trpo"):
+        n = resolve(algo, "CarRacing-v3").normalize
+        assert (n.obs, n.reward) == (False, True)
 
 
 # -- optional families -------------------------------------------------------------

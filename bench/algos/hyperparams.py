@@ -1024,7 +1024,11 @@ def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
         # Implementation Details of PPO", MuJoCo details 4-7) count it as part of PPO there.
         # Only a default: a layer that names ``normalize`` (even the zoo's) wins.
         merged["normalize"] = CONTINUOUS_NORMALIZE.get(env_id, True)
-        if algo in NO_REWARD_NORMALIZE:  # observations only: these algorithms standardise returns themselves
+        if _pixels(env_id):
+            # Frames are never standardised (the CNNs scale uint8 by 1/255); rewards are, as the zoo's
+            # `CarRacing-v2` entry sets (normalize: {norm_obs: False, norm_reward: True}).
+            merged["normalize"] = {"obs": False, "reward": algo not in NO_REWARD_NORMALIZE}
+        elif algo in NO_REWARD_NORMALIZE:  # observations only: these algorithms standardise returns themselves
             merged["normalize"] = {"obs": True, "reward": False}
     return PARAMS[algo].model_validate(merged)
 
@@ -1038,6 +1042,16 @@ CONTINUOUS_NORMALIZE: dict[str, Any] = {"Pendulum-v1": {"obs": True, "reward": F
 #: Algorithms whose continuous-control default is observation normalisation only (GRPO standardises
 #: returns within each group, so scaling rewards first has no use).
 NO_REWARD_NORMALIZE = ("grpo", "rloo")
+
+
+def _pixels(env_id: str) -> bool:
+    """Whether ``env_id``'s learner sees pixels (unknown ids count as not)."""
+    from bench.envs import env_exists, get_spec  # as in _continuous
+
+    try:
+        return env_exists(env_id) and get_spec(env_id).obs == "pixels"
+    except ValueError:
+        return False
 
 
 def _continuous(env_id: str) -> bool:

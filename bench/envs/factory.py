@@ -141,6 +141,8 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
     :raises KeyError: ``env_id`` is not a registered Gymnasium id.
     """
     gspec = require(env_id)
+    if gspec.id in FRAME_SKIP:
+        return _continuous_frames(env_id, FRAME_SKIP[gspec.id], recorder)
     if not is_atari(gspec):
         env = adapt(gspec, make_raw(env_id))
         return EpisodeMonitor(env, recorder) if recorder is not None else env
@@ -159,6 +161,23 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
     if training:
         env = EpisodicLife(env)
         env = gym.wrappers.TransformReward(env, np.sign)
+    return gym.wrappers.FrameStackObservation(env, 4)
+
+
+#: Pixel envs with continuous actions that get the Atari-style frame pipeline, and their action repeat.
+#: CarRacing-v3: rl-baselines3-zoo's `CarRacing-v2` entry repeats each action for 2 frames (its FrameSkip wrapper).
+FRAME_SKIP: dict[str, int] = {"CarRacing-v3": 2}
+
+
+def _continuous_frames(env_id: str, skip: int, recorder: RecorderLike | None) -> gym.Env:
+    """CarRacing and its kind: each action repeated ``skip`` frames (rewards summed, the last two frames
+    max-pooled), grayscale, 84×84, then :class:`EpisodeMonitor` (raw returns over agent steps), then the
+    last 4 frames stacked channel-first: ``(4, 84, 84)`` uint8, the Nature CNN's input as on Atari (the zoo
+    uses 64×64 and 2 frames for SB3's CNN, which sizes itself; the own Nature CNN takes 84×84)."""
+    env = gym.wrappers.MaxAndSkipObservation(make_raw(env_id), skip=skip)
+    env = gym.wrappers.ResizeObservation(gym.wrappers.GrayscaleObservation(env), (84, 84))
+    if recorder is not None:
+        env = EpisodeMonitor(env, recorder)
     return gym.wrappers.FrameStackObservation(env, 4)
 
 

@@ -127,6 +127,10 @@ REGISTRY: dict[str, EnvSpec] = {
         EnvSpec("Ant-v5", "mujoco", "continuous", "vector", "dense", 1000, 6000.0, _GYM),
         EnvSpec("Swimmer-v5", "mujoco", "continuous", "vector", "dense", 1000, 360.0, _GYM),
         EnvSpec("BipedalWalker-v3", "box2d", "continuous", "vector", "dense", 1600, 300.0, _GYM),
+        # Pixels with continuous actions (steer, gas, brake): frames from the env factory's frame pipeline
+        # (each action repeated 2 frames, grayscale 84×84, 4 stacked); the horizon is in agent steps (1,000
+        # frames / 2).
+        EnvSpec("CarRacing-v3", "box2d", "continuous", "pixels", "dense", 500, 900.0, _GYM),
         # gymnasium-robotics (optional extra `robotics`). Sparse: reward 1 while the ball is within 0.45 of the
         # goal, else 0; the task continues after the goal is reached (the package's default), so a return counts
         # the steps spent at the goal. No published threshold: 200 is a chosen bar, "at the goal for two thirds
