@@ -227,6 +227,9 @@ REGISTRY: dict[str, EnvSpec] = {
 #: (3,527-3,652), the slowest label, but measured on a slower AMD EPYC (CPUID 25/1, speed probe about 3.5× the
 #: other's); the PPO labels ran on the faster one (SB3 PPO 3,266, own PPO 2,437), so there the axis is wider
 #: than the slowest label needs and the machine factor of the time verdicts applies.
+#: MiniGrid-DoorKey-5x5-v0 900: SB3 PPO's mean 897 µs per step (763-1,076; 5 runs at 1e5, uncontended,
+#: ``results/reference/minigrid``, 2026-11-27), the slowest label (sb3-contrib TRPO 524, SB3 A2C 480, own TRPO 369,
+#: own A2C 338, own PPO 313, REINFORCE 273).
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
     "ALE/Pong-v5": 3400.0,
@@ -246,6 +249,7 @@ TIME_SCALE_US: dict[str, float] = {
     "HalfCheetah-v5": 1300.0,
     "Hopper-v5": 1000.0,
     "Walker2d-v5": 2100.0,
+    "MiniGrid-DoorKey-5x5-v0": 900.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
