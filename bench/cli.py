@@ -275,7 +275,7 @@ def run(
     except ValueError as e:
         raise _bad_input(str(e)) from None
     url = _check_url(store)
-    outputs = _outputs(tensorboard, wandb, artifacts)
+    outputs = _outputs(url, tensorboard, wandb, artifacts)
     cells = [dataclasses.replace(c, outputs=outputs) for c in select(loaded.cells, filt)]
     if not cells:
         raise _bad_input(f"--only: {only!r} matches none of the {len(loaded.cells)} cells of {suite}")
@@ -441,9 +441,11 @@ def run(
         raise typer.Exit(1)
 
 
-def _outputs(tensorboard: Optional[Path], wandb: Optional[str], artifacts: Optional[Path]):
-    """``bench run``'s --tensorboard, --wandb and --artifacts as the cells' Outputs, checked (one line, exit 2)."""
+def _outputs(url: str, tensorboard: Optional[Path], wandb: Optional[str], artifacts: Optional[Path]):
+    """``bench run``'s --tensorboard, --wandb and --artifacts as the cells' Outputs, checked (one line, exit 2).
+    Paths are made absolute here: a Ray worker need not share this process's working directory."""
     from bench.run.loggers import missing
+    from bench.run.saving import policies_dir
     from bench.suites.suite import Outputs
 
     for flag, given in (("--tensorboard", tensorboard), ("--wandb", wandb)):
@@ -453,7 +455,7 @@ def _outputs(tensorboard: Optional[Path], wandb: Optional[str], artifacts: Optio
         raise _bad_input(f"--wandb: {wandb!r} is not a W&B project name; allowed: a name without / \\ # ? % :")
     tb, art = (None if p is None else str(_writable(f, p, folder=True).resolve())
                for f, p in (("--tensorboard", tensorboard), ("--artifacts", artifacts)))
-    return Outputs(policies=art, tensorboard=tb, wandb=wandb)
+    return Outputs(policies=art or str(policies_dir(url).resolve()), tensorboard=tb, wandb=wandb)
 
 
 def _contended_done(url: str, cells: list) -> set[str]:

@@ -77,7 +77,8 @@ class WandbSink:
     def __init__(self, project: str, cell: Cell):
         import wandb
 
-        self.run = wandb.init(project=project, name=run_name(cell), group=cell.suite, reinit="create_new",
+        # A worker runs its cells one after another, finishing each W&B run before the next init.
+        self.run = wandb.init(project=project, name=run_name(cell), group=cell.suite,
                               config={"key": cell.key, "env_id": cell.env_id, "algo": cell.algo, "impl": cell.impl,
                                       "label": cell.label, "seed": cell.seed, "timesteps": cell.timesteps,
                                       **cell.hyperparams})
