@@ -114,3 +114,19 @@ def test_wandb_offline_writes_one_run_per_cell(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output + r.stderr
     runs = list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(runs) == 1 and runs[0].stat().st_size > 0
+
+
+def test_a_mirror_that_cannot_open_leaves_the_run_to_go_on(tmp_path, capsys):
+    """A mirror is not the measurement: one that cannot start is a warning, and the run trains without it."""
+    import dataclasses
+
+    from bench.run.loggers import open_sinks
+    from bench.suites.suite import Outputs
+
+    pytest.importorskip("tensorboard", reason="bench[tensorboard] is not installed")
+    f = tmp_path / "s.yaml"
+    f.write_text(SUITE)
+    (tmp_path / "file").write_text("not a folder")
+    cell = dataclasses.replace(load_suite(f).cells[0], outputs=Outputs(tensorboard=str(tmp_path / "file")))
+    assert open_sinks(cell) is None
+    assert "warning: --tensorboard: not mirroring ppo-bench/CartPole-v1/seed0" in capsys.readouterr().err

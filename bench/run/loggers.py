@@ -24,6 +24,7 @@ are the same with mirroring on or off.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -106,12 +107,22 @@ class Sinks:
 
 
 def open_sinks(cell: Cell) -> Sinks | None:
-    """The sinks ``cell.outputs`` asks for, opened (``None`` when it asks for none)."""
+    """The sinks ``cell.outputs`` asks for, opened (``None`` when it asks for none).
+
+    A sink that cannot be opened (a W&B login or network that is not there, a folder gone) is one line on
+    stderr, and the run goes on without it: a mirror must not cost a measurement.
+    """
     sinks: list[Any] = []
-    if cell.outputs.tensorboard:
-        sinks.append(TensorBoardSink(Path(cell.outputs.tensorboard) / run_name(cell)))
-    if cell.outputs.wandb:
-        sinks.append(WandbSink(cell.outputs.wandb, cell))
+    wanted = [("--tensorboard", cell.outputs.tensorboard, lambda v: TensorBoardSink(Path(v) / run_name(cell))),
+              ("--wandb", cell.outputs.wandb, lambda v: WandbSink(v, cell))]
+    for flag, value, opener in wanted:
+        if not value:
+            continue
+        try:
+            sinks.append(opener(value))
+        except Exception as e:  # noqa: BLE001 - any failure of a mirror leaves the run as it is
+            why = " ".join(f"{type(e).__name__}: {e}".split())
+            print(f"warning: {flag}: not mirroring {run_name(cell)} ({why}); the run goes on", file=sys.stderr)
     return Sinks(sinks) if sinks else None
 
 
