@@ -23,6 +23,8 @@ the final update's too), then calls ``recorder.after_update``.
 
 from __future__ import annotations
 
+import io
+import pickle
 import warnings
 from functools import partial
 from typing import Any, Callable
@@ -31,8 +33,9 @@ import numpy as np
 from pydantic import BaseModel
 
 from bench.algos.hyperparams import A2CParams, NetArch, PPOParams, TRPOParams
+from bench.run.record import SavablePolicy
 
-__all__ = ["train_sb3", "sb3_vec_env", "SB3_KEYS", "policy_kwargs", "schedule"]
+__all__ = ["train_sb3", "sb3_vec_env", "SB3_KEYS", "policy_kwargs", "schedule", "sb3_checkpoint", "restore_sb3"]
 
 #: SB3 logger key → (bench diagnostics key, sign). Keys not listed (time/*, rollout/*,
 #: train/std, train/n_updates, train/clip_range ...) are dropped.
@@ -395,13 +398,14 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
             # created by the first step and measured when the run ends.
             recorder.note_models(model.policy.parameters(), [model.policy.optimizer])
 
-            def policy_fn(obs: np.ndarray) -> np.ndarray:
+            def act(obs: np.ndarray) -> np.ndarray:
                 x = np.asarray(obs)
                 if vecnorm is not None and vecnorm.norm_obs:
                     x = vecnorm.normalize_obs(x)
                 action, _ = model.predict(x, deterministic=True)
                 return action
 
+            policy_fn = SavablePolicy(act, partial(sb3_checkpoint, model, vecnorm))
             callback = _callback_class()(recorder, policy_fn, continuous)
             model.learn(total_timesteps=int(timesteps), log_interval=1, callback=callback, progress_bar=False)
             # The callback dumps after every update, the last one included (on_training_end);
@@ -410,3 +414,43 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
         finally:
             venv.close()
 
+
+
+# --------------------------------------------------------------------------- #
+# Saved policies
+# --------------------------------------------------------------------------- #
+#: The file format of a saved SB3 policy: SB3's own zip, and VecNormalize's pickle when the run normalised.
+SB3 = "sb3"
+
+
+def sb3_checkpoint(model: Any, vecnorm: Any | None) -> dict[str, Any]:
+    """``{"format", "files"}`` of an SB3 model as it is now: ``model.save``'s zip (``PPO.load`` reads it) and,
+    when the run normalised, the ``VecNormalize`` statistics as ``VecNormalize.save`` writes them (a pickle
+    without the env, which ``VecNormalize.load(path, venv)`` reads)."""
+    buf = io.BytesIO()
+    model.save(buf)
+    files = {"zip": buf.getvalue()}
+    if vecnorm is not None:
+        files["vecnormalize.pkl"] = pickle.dumps(vecnorm)
+    return {"format": SB3, "files": files}
+
+
+def restore_sb3(files: dict[str, bytes], algo: str, *, deterministic: bool = True) -> Callable[[np.ndarray], np.ndarray]:
+    """A saved SB3 policy (:func:`sb3_checkpoint`) on raw observations: a batch in, a batch of actions out
+    (``model.predict``, which clips continuous actions to the action space as the training run's evaluation did).
+
+    The schedules SB3 pickled with the model are replaced by constants on load (acting needs none), so that
+    a model saved by another Python version still loads (rl-baselines3-zoo's ``enjoy`` does the same).
+    """
+    model = _model_class(algo).load(io.BytesIO(files["zip"]), device="cpu", custom_objects={
+        "learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0})
+    vecnorm = pickle.loads(files["vecnormalize.pkl"]) if "vecnormalize.pkl" in files else None
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        x = np.asarray(obs)
+        if vecnorm is not None and vecnorm.norm_obs:
+            x = vecnorm.normalize_obs(x)
+        action, _ = model.predict(x, deterministic=deterministic)
+        return action
+
+    return act

@@ -1,4 +1,4 @@
-"""The ``bench`` command: run | status | export | tune | report | recommend | envs | schema | speed.
+"""The ``bench`` command: run | status | export | tune | report | recommend | eval | envs | schema | speed.
 
 Bad input is one line per problem on stderr and exit status 2; nothing runs and
 no store is created or touched. A run's own failure is a result, reported in the
@@ -256,8 +256,15 @@ def run(
         help="contended: also run again the done runs that shared their core (wall > 1.25 × CPU seconds), and "
              "replace each one only if the new run had its core to itself; the earlier clocks are kept in its metadata.",
     ),
+    tensorboard: Optional[Path] = typer.Option(None, "--tensorboard", help="Also write each run's scalars as "
+                                               "TensorBoard events under DIR/<label>/<env>/seed<k> (bench[tensorboard])."),
+    wandb: Optional[str] = typer.Option(None, "--wandb", help="Also log each run to this W&B project (bench[wandb]; "
+                                        "WANDB_MODE=offline needs no network)."),
+    artifacts: Optional[Path] = typer.Option(None, "--artifacts", help="Folder for saved policies (suite save:); "
+                                             "default beside a SQLite store, else results/policies."),
 ) -> None:
     """Run a suite: every env × algorithm × seed cell, skipping cells already done."""
+    import dataclasses
     import os
 
     from bench.suites.suite import parse_only, select
@@ -268,7 +275,8 @@ def run(
     except ValueError as e:
         raise _bad_input(str(e)) from None
     url = _check_url(store)
-    cells = select(loaded.cells, filt)
+    outputs = _outputs(url, tensorboard, wandb, artifacts)
+    cells = [dataclasses.replace(c, outputs=outputs) for c in select(loaded.cells, filt)]
     if not cells:
         raise _bad_input(f"--only: {only!r} matches none of the {len(loaded.cells)} cells of {suite}")
     n_workers = workers or os.cpu_count() or 1
@@ -431,6 +439,23 @@ def run(
     failed = _closing(loaded.suite.name, results, done_before, busy, time.perf_counter() - t0)
     if failed:
         raise typer.Exit(1)
+
+
+def _outputs(url: str, tensorboard: Optional[Path], wandb: Optional[str], artifacts: Optional[Path]):
+    """``bench run``'s --tensorboard, --wandb and --artifacts as the cells' Outputs, checked (one line, exit 2).
+    Paths are made absolute here: a Ray worker need not share this process's working directory."""
+    from bench.run.loggers import missing
+    from bench.run.saving import policies_dir
+    from bench.suites.suite import Outputs
+
+    for flag, given in (("--tensorboard", tensorboard), ("--wandb", wandb)):
+        if given is not None and (why := missing(flag)):
+            raise _bad_input(why)
+    if wandb is not None and (not wandb.strip() or any(c in wandb for c in "/\\#?%:")):
+        raise _bad_input(f"--wandb: {wandb!r} is not a W&B project name; allowed: a name without / \\ # ? % :")
+    tb, art = (None if p is None else str(_writable(f, p, folder=True).resolve())
+               for f, p in (("--tensorboard", tensorboard), ("--artifacts", artifacts)))
+    return Outputs(policies=art or str(policies_dir(url).resolve()), tensorboard=tb, wandb=wandb)
 
 
 def _contended_done(url: str, cells: list) -> set[str]:
@@ -1221,6 +1246,34 @@ def _recommend_cell(r: dict, col: str) -> str:
     if col == "note":
         return "; ".join(x for x in (r["message"], r["implementation"]) if x)
     return str(r.get(col) or "—")
+
+
+@app.command("eval")
+def eval_(
+    run_: str = typer.Argument(..., metavar="RUN", help="A run key (or a unique prefix of it), or label=…,env=…,seed=…"),
+    store: str = StoreOpt,
+    episodes: int = typer.Option(10, "--episodes", min=1, help="Deterministic episodes to run."),
+    video: Optional[Path] = typer.Option(None, "--video", help="Also film them into this MP4 (bench[video])."),
+    kind: str = typer.Option("auto", "--kind", help="best | final | auto (best where the run kept it)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="First episode's seed (default: the run's eval seed)."),
+    artifacts: Optional[str] = typer.Option(None, "--artifacts", help="The policies folder, if it moved."),
+) -> None:
+    """Run a saved policy (suite save: final | best) for N episodes: mean ± sd return, and an MP4 with --video."""
+    from bench.api import PolicyError, evaluate, load_policy, video_missing
+
+    _choice("--kind", kind, ("auto", "best", "final"))
+    if video is not None and (why := video_missing() or (None if video.suffix.lower() == ".mp4" else
+                                                         f"--video: {video} is not an .mp4 file; allowed: FILE.mp4")):
+        raise _bad_input(why)
+    if video is not None:
+        _writable("--video", video, folder=False)
+    try:
+        pi = load_policy(run_, _check_url(store), kind=kind, artifacts=artifacts)  # type: ignore[arg-type]
+        ev = evaluate(pi, episodes, seed=seed, video=video)
+    except PolicyError as e:
+        raise _bad_input(str(e)) from None
+    out.print(f"{pi.label} on {pi.env_id}, seed {pi.seed}, {pi.kind} policy (step {pi.step:,}): return {ev.mean:.1f} ± "
+              f"{ev.sd:.1f} over {episodes} episode(s) from seed {ev.seed}" + (f"; {ev.frames} frames → {video}" if video else ""))
 
 
 @app.command()

@@ -25,6 +25,9 @@ ROOT = Path(__file__).resolve().parents[1] / "bench"
 PARTS: list[tuple[str, str]] = [
     ("bench.cli", "cli"),
     ("bench.__main__", "cli"),
+    ("bench.api", "api"),
+    # Saved policies: find a run in the store, rebuild its policy (own or SB3), act on an env.
+    ("bench.policies", "policies"),
     ("bench.analysis.stats", "pure"),
     ("bench.analysis.metrics", "pure"),
     ("bench.analysis.parity", "pure"),
@@ -47,8 +50,12 @@ PARTS: list[tuple[str, str]] = [
 
 # part → the parts it may import (besides itself). The DESIGN's layers, in one table.
 ALLOWED: dict[str, set[str]] = {
-    "cli": {"root", "suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "run", "tune",
+    "cli": {"root", "api", "policies", "suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "run",
+            "tune", "sensitivity", "analysis", "anchors", "pure"},
+    # One public function per everyday job: everything below it.
+    "api": {"root", "policies", "suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "run", "tune",
             "sensitivity", "analysis", "anchors", "pure"},
+    "policies": {"suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "run"},
     "run": {"suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "pure"},
     # The tuner scores `auc` with the report's anchors (bench.analysis.anchors), so a trial's value is the report's score.
     "tune": {"suites", "envs", "hyperparams", "algos", "baselines", "record", "store", "run", "sensitivity", "anchors",

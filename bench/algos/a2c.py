@@ -35,6 +35,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from bench.algos.checkpoint import savable
 from bench.algos.common import (Collector, FlatParams, Rollout, ent_coef_at, explained_variance, gae, grad_noise_ratio,
                                 linear, setup)
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
@@ -166,5 +167,5 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
             diag["grad/noise_ratio"] = grad_noise_ratio(pg_loss_of, policy.actor_parameters(), batch,
                                                         p.grad_noise_chunks, gen)
         recorder.diagnostics(diag)
-        recorder.after_update(collector.policy_fn())
+        recorder.after_update(savable(collector.policy_fn(), policy, norm))
     envs.close()

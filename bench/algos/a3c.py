@@ -44,6 +44,7 @@ import numpy as np
 import torch
 import torch.multiprocessing as tmp
 
+from bench.algos.checkpoint import savable
 from bench.algos.a2c import a2c_gradient
 from bench.algos.common import Collector, FlatParams, Normalizer, explained_variance, linear, pick_device, \
     pin_one_thread, seed_everything
@@ -207,7 +208,7 @@ def train(env_id: str, params: A3CParams, *, seed: int, timesteps: int, recorder
     workers = [ctx.Process(target=_worker, name=f"a3c-worker-{i}", daemon=True,
                            args=(i, env_id, p, seed, timesteps, flat.param.data, opt, counters, out, stop))
                for i in range(p.n_workers)]
-    policy_fn = _policy_fn(policy, norm, space)
+    policy_fn = savable(_policy_fn(policy, norm, space), policy, norm)
     try:
         for w in workers:
             w.start()

@@ -210,6 +210,23 @@ class Normalizer:
         self.ret_rms = RunningMeanStd(())
         self.ret = np.zeros(n_envs)
 
+    def obs_state(self) -> dict[str, Any] | None:
+        """A copy of the observation statistics (``mean``, ``var``, ``count``), for a saved policy;
+        ``None`` when observations are not normalised."""
+        if not self.do_obs:
+            return None
+        rms = self.obs_rms
+        return {"mean": np.array(rms.mean), "var": np.array(rms.var), "count": float(rms.count)}
+
+    @classmethod
+    def frozen(cls, obs_shape: tuple[int, ...], state: dict[str, Any] | None) -> "Normalizer":
+        """A normaliser with saved observation statistics (:meth:`obs_state`), to call with ``update=False``."""
+        norm = cls(obs_shape, 1, 0.99, obs=state is not None, reward=False)
+        if state is not None:
+            norm.obs_rms.mean, norm.obs_rms.var = np.asarray(state["mean"]), np.asarray(state["var"])
+            norm.obs_rms.count = float(state["count"])
+        return norm
+
     def obs(self, o: np.ndarray, update: bool) -> np.ndarray:
         if not self.do_obs:
             return o

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from bench.algos.checkpoint import savable
 from bench.algos.common import Normalizer, linear, pick_device, seed_everything
 from bench.algos.hyperparams import GRPOParams
 from bench.algos.policy import ActorCritic, make_policy
@@ -300,5 +301,5 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
                 if vals:
                     diag[f"seq/{name}"] = float(np.mean(vals))
         recorder.diagnostics(diag)
-        recorder.after_update(collector.policy_fn())
+        recorder.after_update(savable(collector.policy_fn(), policy, norm))
     envs.close()

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch.nn.utils import parameters_to_vector
 
+from bench.algos.checkpoint import savable
 from bench.algos.common import (Collector, FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio,
                                 linear, setup)
 from bench.algos.npkernel import ActorCriticKernel, use_kernel
@@ -304,7 +305,7 @@ def train_natural(env_id: str, p: Any, step_fn: PolicyStep, prefix: str, *, seed
         if noise is not None:
             diag["grad/noise_ratio"] = noise
         recorder.diagnostics(diag)
-        recorder.after_update(collector.policy_fn())
+        recorder.after_update(savable(collector.policy_fn(), policy, norm))
     envs.close()
 
 

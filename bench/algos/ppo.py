@@ -28,6 +28,7 @@ import math
 import numpy as np
 import torch
 
+from bench.algos.checkpoint import savable
 from bench.algos.common import (Collector, FlatParams, ent_coef_at, explained_variance, fused_adam_step, gae,
                                 grad_noise_ratio, linear, setup)
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
@@ -206,5 +207,5 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
             diag["grad/noise_ratio"] = grad_noise_ratio(pg_loss_of, policy.actor_parameters(), batch,
                                                         p.grad_noise_chunks, gen)
         recorder.diagnostics(diag)
-        recorder.after_update(collector.policy_fn())
+        recorder.after_update(savable(collector.policy_fn(), policy, norm))
     envs.close()

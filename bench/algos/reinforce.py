@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from bench.algos.checkpoint import savable
 from bench.algos.common import Normalizer, ent_coef_at, explained_variance, grad_noise_ratio, linear, setup
 from bench.algos.policy import ActorCritic
 from bench.algos.hyperparams import REINFORCEParams
@@ -275,5 +276,5 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
         recorder.diagnostics(diag)
-        recorder.after_update(collector.policy_fn())
+        recorder.after_update(savable(collector.policy_fn(), policy, norm))
     envs.close()

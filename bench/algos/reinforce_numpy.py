@@ -35,7 +35,8 @@ first six for ``impl: numpy``; ``vf_coef`` weighs a loss this fit does not have)
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+import io
+from typing import Any, Callable, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -43,7 +44,7 @@ import numpy as np
 from bench.algos.common import Normalizer, ent_coef_at, explained_variance, linear
 from bench.algos.hyperparams import REINFORCEParams
 from bench.envs import make_vec_env
-from bench.run.record import RecorderProtocol
+from bench.run.record import RecorderProtocol, SavablePolicy
 
 LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 
@@ -358,15 +359,57 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
     envs.close()
 
 
-def policy_fn(policy: LinearPolicy, norm: Normalizer, space: gym.Space) -> Callable[[np.ndarray], np.ndarray]:
-    """The deterministic policy on raw observations, for evaluation (normaliser frozen)."""
+def policy_fn(policy: LinearPolicy, norm: Normalizer, space: gym.Space) -> SavablePolicy:
+    """The deterministic policy on raw observations, for evaluation (normaliser frozen); it can be saved."""
     W = policy.W.copy()
     frozen = LinearPolicy(W.shape[0], n_actions=W.shape[1]) if policy.discrete else \
         LinearPolicy(W.shape[0], action_dim=W.shape[1])
     frozen.W = W
+    if not policy.discrete:
+        frozen.log_std = policy.log_std.copy()
 
     def act(raw: np.ndarray) -> np.ndarray:
         a = frozen.mode(features(norm.obs(raw, update=False)))
         return np.clip(a, space.low, space.high).astype(np.float32) if not policy.discrete else a
+
+    return SavablePolicy(act, lambda: linear_checkpoint(frozen, norm))
+
+
+# --------------------------------------------------------------------------- #
+# Saved policies (bench.algos.checkpoint has the torch one's)
+# --------------------------------------------------------------------------- #
+#: The file format of a saved linear policy.
+LINEAR = "bench-linear"
+
+
+def linear_checkpoint(policy: LinearPolicy, norm: Normalizer) -> dict[str, Any]:
+    """``{"format", "files"}``: the weights (and log-stds), with the normaliser's observation statistics."""
+    buf = io.BytesIO()
+    stats = norm.obs_state() or {}
+    extra = {} if policy.discrete else {"log_std": policy.log_std}
+    np.savez(buf, W=policy.W, discrete=np.array(policy.discrete), normalize=np.array(bool(stats)), **extra,
+             **{f"obs_{k}": np.asarray(v) for k, v in stats.items()})
+    return {"format": LINEAR, "files": {"npz": buf.getvalue()}}
+
+
+def restore_linear(files: dict[str, bytes], obs_space: gym.Space, action_space: gym.Space, *,
+                   deterministic: bool = True) -> Callable[[np.ndarray], np.ndarray]:
+    """The saved linear policy (:func:`linear_checkpoint`) on raw observations: a batch in, a batch of actions out."""
+    data = np.load(io.BytesIO(files["npz"]))
+    W = data["W"]
+    lin = LinearPolicy(W.shape[0], n_actions=W.shape[1]) if bool(data["discrete"]) else \
+        LinearPolicy(W.shape[0], action_dim=W.shape[1])
+    lin.W = W
+    if not lin.discrete:
+        lin.log_std = data["log_std"]
+    state = ({"mean": data["obs_mean"], "var": data["obs_var"], "count": float(data["obs_count"])}
+             if bool(data["normalize"]) else None)
+    norm = Normalizer.frozen(obs_space.shape, state)
+    rng = np.random.default_rng()
+
+    def act(raw: np.ndarray) -> np.ndarray:
+        phi = features(norm.obs(np.asarray(raw), update=False))
+        a = lin.mode(phi) if deterministic else lin.sample(phi, rng)
+        return np.clip(a, action_space.low, action_space.high).astype(np.float32) if not lin.discrete else a
 
     return act

@@ -114,7 +114,8 @@ class EpisodicLife(gym.Wrapper):
 
 
 # -- factories ---------------------------------------------------------------------
-def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: bool = True) -> gym.Env:
+def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: bool = True,
+             render_mode: str | None = None) -> gym.Env:
     """One environment, not yet seeded (seed it with ``reset(seed=...)``).
 
     ``env_id`` is an env key (:func:`bench.envs.registry.env_key`): a Gymnasium id, or
@@ -137,17 +138,19 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
     5. ``FrameStackObservation(4)`` → observations ``(4, 84, 84)`` uint8, channel-first.
 
     ``training=False`` (evaluation) keeps 1, 2, 3 and 5: no life-loss episodes, no clipping.
+    ``render_mode`` is passed to ``gym.make`` (``rgb_array``: ``render()`` returns the frame, for videos).
 
     :raises KeyError: ``env_id`` is not a registered Gymnasium id.
     """
     gspec = require(env_id)
+    render = {"render_mode": render_mode} if render_mode is not None else {}
     if gspec.id in FRAME_SKIP:
-        return _continuous_frames(env_id, FRAME_SKIP[gspec.id], recorder)
+        return _continuous_frames(env_id, FRAME_SKIP[gspec.id], recorder, render)
     if not is_atari(gspec):
-        env = adapt(gspec, make_raw(env_id))
+        env = adapt(gspec, make_raw(env_id, **render))
         return EpisodeMonitor(env, recorder) if recorder is not None else env
 
-    env = make_raw(env_id, frameskip=1)
+    env = make_raw(env_id, frameskip=1, **render)
     env = gym.wrappers.AtariPreprocessing(
         env,
         noop_max=30,
@@ -169,12 +172,13 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
 FRAME_SKIP: dict[str, int] = {"CarRacing-v3": 2}
 
 
-def _continuous_frames(env_id: str, skip: int, recorder: RecorderLike | None) -> gym.Env:
+def _continuous_frames(env_id: str, skip: int, recorder: RecorderLike | None,
+                       render: dict[str, Any] | None = None) -> gym.Env:
     """CarRacing and its kind: each action repeated ``skip`` frames (rewards summed, the last two frames
     max-pooled), grayscale, 84×84, then :class:`EpisodeMonitor` (raw returns over agent steps), then the
     last 4 frames stacked channel-first: ``(4, 84, 84)`` uint8, the Nature CNN's input as on Atari (the zoo
     uses 64×64 and 2 frames for SB3's CNN, which sizes itself; the own Nature CNN takes 84×84)."""
-    env = gym.wrappers.MaxAndSkipObservation(make_raw(env_id), skip=skip)
+    env = gym.wrappers.MaxAndSkipObservation(make_raw(env_id, **(render or {})), skip=skip)
     env = gym.wrappers.ResizeObservation(gym.wrappers.GrayscaleObservation(env), (84, 84))
     if recorder is not None:
         env = EpisodeMonitor(env, recorder)
@@ -235,6 +239,7 @@ def evaluate_policy(
     n_episodes: int,
     *,
     seed: int,
+    on_frame: Callable[[np.ndarray], None] | None = None,
 ) -> list[float]:
     """Raw returns of ``n_episodes`` episodes of ``policy`` on a fresh evaluation env.
 
@@ -248,20 +253,27 @@ def evaluate_policy(
     Each episode is capped at the env's horizon (or 100,000 steps when it has
     none), so a broken env cannot hang a run.
 
+    ``on_frame``: the env is made with ``render_mode="rgb_array"`` and each frame, ``(H, W, 3)`` uint8,
+    is passed to it: after each reset and after each step (``bench eval --video``).
+
     :raises ValueError: ``n_episodes`` < 1.
     """
     if n_episodes < 1:
         raise ValueError(f"n_episodes must be >= 1, got {n_episodes}")
     cap = get_spec(env_id).horizon or EVAL_STEP_CAP
-    env = make_env(env_id, training=False)
+    env = make_env(env_id, training=False, render_mode="rgb_array" if on_frame is not None else None)
     returns: list[float] = []
     try:
         for ep in range(n_episodes):
             obs, _ = env.reset(seed=seed if ep == 0 else None)
+            if on_frame is not None:
+                on_frame(env.render())
             ret = 0.0
             for _ in range(cap):
                 action = policy(np.asarray(obs)[None])[0]
                 obs, reward, terminated, truncated, _ = env.step(action)
+                if on_frame is not None:
+                    on_frame(env.render())
                 ret += float(reward)
                 if terminated or truncated:
                     break

@@ -5,5 +5,7 @@
 - :mod:`.record`: the recorder every implementation records through (its
   protocol is all an algorithm sees of this package);
 - :mod:`.store`: the results store (SQLite WAL | PostgreSQL), claims and atomic finishes;
+- :mod:`.saving`: saved policies (suite ``save:``), written beside the store;
+- :mod:`.loggers`: ``--tensorboard`` / ``--wandb``, the recorder's scalars under SB3's tag names;
 - :mod:`.speed`: ``bench speed``, own against SB3 side by side in one process.
 """

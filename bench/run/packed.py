@@ -136,7 +136,20 @@ def _suite_frames(db: "st.Store", suite: str, out_dir: Path, beside: list[Path])
                      for i in range(0, len(keys), 500)]
             df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[col.name for col in t.c])
             frames[name] = df.drop(columns=["id"]) if name == "diagnostics" else df
+    frames["runs"]["meta"] = frames["runs"]["meta"].map(_without_policies)
     return frames, shared
+
+
+def _without_policies(meta: Any) -> Any:
+    """A run's ``meta`` JSON without where its saved policies are (bench.run.saving): a pack carries the results,
+    not the checkpoints, and a path on the machine that ran it means nothing where the pack is read. Other
+    metadata is left byte for byte as stored."""
+    if not isinstance(meta, str) or '"policies' not in meta:
+        return meta
+    d = json.loads(meta)
+    for k in ("policies", "policies_error"):
+        d.pop(k, None)
+    return json.dumps(d, default=str)
 
 
 def suite_studies(store_url: str, suite: str | None = None) -> list[str]:

@@ -16,13 +16,43 @@ from __future__ import annotations
 import math
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 import numpy as np
 
 #: A policy used for evaluation: a batch of observations in, a batch of actions out.
 PolicyFn = Callable[[np.ndarray], np.ndarray]
+
+
+class SavablePolicy:
+    """A deterministic policy for evaluation that can also be saved: callable as a :data:`PolicyFn`,
+    and :meth:`checkpoint` returns what acting needs later (see :mod:`bench.algos.checkpoint`).
+
+    :param act: the policy itself, a batch of raw observations in, a batch of actions out.
+    :param checkpoint: ``() -> {"format": str, "files": {suffix: bytes}}``, a serialised copy of
+        the policy as it is now (bytes, so a copy kept for later does not follow training).
+    """
+
+    __slots__ = ("act", "checkpoint")
+
+    def __init__(self, act: PolicyFn, checkpoint: Callable[[], dict[str, Any]]):
+        self.act = act
+        self.checkpoint = checkpoint
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return self.act(obs)
+
+
+class ScalarSink(Protocol):
+    """Where :class:`Recorder` mirrors its scalars as they come (TensorBoard, W&B: bench.run.loggers)."""
+
+    def scalars(self, step: int, values: Mapping[str, float]) -> None: ...
+
+
+#: Episodes in the trailing mean mirrored as ``rollout/ep_rew_mean`` (SB3's ``stats_window_size`` default).
+SINK_EPISODES = 100
 
 
 class Diverged(RuntimeError):
@@ -78,6 +108,12 @@ class Recorder:
     evaluate: Callable[[PolicyFn, int], list[float]] | None = None
     eval: EvalConfig | None = None
     cpu_limit: float | None = None
+    #: Keep the policy to save: ``none``, ``final`` (the policy after the last update) or ``best`` (also
+    #: a copy at the best periodic evaluation so far, and the final one). Saving reads the policy only:
+    #: it takes no random numbers and changes nothing that training computes.
+    save: str = "none"
+    #: Mirror scalars here as they are recorded (episode means, diagnostics, evaluations), or ``None``.
+    sink: ScalarSink | None = None
     #: Which budget ended the run: ``cpu_seconds`` when :attr:`cpu_limit` did, else ``timesteps``.
     stopped_by: str = "timesteps"
 
@@ -110,8 +146,22 @@ class Recorder:
         self._last_beat = self._t0
         self._next_eval = self.eval.every if self.eval else None
         self._models: tuple[list[Any], list[Any], list[Any]] | None = None
+        #: The policy of the last update, and a copy of the one at the best evaluation (``save``).
+        self.last_policy: PolicyFn | None = None
+        self.best: dict[str, Any] | None = None  # {"step", "eval_return", "checkpoint"}
+        self._sunk = 0  # diagnostics rows already mirrored to the sink
 
     # -- clocks -------------------------------------------------------------
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Time spent inside is not the run's: evaluation, saving, mirroring to a sink."""
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self._paused += time.perf_counter() - t
+            self._paused_cpu += time.process_time() - c
+
     def restart_clocks(self) -> None:
         """Start the run's clocks now (before any training): what ran in between is not the run's."""
         self._t0, self._cpu0 = time.perf_counter(), time.process_time()
@@ -186,6 +236,11 @@ class Recorder:
     def after_update(self, policy: PolicyFn | None = None) -> None:
         """Call once after each update: heartbeat, and evaluation when it is due."""
         self.updates += 1
+        if self.save != "none" and policy is not None:
+            self.last_policy = policy
+        if self.sink is not None:
+            with self.paused():
+                self._mirror()
         now = time.perf_counter()
         if self.heartbeat is not None and now - self._last_beat >= self.heartbeat_every:
             self.heartbeat()
@@ -201,12 +256,42 @@ class Recorder:
     def run_eval(self, policy: PolicyFn) -> None:
         """Evaluate now; its time is excluded from the training clock."""
         assert self.eval is not None and self.evaluate is not None
-        t, c = time.perf_counter(), time.process_time()
-        returns = self.evaluate(policy, self.eval.episodes)
-        self._paused += time.perf_counter() - t
-        self._paused_cpu += time.process_time() - c
-        arr = np.asarray(returns, dtype=float)
-        self.evals.append((self.steps, self.clock(), float(arr.mean()), float(arr.std()), len(arr)))
+        with self.paused():
+            returns = self.evaluate(policy, self.eval.episodes)
+            arr = np.asarray(returns, dtype=float)
+            mean = float(arr.mean())
+            # The first best wins a tie: a later evaluation must be strictly better to replace it.
+            if (self.save == "best" and math.isfinite(mean) and hasattr(policy, "checkpoint")
+                    and (self.best is None or mean > self.best["eval_return"])):
+                self.best = {"step": self.steps, "eval_return": mean, "checkpoint": policy.checkpoint()}
+            if self.sink is not None:
+                self.sink.scalars(self.steps, {"eval/mean_reward": mean})
+        self.evals.append((self.steps, self.clock(), mean, float(arr.std()), len(arr)))
+
+    def final_checkpoint(self) -> dict[str, Any] | None:
+        """The policy after the last update, serialised (``None`` when there is none or it cannot be saved)."""
+        pol = self.last_policy
+        return pol.checkpoint() if pol is not None and hasattr(pol, "checkpoint") else None
+
+    def _mirror(self) -> None:
+        """Send the sink what was recorded since the last update: the diagnostics at their own steps, then
+        the trailing means of training episodes and the frames per second, as SB3 logs them per rollout."""
+        assert self.sink is not None
+        rows = self.diag[self._sunk:]
+        self._sunk = len(self.diag)
+        by_step: dict[int, dict[str, float]] = {}
+        for step, key, value in rows:
+            by_step.setdefault(step, {})[key] = value
+        for step, values in by_step.items():
+            self.sink.scalars(step, values)
+        out: dict[str, float] = {}
+        if self.ep_return:  # SB3 logs them once an episode has finished
+            out["rollout/ep_rew_mean"] = float(np.mean(self.ep_return[-SINK_EPISODES:]))
+            out["rollout/ep_len_mean"] = float(np.mean(self.ep_length[-SINK_EPISODES:]))
+        wall = self.clock()
+        if wall > 0:
+            out["time/fps"] = self.steps / wall
+        self.sink.scalars(self.steps, out)
 
     def summary_inputs(self) -> dict[str, Any]:
         """Arrays the metrics functions take, as NumPy arrays."""

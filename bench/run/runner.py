@@ -34,8 +34,10 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from bench.run.loggers import open_sinks
 from bench.run.progress import Heartbeat
 from bench.run.probe import cpu_probe_ms
+from bench.run.saving import finish_outputs
 from bench.suites.suite import Cell
 
 # Every worker uses one torch/BLAS thread: runs are parallel across processes,
@@ -233,6 +235,8 @@ def make_recorder(cell: Cell, heartbeat: Callable[[], None] | None = None):
         heartbeat_every=HEARTBEAT_EVERY_S,
         eval=ev,
         cpu_limit=cell.cpu_seconds,
+        save=cell.save,
+        sink=open_sinks(cell),
         # Evaluation episodes use their own seed stream, far from the training envs' seed + i.
         evaluate=(lambda policy, n: envs.evaluate_policy(cell.env_id, policy, n, seed=cell.seed + 1_000_000)) if ev else None,
     )
@@ -307,10 +311,12 @@ def _store(url: str):
     return _STORES[url]
 
 
-def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None) -> tuple[Any, str | None, float]:
+def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None,
+                 store_url: str | None = None) -> tuple[Any, str | None, float]:
     """Train one cell and turn what it recorded into a RunResult; returns ``(result, error or None,
     start time)``. ``beat(steps, cpu_s)`` (env steps and training CPU seconds so far) is called every
-    :data:`HEARTBEAT_EVERY_S` seconds from a thread."""
+    :data:`HEARTBEAT_EVERY_S` seconds from a thread. With ``store_url``, the policies the cell keeps
+    (``cell.save``) are written beside that store (:mod:`bench.run.saving`)."""
     started = time.time()
     recorder = make_recorder(cell)  # pins the threads the probe then runs with
     probe_start = cpu_probe_ms()  # outside the run's clocks, which the recorder starts below
@@ -324,6 +330,7 @@ def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None) -
     # How fast this machine was for a fixed piece of work as the run started and ended (bench.run.probe):
     # the CPU's name alone does not tell machines apart.
     result.meta["cpu_probe_ms"] = {"start": probe_start, "end": cpu_probe_ms()}
+    finish_outputs(cell, recorder, result, error, store_url)
     return result, error, started
 
 
@@ -338,7 +345,8 @@ def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False) ->
         return Outcome(cell.key, "skipped")
     # Each beat also writes the steps and CPU seconds so far: how far a long run is, for `bench status`
     # and `bench run`.
-    result, error, started = measure_cell(cell, lambda steps, cpu: store.heartbeat(cell.key, attempt, steps, cpu))
+    result, error, started = measure_cell(cell, lambda steps, cpu: store.heartbeat(cell.key, attempt, steps, cpu),
+                                          store_url=store_url)
     status = "failed" if error else "done"
     if not store.finish(cell.key, attempt, status, result, error):
         return Outcome(cell.key, "skipped", error="lost ownership of the run (another runner took it over)")
@@ -397,7 +405,7 @@ def remeasure_cell(store_url: str, cell: Cell) -> Outcome:
     if row is None or row.status != "done":
         return Outcome(cell.key, "skipped", error="not a done run: nothing to re-measure")
     before = store.episodes_of(cell.key)["ret"].to_numpy(dtype=float)
-    result, error, started = measure_cell(cell)
+    result, error, started = measure_cell(cell, store_url=store_url)
     wall = time.time() - started
     if error:
         return Outcome(cell.key, "failed", f"the re-measurement failed and the earlier run is kept: {error}", wall_s=wall)

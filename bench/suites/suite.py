@@ -147,6 +147,9 @@ def merge_resources(*parts: Resources | None) -> dict[str, float]:
 
 #: Env stepping modes (bench.envs.vector.VEC_ENV_MODES; a test keeps the two equal).
 VecEnvMode = Literal["sync", "async", "vector", "envpool"]
+#: Which policies a run keeps (``defaults.save``, ``algorithms[j].save``): none, the one after its last update,
+#: or also the one at its best periodic evaluation (bench.run.saving).
+SaveMode = Literal["none", "final", "best"]
 
 
 class Defaults(_Strict):
@@ -171,6 +174,12 @@ class Defaults(_Strict):
                     "(subprocesses), vector (the env's NumPy-vectorised implementation, Gymnasium's "
                     "vector_entry_point: CartPole), envpool (envpool's C++ envs; its dynamics may differ). A "
                     "value other than sync is part of the cell key.",
+    )
+    save: SaveMode = Field(
+        "none",
+        description="Keep trained policies beside the store for `bench eval` and `bench.api.load_policy`: none, "
+                    "final (after the last update) or best (also the one at the best periodic evaluation; needs "
+                    "eval). Not part of the cell key: saving changes nothing a run computes.",
     )
     diag_points: int = Field(
         DIAG_POINTS, ge=0, le=1_000_000,
@@ -267,6 +276,7 @@ class AlgoEntry(_Strict):
         default_factory=dict, description="Per-env overrides, keyed by env id."
     )
     resources: Resources | None = Field(None, description="Ray resources per run of this algorithm; not part of the key.")
+    save: SaveMode | None = Field(None, description="Overrides defaults.save for this label (none | final | best).")
 
     def env_overrides(self, env: EnvEntry) -> dict[str, Any]:
         """This entry's ``env_hyperparams`` for ``env``: keyed by its key (one kwargs variant) before its id (all)."""
@@ -578,6 +588,21 @@ def _read_yaml(text: str, file: str) -> tuple[Any, dict[str, int]]:
 # Cells
 # --------------------------------------------------------------------------- #
 @dataclass(frozen=True)
+class Outputs:
+    """Where a run writes besides the store, as ``bench run``'s options say; never part of a key.
+
+    :param policies: the folder of saved policies (``--artifacts``); ``None``: beside a SQLite store
+        (``results/bench.db`` → ``results/bench.policies``), else ``results/policies``.
+    :param tensorboard: mirror the run's scalars to TensorBoard event files under this folder (``--tensorboard``).
+    :param wandb: mirror them to this Weights & Biases project (``--wandb``).
+    """
+
+    policies: str | None = None
+    tensorboard: str | None = None
+    wandb: str | None = None
+
+
+@dataclass(frozen=True)
 class Cell:
     """One run to do: an (env, algorithm, seed) point of the grid, fully resolved."""
 
@@ -602,6 +627,11 @@ class Cell:
     plugin_version: str | None = None
     #: Ray scheduling request (``num_cpus``, ``num_gpus``); deliberately not in :meth:`identity`.
     resources: dict[str, float] = field(default_factory=lambda: merge_resources(), hash=False, compare=False)
+    #: Which policies to keep (:data:`SaveMode`); deliberately not in :meth:`identity`: saving reads the policy
+    #: and changes nothing the run computes or records, so a run is the same experiment with it on or off.
+    save: str = field(default="none", compare=False)
+    #: Where the run's files go besides the store (``bench run``'s options); not in :meth:`identity` either.
+    outputs: Outputs = field(default_factory=Outputs, compare=False)
 
     def identity(self) -> dict[str, Any]:
         """What the key covers: everything that changes what the run does or records."""
@@ -843,6 +873,11 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                 Problem(f"{path}.label", f"label used twice (also algorithms[{labels[a.display]}]); give each entry its own label", a.display, True)
             )
         labels[a.display] = j
+        save = a.save or suite.defaults.save
+        if save != "none" and a.impl == "python":
+            problems.append(Problem(f"{path}.save" if a.save else "defaults.save", f"a plugin (impl python, "
+                                    f"{a.display}) builds its own policy, which bench cannot save; allowed for it: none",
+                                    save, True))
         if a.impl != "python" and a.entry is not None:
             problems.append(Problem(f"{path}.entry", f"entry names a plugin's function; only with impl: python (this "
                                     f"entry has impl {a.impl})", a.entry, True))
@@ -992,6 +1027,18 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                                         "numpy", True))
                 continue
             ev = e.eval or suite.defaults.eval
+            save = a.save or suite.defaults.save
+            save_at = f"algorithms[{j}].save" if a.save else "defaults.save"
+            if save == "best" and ev is None:
+                problems.append(Problem(save_at, f"best keeps the policy at the best periodic evaluation, and "
+                                        f"{a.display} on {ek} has none; allowed: final, or set defaults.eval or "
+                                        f"envs[{i}].eval", save, True))
+                continue
+            if save != "none" and resolved.get("policy") == "sequence":
+                problems.append(Problem(save_at, f"a sequence policy ({a.display} on {ek}) is built from its task's "
+                                        "SFT reference, which a saved policy does not carry; allowed here: none",
+                                        save, True))
+                continue
             for seed in suite.seed_list:
                 cell = Cell(
                     suite=suite.name,
@@ -1010,6 +1057,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     cpu_seconds=e.cpu_seconds if e.cpu_seconds is not None else suite.defaults.cpu_seconds,
                     entry=plugin.entry if plugin is not None else None,
                     plugin_version=plugin.version if plugin is not None else None,
+                    save=save,
                 )
                 cells.append(_with_key(cell))
     return cells, env_meta, {suite.algorithms[j].algo: p for j, p in plugins.items()}
