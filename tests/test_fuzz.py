@@ -261,7 +261,7 @@ def secret_urls(draw) -> tuple[str, str]:
     return url, draw(st.sampled_from(["dry-run", "status", "run", "report", "recommend", "export", "import"]))
 
 
-@settings(max_examples=max(10, settings().max_examples // 5))
+@settings(max_examples=max(10, settings().max_examples // 10))
 @given(case=secret_urls())
 def test_fuzz_no_password_in_any_output(existing_store, case):
     url, command = case

@@ -420,9 +420,9 @@ def is_in_memory(url: str) -> bool:
 
 
 #: ``scheme://user:`` at the start of a URL: what follows, up to the URL's last ``@``, is its password.
-_USER_PART = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:)(.*)", re.DOTALL)
+_USER_PART = re.compile(r"([A-Za-z0-9+.\-]*://[^:/@]*:)(.*)", re.DOTALL)
 #: A URL with a user part inside a line of text (it runs to the next white space).
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:\S*")
+_URL_IN_TEXT = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*)?://[^:/@\s]*:\S*")
 MASK = "***"
 #: Shorter passwords are not replaced wherever they appear (a password "a" would blank every "a" of a
 #: line); the URL pattern still hides them inside URLs.
@@ -436,10 +436,11 @@ def hide_password(url: str) -> str:
     at the first, but a password typed with a raw ``@``, ``/`` or ``:`` in it is still a password. With no
     ``@`` at all, what follows ``user:`` up to the next ``/`` is shown only if it is a port (digits):
     ``postgresql://postgres:secret/db`` is a password whose host was left out more often than a port.
+    A string with an ``@`` but no ``://`` shows only what follows its last ``@``.
     """
     m = _USER_PART.match(url)
-    if m is None:
-        return url
+    if m is None:  # not even scheme:// to go by: hide all before the last '@' (a user part, if any)
+        return MASK + url[url.rfind("@"):] if "@" in url and "://" not in url else url
     head, rest = m.groups()
     at = rest.rfind("@")
     if at >= 0:
