@@ -27,6 +27,8 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from bench.run.packed import PackError
+from bench.streams import ensure_standard_streams, silence_output
 from bench.run.store import DEFAULT_URL, StoreError
 from typer._click.exceptions import UsageError  # typer's own copy of click: what its parser raises
 
@@ -53,23 +55,28 @@ class _BenchGroup(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # here, where a reader gone away is caught, not in the interpreter's last flush
         except UsageError as e:  # a bad option, value or argument of a command
             raise _usage_line(e) from None
         except (typer.Exit, typer.Abort, typer.exceptions.TyperException):  # click's own exits
             raise
+        except PackError as e:  # a pack that fails its check is bad input: one line, naming the file
+            raise _bad_input(str(e)) from None
         except BrokenPipeError:
             # The reader went away (`bench recommend | head`): nothing is wrong with the input or the store,
             # so no error line. Stop quietly as rich's console does for the commands that print through it
-            # (stdout to /dev/null, so the interpreter's last flush cannot raise again; status 1).
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            # (stdout and stderr to /dev/null, so the interpreter's last flush cannot raise again; status 1).
+            silence_output()
             raise typer.Exit(1) from None
         except Exception as e:  # noqa: BLE001 - the one place that turns any error into one line
             if DEBUG:
                 import traceback
 
                 traceback.print_exc()
-            print(_error_line(e), file=sys.stderr)
+            _say(_error_line(e))
             raise typer.Exit(1) from None
 
 
@@ -80,7 +87,7 @@ def _usage_line(e: UsageError) -> typer.Exit:
     where = e.ctx.command_path if e.ctx is not None else "bench"
     got = _given(getattr(getattr(e, "param", None), "opts", []))
     text = e.format_message() + (f" (got {got!r})" if got is not None else "")
-    print(" ".join(f"{where}: {text} ({where} --help)".split()), file=sys.stderr)
+    _say(" ".join(f"{where}: {text} ({where} --help)".split()))
     return typer.Exit(2)
 
 
@@ -111,12 +118,29 @@ def _error_line(e: BaseException) -> str:
     else:
         # Not a failure bench foresaw: still one line, but say so (the fuzz test looks for these).
         text = f"internal error: {type(e).__name__}: {e}"
-    text = " ".join(text.split())
+    text = _redact(" ".join(text.split()))
     return f"error: {text}" + ("" if DEBUG else " (bench --debug shows the traceback)")
 
 
 #: The store the running command opened, named in error lines.
 _STORE_IN_USE: str | None = None
+#: The passwords of the store URLs this command was given: never printed (:func:`_redact`).
+_SECRETS: set[str] = set()
+
+
+def _say(line: str) -> None:
+    """One line on stderr, passwords hidden (:func:`_redact`); a stderr gone away (``2>&1 | head``) stops it quietly."""
+    try:
+        print(_redact(line), file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        silence_output()
+
+
+def _redact(line: str) -> str:
+    """``line`` with every URL's password, and every password this command was given, hidden."""
+    from bench.run.store import redact
+
+    return redact(line, _SECRETS)
 
 app = typer.Typer(
     cls=_BenchGroup,
@@ -133,6 +157,7 @@ def _main(debug: bool = typer.Option(False, "--debug", help="Show the traceback 
     DEBUG = DEBUG or debug
 
 
+ensure_standard_streams()  # `bench … >&-`: before anything opens a file that would take descriptor 1 or 2
 # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; give tables room instead.
 # Markup off: labels such as "[/]" and errors such as "[nan]" are text, not rich tags.
 out = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
@@ -149,7 +174,7 @@ StoreOpt = typer.Option(DEFAULT_URL, "--store", help="SQLAlchemy URL of the resu
 def _bad_input(lines: list[str] | str) -> typer.Exit:
     # Plain print, not rich: paths like algorithms[1] must not be read as markup.
     for line in [lines] if isinstance(lines, str) else lines:
-        print(line, file=sys.stderr)
+        _say(line)
     return typer.Exit(2)
 
 
@@ -188,8 +213,10 @@ def _load(suite_path: Path):
 def _check_url(url: str, flag: str = "--store") -> str:
     """The normalised store URL; a bad or in-memory URL is bad input (one line, exit 2)."""
     global _STORE_IN_USE
-    from bench.run.store import check_url, describe_url
+    from bench.run.store import check_url, describe_url, url_secret
 
+    if (secret := url_secret(url)) is not None:
+        _SECRETS.add(secret)
     try:
         url = check_url(url)
     except StoreError as e:
@@ -262,6 +289,8 @@ def run(
                                         "WANDB_MODE=offline needs no network)."),
     artifacts: Optional[Path] = typer.Option(None, "--artifacts", help="Folder for saved policies (suite save:); "
                                              "default beside a SQLite store, else results/policies."),
+    yes: bool = typer.Option(False, "--yes", help="Start a suite whose estimated cost needs confirming (over 1,000 "
+                             "CPU-hours, or over 1e8 steps per run on an env with no time scale)."),
 ) -> None:
     """Run a suite: every env × algorithm × seed cell, skipping cells already done."""
     import dataclasses
@@ -299,6 +328,15 @@ def run(
             err.print(_styled("yellow", "warning", f": the store's host {host} is this machine's loopback; Ray workers "
                               "on other hosts will not reach it (give the address other hosts see)"))
 
+    from bench.suites.cost import estimate
+
+    cost = estimate(cells, loaded.env_meta)
+    if dry_run and len(cells) > DRY_RUN_TABLE_MAX:
+        contended = _contended_done(url, cells) if remeasure else set()
+        _plain_dry_run(f"{loaded.suite.name}: {len(cells)} cells (dry run, nothing written)", cells,
+                       contended if remeasure else None)
+        out.print(f"estimated cost: {cost.line()}")
+        return
     if dry_run:
         t = Table(title=f"{loaded.suite.name}: {len(cells)} cells (dry run, nothing written)")
         for col in ("key", "env", "label", "seed", "timesteps", "threshold"):
@@ -310,7 +348,11 @@ def run(
             t.add_row(c.key, c.env_id, c.label, str(c.seed), f"{c.timesteps:,}", _fmt(c.threshold),
                       *(["contended"] if c.key in contended else [""] if remeasure else []))
         out.print(t)
+        out.print(f"estimated cost: {cost.line()}")
         return
+    if cost.needs_confirmation() and not yes:
+        raise _bad_input(f"{suite}: the cells to run would take {cost.line()}; to start it, run again with --yes "
+                         "(or lower the budgets)")
 
     from bench.run.runner import HEARTBEAT_EVERY_S, Interrupted, run_local
     from bench.run.store import Store, contended_done, describe_url, is_claimable, this_owner
@@ -458,6 +500,27 @@ def _outputs(url: str, tensorboard: Optional[Path], wandb: Optional[str], artifa
     return Outputs(policies=art or str(policies_dir(url).resolve()), tensorboard=tb, wandb=wandb)
 
 
+#: Above this many cells a dry run prints plain aligned lines, not a table: rich lays a table out cell by
+#: cell, 40 s for 100,000 cells (docs/getting-started.md has the measurement).
+DRY_RUN_TABLE_MAX = 1_000
+
+
+def _plain_dry_run(title: str, cells: list, contended: set[str] | None) -> None:
+    """A dry run's cells as plain lines, columns padded to their widest value (one pass, no layout)."""
+    head = ["key", "env", "label", "seed", "timesteps", "threshold"] + (["re-measure"] if contended is not None else [])
+    rows = [[c.key, c.env_id, c.label, str(c.seed), f"{c.timesteps:,}", _fmt(c.threshold)]
+            + (["contended" if c.key in contended else ""] if contended is not None else []) for c in cells]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    sys.stdout.write(_one_line_each(lines))
+
+
+def _one_line_each(lines: list[str]) -> str:
+    """``lines`` joined, each kept on one line (a label or env key with a line break is escaped)."""
+    return "".join(ln.replace("\n", "\\n").replace("\r", "\\r") + "\n" for ln in lines)
+
+
 def _contended_done(url: str, cells: list) -> set[str]:
     """Keys of the done runs among ``cells`` that shared their core, read without writing anything."""
     from bench.run.store import contended_done
@@ -502,7 +565,9 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     t = Table(title=f"{loaded.suite.name}: {len(loaded.cells)} cells")
     for col in ("env", "label", "seed", "status", "attempt", "host", "heartbeat", "steps", "final return",
                 "steps to threshold", "error"):
-        t.add_column(col)
+        # Whole env keys and labels, folded onto more lines when narrow: kwargs variants of one env differ
+        # only at their end, which an ellipsis would cut.
+        t.add_column(col, overflow="fold" if col in ("env", "label") else "ellipsis")
     counts: dict[str, int] = {}
     now = time.time()
     for c in loaded.cells:
@@ -605,14 +670,14 @@ def import_(
 
     found: list[Path] = []
     for p in packs:
-        under = packed.packs_under(p)
+        under = packed.verified_packs(p)
         if not under:
             raise _bad_input(f"PACK: {p} is not a pack (a folder with {packed.MANIFEST}) nor a folder of packs; "
                              "allowed: what `bench export --format pack` writes, e.g. results/reference/classic")
         found += [q for q in under if q.resolve() not in {f.resolve() for f in found}]
     try:
         found = packed.with_siblings(found)
-        suites = [json.loads((p / packed.MANIFEST).read_text())["suite"] for p in found]
+        suites = [packed.verify(p)["suite"] for p in found]
     except FileNotFoundError as e:
         raise _bad_input(f"PACK: {e}; allowed: import the folder that holds both") from None
     except (ValueError, KeyError) as e:
@@ -929,34 +994,26 @@ def _reference_dir() -> Path | None:
     package's checkout's; ``None`` where neither holds a pack (a wheel installed on its own)."""
     from bench.run import packed
 
+    if os.environ.get(packed.REFERENCE_ENV):  # tests, or a reference kept elsewhere
+        return Path(os.environ[packed.REFERENCE_ENV])
     for d in (REFERENCE_DIR, _CHECKOUT_REFERENCE_DIR):
-        if d.is_dir() and packed.packs_under(d):
+        if d.is_dir() and packed.holds_packs(d):
             return d
     return None
 
 
 def _reference_url() -> str | None:
     """The shipped reference as a store to read: its packs, unpacked once into a cache outside the
-    working tree (``$XDG_CACHE_HOME/bench``, else a temporary folder); ``None`` when there are none."""
-    import os
-    import tempfile
-
+    working tree (``$XDG_CACHE_HOME/bench``, else a private temporary folder); ``None`` when there are none.
+    Every pack is verified on each read (:class:`PackError`, one line, when one fails)."""
     from bench.run import packed
 
     ref_dir = _reference_dir()
-    packs = packed.packs_under(ref_dir) if ref_dir is not None else []
+    packs = packed.verified_packs(ref_dir) if ref_dir is not None else []
     if packs:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench"
-        try:
-            base.mkdir(parents=True, exist_ok=True)
-            probe = base / ".writable"
-            probe.touch()
-            probe.unlink()
-        except OSError:
-            base = Path(tempfile.gettempdir()) / "bench-cache"
-            base.mkdir(parents=True, exist_ok=True)
+        base = packed.private_cache_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench")
         cache = base / "reference.db"
-        return packed.unpack(packs, cache, on_build=lambda: err.print(  # once per checkout of the packs
+        return packed.unpack(packs, cache, verified=True, on_build=lambda: err.print(  # once per checkout
             f"first use of the shipped reference: unpacking {len(packs)} pack(s) into {cache} "
             "(once; later commands read it directly)", markup=False))
     return None

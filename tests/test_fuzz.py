@@ -108,7 +108,9 @@ SUITE_TEXT = st.one_of(
 )
 
 URL_KINDS = ["fresh", "existing", "memory", "memory-uri", "other-scheme", "garbage", "folder", "text-file",
-             "wrong-pg-port"]
+             "wrong-pg-port", "query-path", "percent-path"]
+#: SQLite URLs that bench refuses rather than read as another path (a '?' starts SQLAlchemy's query, '%' is decoded).
+REFUSED_PATHS = ("query-path", "percent-path")
 
 
 def _free_port() -> int:
@@ -128,6 +130,8 @@ def _url(kind: str, d: Path, existing: str) -> str:
         "folder": f"sqlite:///{d}",
         "text-file": f"sqlite:///{d / 'notes.txt'}",
         "wrong-pg-port": f"postgresql://postgres@127.0.0.1:{_free_port()}/bench",
+        "query-path": f"sqlite:///{d / 'q?mark' / 'b.db'}",
+        "percent-path": f"sqlite:///{d / 'a%20b' / 'b.db'}",
     }[kind]
 
 
@@ -185,7 +189,7 @@ def test_fuzz_suites_and_store_urls(existing_store, text, kind):
         one_line_or_problems(code, err, suite)
         if not valid:
             assert code == 2
-        elif kind in ("memory", "memory-uri", "other-scheme", "garbage"):
+        elif kind in ("memory", "memory-uri", "other-scheme", "garbage", *REFUSED_PATHS):
             assert code == 2, err
         elif code == 0:
             assert f"{len(loaded.cells)} cells" in out
@@ -236,3 +240,41 @@ def test_fuzz_report_and_recommend_with_hostile_labels(labels, failed):
         code, out, err = invoke(["recommend", "--store", url])
         assert code == 0, err
         assert files_under(d) - before == {"rep", "rep/index.html"}
+
+
+#: Inside every generated password: no output may hold it (the password itself may be escaped when quoted).
+MARK = "Zq7SecretMark"
+SCHEMES = ["postgresql", "postgres", "postgresql+psycopg", "mysql", "sqlite", "", "http", "postgresql+nope"]
+HOSTS = ["127.0.0.1:notaport", "127.0.0.1:5", "h@x", "", "[::1", "127.0.0.1:99999999", "h:1:2", "127.0.0.1 ",
+         "127.0.0.1/b"]
+PASS_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+
+
+@st.composite
+def secret_urls(draw) -> tuple[str, str]:
+    """A malformed (or well-formed) store URL with a password holding :data:`MARK`, and its command."""
+    secret = draw(st.text(PASS_CHARS, max_size=6)) + MARK + draw(st.text(PASS_CHARS, max_size=6))
+    user = draw(st.sampled_from(["postgres", "root", "", "u:v", "a b"]))
+    tail = draw(st.sampled_from(["/db", "/", "", "/x?y", "/a%20b", "/q?mark/b.db", "/db?connect_timeout=x"]))
+    at = draw(st.sampled_from(["@", "", "@@", "%40"]))
+    url = f"{draw(st.sampled_from(SCHEMES))}://{user}:{secret}{at}{draw(st.sampled_from(HOSTS))}{tail}"
+    return url, draw(st.sampled_from(["dry-run", "status", "run", "report", "recommend", "export", "import"]))
+
+
+@settings(max_examples=max(10, settings().max_examples // 10))
+@given(case=secret_urls())
+def test_fuzz_no_password_in_any_output(existing_store, case):
+    url, command = case
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        suite = d / "suite.yaml"
+        suite.write_text("name: fz\nseeds: [0]\ndefaults: {timesteps: 300}\nenvs: [{id: CartPole-v1}]\n"
+                         "algorithms: [{algo: a2c, impl: bench, hyperparams: {n_envs: 1, n_steps: 8}}]\n")
+        args = {"dry-run": ["run", str(suite), "--dry-run"], "status": ["status", str(suite)],
+                "run": ["run", str(suite), "--workers", "1"], "report": ["report", "--out", str(d / "r")],
+                "recommend": ["recommend"], "export": ["export", "--out", str(d / "o.csv")],
+                "import": ["import", str(Path(__file__).resolve().parent.parent / "results" / "reference" / "sequence")],
+                }[command]
+        code, out, err = invoke([*args, "--store", url])
+        assert MARK not in out + err, (url, command, out, err)
+        assert code != 0 or command in ("dry-run", "status"), (url, command, out)

@@ -10,9 +10,12 @@ and the normalisation anchors of its envs. A tuning suite (``bench tune``'s) pac
 studies instead, as Optuna's own journal (:data:`STUDIES`): the decision matrix's sensitivity
 criterion reads them, and ``bench tune`` can go on with them once imported.
 
-Reading unpacks every pack of a folder into one SQLite store (the *cache*), once:
-the cache remembers a fingerprint of the packs it was built from and is rebuilt
-when they change. Everything then reads it like any store.
+Every read verifies a pack first (:func:`verify`): its manifest lists the sha256 of each of its
+files, and a file that differs, is missing or is not listed, a manifest that is missing or is not a
+manifest, refuses the read in one line (:class:`PackError`) naming the file and how to restore it.
+Reading unpacks every pack of a folder into one SQLite store (the *cache*), once: the cache records,
+inside itself, a fingerprint of the manifests it was built from, and is rebuilt when they change.
+Everything then reads it like any store.
 
     bench export --suite reference-classic --format pack --out results/reference/classic
 """
@@ -23,7 +26,11 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
+import sqlite3
+import stat
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -41,6 +48,24 @@ MANIFEST = "pack.json"
 #: itself, so every trial, state, intermediate value and attribute survives), gzipped.
 STUDIES = "studies.journal.gz"
 _COMPRESSION = "zstd"
+#: The manifest's key that lists every file of the pack with its sha256 (hex).
+FILES = "files"
+#: The manifest's key that holds the sha256 of the manifest itself (:func:`manifest_sha256`).
+SELF = "manifest_sha256"
+#: The files a reader opens: one of these in a pack folder must be listed, with its sha256, in the manifest.
+READ_FILES = frozenset({f"{t}.parquet" for t in TABLES} | {STUDIES})
+#: What a refused pack's line says to do (the shipped packs are tracked by git).
+RESTORE = ("restore the shipped reference with `git checkout -- results/reference` "
+           "(a pack of your own: export it again with `bench export --format pack`)")
+#: Overrides where `bench recommend` and `bench report` find the shipped reference (a folder of packs).
+REFERENCE_ENV = "BENCH_REFERENCE_DIR"
+#: The table inside a built cache that records the fingerprint of the manifests it was built from.
+_CACHE_TABLE = "bench_reference_cache"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class PackError(st.StoreError):
+    """A pack that cannot be trusted or read: ``str(e)`` is one line naming the file and how to restore it."""
 
 
 def is_pack(path: Path) -> bool:
@@ -54,6 +79,119 @@ def packs_under(root: Path) -> list[Path]:
     if is_pack(root):
         return [root]
     return sorted(p for p in root.iterdir() if is_pack(p)) if root.is_dir() else []
+
+
+def holds_packs(root: Path) -> bool:
+    """Whether ``root`` is a pack or a folder of packs, counting a pack folder whose manifest is gone
+    (:func:`verified_packs` then refuses it rather than the folder being passed over)."""
+    root = Path(root)
+    return bool(packs_under(root) or _orphans(root))
+
+
+def _orphans(root: Path) -> list[Path]:
+    """Folders in ``root`` (itself, or its sub-folders) that hold files a pack is read from but no manifest."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    folders = [root] + sorted(p for p in root.iterdir() if p.is_dir())
+    return [p for p in folders if not is_pack(p) and any((p / n).is_file() for n in READ_FILES)]
+
+
+def verified_packs(root: Path) -> list[Path]:
+    """The packs in ``root`` (as :func:`packs_under`), each checked with :func:`verify`.
+
+    :raises PackError: a folder holds pack files but no manifest (a pack must not be dropped silently),
+        or a pack fails :func:`verify`.
+    """
+    if orphans := _orphans(root):
+        raise PackError(f"{orphans[0] / MANIFEST}: missing, so the pack in {orphans[0]} cannot be checked and is not "
+                        f"read; {RESTORE}")
+    packs = packs_under(root)
+    for p in packs:
+        verify(p)
+    return packs
+
+
+def read_manifest(pack_dir: Path) -> dict:
+    """A pack's manifest, checked for shape: a JSON object with its ``suite`` and the sha256 of every
+    file (:data:`FILES`). Does not read the files (:func:`verify` does).
+
+    :raises PackError: missing, unreadable, not JSON, or not a manifest (one line naming it).
+    """
+    f = Path(pack_dir) / MANIFEST
+    try:
+        data = json.loads(f.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PackError(f"{f}: missing, so the pack cannot be checked and is not read; {RESTORE}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else f"not JSON ({type(e).__name__})"
+        raise PackError(f"{f}: cannot be read: {why}; {RESTORE}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("suite"), str):
+        got = type(data).__name__ if not isinstance(data, dict) else "an object without a suite name"
+        raise PackError(f"{f}: not a pack manifest (got {got}; a JSON object with suite and {FILES} expected); {RESTORE}")
+    files = data.get(FILES)
+    if not isinstance(files, dict) or not all(
+            isinstance(k, str) and k in READ_FILES and isinstance(v, str) and _SHA256.fullmatch(v)
+            for k, v in files.items()):
+        raise PackError(f"{f}: lists no valid sha256 per file ({FILES}: file name → 64 hex digits; packs written "
+                        f"before bench checked them have none); {RESTORE}")
+    if data.get(SELF) != manifest_sha256(data):
+        raise PackError(f"{f}: changed or damaged (its content does not match its own {SELF}); {RESTORE}")
+    return data
+
+
+def manifest_sha256(manifest: dict) -> str:
+    """The sha256 of a manifest's content, less its own :data:`SELF` key, as canonical JSON (sorted keys,
+    no spaces): any change to what it says, in any key, changes it, however the file is laid out."""
+    body = {k: v for k, v in manifest.items() if k != SELF}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def sealed(manifest: dict) -> dict:
+    """``manifest`` with :data:`SELF` set to its :func:`manifest_sha256` (last)."""
+    body = {k: v for k, v in manifest.items() if k != SELF}
+    return {**body, SELF: manifest_sha256(body)}
+
+
+def verify(pack_dir: Path) -> dict:
+    """Check every file of a pack against the sha256 its manifest lists; returns the manifest.
+
+    A file a reader would open (:data:`READ_FILES`) that the manifest does not list, a listed file that
+    is missing, and a file whose bytes differ are all refused: one flipped bit would otherwise move a
+    run to another env, or a deleted table drop its rows, and every answer read from it would change
+    without a word.
+
+    :raises PackError: one line naming the file and how to restore it.
+    """
+    pack_dir = Path(pack_dir)
+    manifest = read_manifest(pack_dir)
+    files = manifest[FILES]
+    for name in sorted(READ_FILES | set(files)):
+        f = pack_dir / name
+        if name not in files:
+            if f.exists():
+                raise PackError(f"{f}: not listed in {pack_dir / MANIFEST}, so it cannot be checked; {RESTORE}")
+            continue
+        if not f.is_file():
+            raise PackError(f"{f}: missing (its {MANIFEST} lists it); {RESTORE}")
+        if file_sha256(f) != files[name]:
+            raise PackError(f"{f}: changed or damaged (its sha256 is not the one its {MANIFEST} lists); {RESTORE}")
+    return manifest
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def file_hashes(pack_dir: Path) -> dict[str, str]:
+    """:data:`FILES` for a pack folder: every file a reader opens, with its sha256, by name."""
+    pack_dir = Path(pack_dir)
+    return {n: file_sha256(pack_dir / n) for n in sorted(READ_FILES) if (pack_dir / n).is_file()}
 
 
 def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) -> dict:
@@ -100,7 +238,9 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
         "episode_clocks": "ms",
         **({"shared_runs": shared} if shared else {}),
         **({"studies": {k: v for k, v in study_info.items() if k != "cpu_s"}} if study_info else {}),
+        FILES: file_hashes(tmp),
     }
+    manifest = sealed(manifest)
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
@@ -383,6 +523,8 @@ def recode(pack_dir: Path) -> dict:
             _write(clocks_to_ms(df) if name == "episodes" else df, f)
     manifest["bytes"] = _bytes(pack_dir)
     manifest["episode_clocks"] = "ms"
+    manifest[FILES] = file_hashes(pack_dir)
+    manifest = sealed(manifest)
     (pack_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
@@ -393,28 +535,53 @@ def _bytes(pack_dir: Path) -> int:
 
 
 def fingerprint(packs: list[Path]) -> str:
-    """A hash of the packs' contents: the cache is rebuilt when it changes."""
+    """A hash of the packs' manifests, in order: the cache is rebuilt when it changes. Each manifest
+    lists the sha256 of every file of its pack (:func:`verify` checks them), so this covers the files'
+    bytes without reading them again."""
     h = hashlib.sha256()
     for p in packs:
-        for f in sorted(Path(p).iterdir()):
-            if f.is_file():
-                h.update(f"{p.name}/{f.name}".encode())
-                h.update(f.read_bytes())
-    return h.hexdigest()[:16]
+        h.update(f"{Path(p).name}\0".encode())
+        h.update((Path(p) / MANIFEST).read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
 
 
-def unpack(packs: list[Path], cache: Path, *, on_build: Callable[[], None] | None = None) -> str:
+def built_from(cache: Path) -> str | None:
+    """The fingerprint recorded inside a built cache (None: no file, not SQLite, or built without one)."""
+    cache = Path(cache)
+    if not cache.is_file():
+        return None
+    try:
+        # immutable: read as it is on disk, creating nothing beside it (it may sit on a read-only mount).
+        con = sqlite3.connect(f"{cache.absolute().as_uri()}?immutable=1", uri=True)
+        try:
+            row = con.execute(f"SELECT fingerprint FROM {_CACHE_TABLE}").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return row[0][0] if len(row) == 1 and isinstance(row[0][0], str) else None
+
+
+def unpack(packs: list[Path], cache: Path, *, on_build: Callable[[], None] | None = None,
+           verified: bool = False) -> str:
     """A SQLite store holding every pack in ``packs``, built at ``cache`` unless it is already
     built from these very packs; returns its URL.
 
-    The store is built beside ``cache`` and moved into place, so a reader never sees a
+    Every pack is verified first (:func:`verify`). The cache is trusted only when the fingerprint
+    recorded inside it (:func:`built_from`) is that of these packs' manifests; otherwise it is
+    rebuilt. The store is built beside ``cache`` and moved into place, so a reader never sees a
     half-built one, and two readers building at once each end with a whole one.
 
     :param on_build: called before a build (not when the cache is current), to say it will take a while.
+    :param verified: the caller has just verified every pack (:func:`verified_packs`): not hashed again.
+    :raises PackError: a pack fails its check.
     """
     cache = Path(cache)
-    stamp, fp = cache.with_name(cache.name + ".fingerprint"), fingerprint(packs)  # hashing reads every pack: once
-    if cache.is_file() and stamp.is_file() and stamp.read_text().strip() == fp:
+    for p in packs if not verified else ():
+        verify(p)  # reads and hashes every file (its cost: docs/reference.md)
+    fp = fingerprint(packs)
+    if built_from(cache) == fp:
         return f"sqlite:///{cache}"
     if on_build is not None:
         on_build()
@@ -425,13 +592,36 @@ def unpack(packs: list[Path], cache: Path, *, on_build: Callable[[], None] | Non
     try:
         db = st.Store(f"sqlite:///{tmp}")
         load(packs, db)
+        with db.engine.begin() as c:
+            c.execute(sa.text(f"CREATE TABLE {_CACHE_TABLE} (fingerprint TEXT NOT NULL)"))
+            c.execute(sa.text(f"INSERT INTO {_CACHE_TABLE} (fingerprint) VALUES (:fp)"), {"fp": fp})
         db.dispose()
         load_studies(packs, f"sqlite:///{tmp}", durable=False)  # a build that dies is deleted, not used
         tmp.replace(cache)
     finally:
         tmp.unlink(missing_ok=True)
-    stamp.write_text(fp + "\n")
     return f"sqlite:///{cache}"
+
+
+def private_cache_dir(preferred: Path) -> Path:
+    """A folder for the reference cache that only this user can write: ``preferred`` (made if missing),
+    else this user's own folder in the temporary directory (made mode 0700), each used only if this
+    user owns it, no one else can write it, and a file can be made in it; else a new private temporary
+    folder (the cache is then built afresh). A cache in a folder others can write could be replaced by
+    one that answers otherwise, whatever it records inside itself."""
+    for d in (Path(preferred), Path(tempfile.gettempdir()) / f"bench-cache-{os.getuid()}"):
+        try:
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+            info = d.lstat()
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+                continue
+            probe = d / f".writable-{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+            return d
+        except OSError:
+            continue
+    return Path(tempfile.mkdtemp(prefix="bench-cache-"))
 
 
 def _remove_abandoned_builds(cache: Path) -> None:
@@ -450,10 +640,12 @@ def with_siblings(packs: list[Path]) -> list[Path]:
     ``shared_runs``, a folder beside it): without those, a pack's shared cells have no runs.
 
     :raises FileNotFoundError: a sibling a manifest names is not there.
+    :raises PackError: a manifest is missing or malformed.
     """
     out = [Path(p) for p in packs]
     for p in list(out):
-        for name in json.loads((p / MANIFEST).read_text()).get("shared_runs", {}):
+        shared = read_manifest(p).get("shared_runs", {})
+        for name in shared if isinstance(shared, dict) else ():
             sib = p.resolve().parent / name
             if not is_pack(sib):
                 raise FileNotFoundError(f"{p} shares runs with the pack {name}, which is not beside it ({sib})")

@@ -58,6 +58,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import socket
 import sqlite3
 import time
@@ -418,9 +419,66 @@ def is_in_memory(url: str) -> bool:
     return not db or ":memory:" in db or "mode=memory" in str(url)
 
 
+#: ``scheme://user:`` at the start of a URL: what follows, up to the URL's last ``@``, is its password.
+_USER_PART = re.compile(r"([A-Za-z0-9+.\-]*://[^:/@]*:)(.*)", re.DOTALL)
+#: A URL with a user part inside a line of text (it runs to the next white space).
+_URL_IN_TEXT = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*)?://[^:/@\s]*:\S*")
+MASK = "***"
+#: Shorter passwords are not replaced wherever they appear (a password "a" would blank every "a" of a
+#: line); the URL pattern still hides them inside URLs.
+MIN_SECRET = 4
+
+
+def hide_password(url: str) -> str:
+    """``url`` with its password replaced by ``***``, whether or not SQLAlchemy can parse it.
+
+    The password is everything between ``scheme://user:`` and the URL's *last* ``@``: SQLAlchemy ends it
+    at the first, but a password typed with a raw ``@``, ``/`` or ``:`` in it is still a password. With no
+    ``@`` at all, what follows ``user:`` up to the next ``/`` is shown only if it is a port (digits):
+    ``postgresql://postgres:secret/db`` is a password whose host was left out more often than a port.
+    A string with an ``@`` but no ``://`` shows only what follows its last ``@``.
+    """
+    m = _USER_PART.match(url)
+    if m is None:  # not even scheme:// to go by: hide all before the last '@' (a user part, if any)
+        return MASK + url[url.rfind("@"):] if "@" in url and "://" not in url else url
+    head, rest = m.groups()
+    at = rest.rfind("@")
+    if at >= 0:
+        return head + MASK + rest[at:]
+    port, slash, tail = rest.partition("/")
+    return head + (port if port.isdigit() or not port else MASK) + slash + tail
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with the password of every URL in it hidden (:func:`hide_password`), and every string of
+    ``secrets`` (passwords the command was given) replaced wherever it appears: the one net every line
+    bench prints passes through, for messages that quote a URL in a form :func:`hide_password` cannot see
+    whole (escaped, or cut at a space)."""
+    text = _URL_IN_TEXT.sub(lambda m: hide_password(m.group(0)), text)
+    for s in secrets:
+        if len(s) >= MIN_SECRET:
+            text = text.replace(s, MASK)
+    return text
+
+
+def url_secret(url: str) -> str | None:
+    """The password part of ``url`` as :func:`hide_password` reads it (None: there is none)."""
+    m = _USER_PART.match(url)
+    if m is None:
+        return None
+    rest = m.group(2)
+    at = rest.rfind("@")
+    secret = rest[:at] if at >= 0 else rest.partition("/")[0]
+    return None if not secret or secret.isdigit() and at < 0 else secret
+
+
 def describe_url(url: str) -> str:
-    """The URL with any password hidden, for messages."""
-    return sa.engine.make_url(url).render_as_string(hide_password=True)
+    """The URL with any password hidden, for messages; any string, parsed or not."""
+    try:
+        shown = sa.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy reads: hide what looks like a password
+        return hide_password(url)
+    return hide_password(shown) if url_secret(url) and url_secret(url) in shown else shown
 
 
 def normalise_url(url: str) -> str:
@@ -430,21 +488,45 @@ def normalise_url(url: str) -> str:
     return url
 
 
+#: What a SQLite URL's path may not hold: SQLAlchemy reads ``?`` as the start of query parameters (the
+#: file would be named by what comes before it) and decodes ``%XX`` (``%20`` names another folder).
+_SQLITE_RESERVED = {"?": "a '?' (SQLAlchemy would take what follows as query parameters, which bench does not "
+                         "allow for SQLite stores, and name the file by what comes before it)",
+                    "%": "a '%' (SQLAlchemy would decode %XX escapes, so the store would land in another file)"}
+
+
 def check_url(url: str) -> str:
-    """The normalised URL of a usable store, or :class:`StoreError` (one line) saying why not."""
+    """The normalised URL of a usable store, or :class:`StoreError` (one line, password hidden) saying why not.
+
+    A SQLite path is taken literally or refused: one holding ``?`` or ``%`` is refused
+    (:data:`_SQLITE_RESERVED`), never silently read as another path.
+    """
     url = normalise_url(url)
+    shown = hide_password(url)
     try:
         u = sa.engine.make_url(url)
         backend = u.get_backend_name()
     except Exception:  # noqa: BLE001 - any parse failure is the same user error
         backend = None
     if backend not in ("sqlite", "postgresql"):
-        raise StoreError(f"{url!r} is not a usable store URL; allowed: sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
+        raise StoreError(f"{shown!r} is not a usable store URL; allowed: sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
+    if "@" in (url_secret(url) or ""):
+        # SQLAlchemy ends the password at the first '@' and takes the rest for the host, which its errors then show.
+        raise StoreError(f"{shown!r} has more than one '@' before its host; allowed: a password with each '@' "
+                         "written as %40")
     if is_in_memory(url):
         raise StoreError(
-            f"{url!r} is an in-memory SQLite database: every worker process would get its own empty one and "
+            f"{shown!r} is an in-memory SQLite database: every worker process would get its own empty one and "
             "nothing would be kept; allowed: a file, sqlite:///PATH, or postgresql://USER@HOST:PORT/DB"
         )
+    if backend == "sqlite" and (u.username or u.password or u.host or u.port):
+        raise StoreError(f"{shown!r} names a user, password or host, which a SQLite file has none of; allowed: "
+                         "sqlite:///PATH (three slashes, then the path)")
+    if backend == "sqlite":
+        for ch, why in _SQLITE_RESERVED.items():
+            if ch in url:
+                raise StoreError(f"{shown!r} has {why}; allowed: sqlite:///PATH with a path that has no '?' or '%' "
+                                 "(rename the folder or file)")
     return url
 
 

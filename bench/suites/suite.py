@@ -1060,7 +1060,25 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     save=save,
                 )
                 cells.append(_with_key(cell))
+    problems.extend(_same_cells(suite.algorithms, cells))
     return cells, env_meta, {suite.algorithms[j].algo: p for j, p in plugins.items()}
+
+
+def _same_cells(algorithms: list[AlgoEntry], cells: list[Cell]) -> list[Problem]:
+    """One problem per pair of labels whose cells are the very same runs (one key): the runner would run
+    the cell once, skip the other as taken, and the export would keep one of them."""
+    index = {a.display: j for j, a in enumerate(algorithms)}
+    first: dict[str, Cell] = {}
+    pairs: dict[tuple[str, str], Cell] = {}
+    for c in cells:
+        other = first.setdefault(c.key, c)
+        if other.label != c.label:
+            pairs.setdefault((other.label, c.label), c)
+    return [Problem(f"algorithms[{index[b]}]",
+                    f"labels {a!r} (algorithms[{index[a]}]) and {b!r} (algorithms[{index[b]}]) resolve to the same "
+                    f"cells (same algorithm, implementation and resolved hyperparameters, e.g. on {c.env_id}), so "
+                    f"only one would run; allowed: labels that differ in what they run, or one of them")
+            for (a, b), c in pairs.items()]
 
 
 def _trait_conflicts(declared: dict[str, Any], facts: dict[str, Any], key: str) -> list[tuple[str, str]]:

@@ -1,0 +1,60 @@
+"""What running a suite would cost, in CPU-hours, estimated before it starts.
+
+The estimate is each cell's budget times its env's time scale (``time_scale_us``: the registry's
+:data:`bench.envs.registry.TIME_SCALE_US`, or the suite's own), the mean CPU microseconds per step of
+the slowest implementation measured on that env, so it errs high for the faster ones; a cell with a
+``cpu_seconds`` budget costs at most that. An env with no time scale has no estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+#: Above this estimate, ``bench run`` starts only with ``--yes`` (1,000 CPU-hours: six weeks of one core).
+CONFIRM_CPU_HOURS = 1_000.0
+#: A cell on an env with no time scale needs ``--yes`` above this many steps (1e8: past every
+#: budget of the shipped suites, whose largest is 1e6, by a factor of 100).
+CONFIRM_UNKNOWN_STEPS = 10**8
+
+
+@dataclass(frozen=True)
+class Cost:
+    """An estimate for some cells: ``cpu_hours`` over the cells whose env has a time scale (or a CPU
+    budget), and the env keys of those that have none (``unknown``), with their largest budget."""
+
+    cpu_hours: float
+    cells: int
+    unknown: tuple[str, ...] = ()
+    unknown_max_steps: int = 0
+
+    def line(self) -> str:
+        """The estimate in words, e.g. ``about 3.2 CPU-hours for 280 cells``."""
+        hours = f"{self.cpu_hours:.2g}" if self.cpu_hours < 10 else f"{self.cpu_hours:,.0f}"
+        known = f"about {hours} CPU-hours for {self.cells:,} cell{'s' if self.cells != 1 else ''}"
+        if not self.unknown:
+            return f"{known} (from the envs' time scales)"
+        return (f"{known} (from the envs' time scales), and unknown for {', '.join(self.unknown)} (no time scale; "
+                "give the env time_scale_us in the suite for an estimate)")
+
+    def needs_confirmation(self) -> bool:
+        """Whether the run is large enough that starting it must be confirmed."""
+        return self.cpu_hours > CONFIRM_CPU_HOURS or self.unknown_max_steps > CONFIRM_UNKNOWN_STEPS
+
+
+def estimate(cells: Iterable[Any], env_meta: dict[str, dict[str, Any]]) -> Cost:
+    """The cost of ``cells`` (:class:`bench.suites.suite.Cell`), with ``env_meta`` (a loaded suite's:
+    env key → its ``time_scale_us``)."""
+    seconds, n, unknown, unknown_max = 0.0, 0, {}, 0
+    for c in cells:
+        n += 1
+        scale = (env_meta.get(c.env_id) or {}).get("time_scale_us")
+        if scale is not None:
+            s = c.timesteps * float(scale) / 1e6
+            seconds += min(s, c.cpu_seconds) if c.cpu_seconds is not None else s
+        elif c.cpu_seconds is not None:
+            seconds += c.cpu_seconds
+        else:
+            unknown[c.env_id] = True
+            unknown_max = max(unknown_max, c.timesteps)
+    return Cost(cpu_hours=seconds / 3600, cells=n, unknown=tuple(unknown), unknown_max_steps=unknown_max)
