@@ -158,9 +158,11 @@ def _guides(ax, threshold: float | None, random: float | None) -> None:
         ax.axhline(random, color="0.6", lw=1, ls="-.", label=f"random policy {random:.3g}")
 
 
-def _draw_km(axes: list, c: an.EnvCurves, runs: pd.DataFrame, style: Style, *, blank: list | None = None) -> None:
-    """The Kaplan-Meier fraction of runs solved against steps (``axes[0]``) and CPU seconds (``axes[1]``);
-    without a time scale the CPU panel (and ``blank``) says so instead."""
+def _draw_km(axes: list, c: an.EnvCurves, runs: pd.DataFrame, style: Style, *, blank: list | None = None,
+             bands: bool = True) -> None:
+    """The Kaplan-Meier fraction of runs solved against steps (``axes[0]``) and CPU seconds (``axes[1]``),
+    with 95% bootstrap bands unless ``bands`` is false; without a time scale the CPU panel (and ``blank``)
+    says so instead."""
     for ax, col, grid in ((axes[0], "t_steps", c.steps), (axes[1], "t_cpu", c.cpu)):
         if not grid.size:  # no time scale for this env: no time axis
             for a in [*(blank or []), ax]:
@@ -172,7 +174,8 @@ def _draw_km(axes: list, c: an.EnvCurves, runs: pd.DataFrame, style: Style, *, b
             f, lo, hi = stats.kaplan_meier_band(g[col].to_numpy(float), g["solved"].to_numpy(bool), grid, n_boot=500)
             k = int(g["solved"].sum())
             ax.step(grid, f, where="post", **{**style.line(label), "label": f"{label}: {k}/{len(g)} runs solved"}, lw=1.8)
-            ax.fill_between(grid, lo, hi, step="post", color=style.color[label], alpha=0.15, lw=0)
+            if bands:
+                ax.fill_between(grid, lo, hi, step="post", color=style.color[label], alpha=0.15, lw=0)
         ax.set_ylim(-0.02, 1.02)
         _few_ticks(ax)
     axes[0].set_title("solved by env steps (Kaplan-Meier)")
@@ -263,11 +266,12 @@ def fig_env_km(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style) -
     plt, _ = _plt()
     n = runs["label"].nunique()
     fig, axes = _figure(plt, 2, 13.0, max(3.6, 0.19 * n + 1.3), right=2.9, top=0.4, wspace=0.12)
-    _draw_km(axes, c, runs, style)
+    # Fourteen overlapping bands hide the curves; the solved counts in the legend say how sure each one is.
+    _draw_km(axes, c, runs, style, bands=False)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         axes[1].legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1),
-                       title="unsolved runs censored at their end", title_fontsize=8)
+                       title="unsolved runs censored at their end\n(no bands above 6 labels)", title_fontsize=8)
     return _png(fig)
 
 
@@ -323,16 +327,19 @@ def fig_profiles(scored: an.Scored, style: Style) -> str:
     hi = max(1.2, float(np.nanpercentile(r["final_norm"], 98)) + 0.05)
     lo = min(0.0, float(np.nanpercentile(r["final_norm"], 2)) - 0.05)
     taus = np.linspace(lo, hi, 120)
-    fig, (ax,) = _figure(plt, 1, 9, 3.8, right=2.2)
+    many = r["label"].nunique()
+    fig, (ax,) = _figure(plt, 1, 9, max(3.8, 0.19 * many + 1.2), right=2.2)
     for label, g in r.groupby("label", sort=True):
         envs = sorted(g["env"].unique())
         prof, plo, phi = stats.performance_profile([g.loc[g["env"] == e, "final_norm"].to_numpy(float) for e in envs],
                                                    taus, n_boot=500)
         ax.plot(taus, prof, **style.line(label), lw=1.8)
-        ax.fill_between(taus, plo, phi, color=style.color[label], alpha=0.15, lw=0)
+        if many <= SMALL_MULTIPLES:  # above that, the overlapping bands hide the curves
+            ax.fill_between(taus, plo, phi, color=style.color[label], alpha=0.15, lw=0)
     ax.set_xlabel("normalised final return τ (0 = random, 1 = threshold)")
     ax.set_ylabel("fraction of runs with score > τ")
-    ax.set_title("Performance profiles (95% stratified bootstrap bands)")
+    ax.set_title("Performance profiles (95% stratified bootstrap bands)" if many <= SMALL_MULTIPLES else
+                 f"Performance profiles ({many} labels: bands left out)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
     return _png(fig)
 
