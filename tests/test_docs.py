@@ -116,7 +116,7 @@ def test_learning_bars_match_the_learning_log_and_name_their_command():
     ("cluster.md", ["tests/benchmarks/test_ray_overhead.py", "2026-11-23"]),
     ("testing.md", ["2026-11-22: medians 28.06 s and 16.42 s", "2026-11-23 on a quiet 2-core machine"]),
     ("getting-started.md", ["`bench recommend --obs vector`, regenerated with that command on 2026-11-27"]),
-    ("statistics.md", ["captured 2026-11-23", "bench report quickstart --out reports/quickstart --screenshot"]),
+    ("statistics.md", ["captured 2026-11-27", "bench report quickstart --out reports/quickstart --screenshot"]),
 ])
 def test_moved_figures_keep_their_commands_and_dates(page, needs):
     text = (DOCS / page).read_text()

@@ -32,6 +32,7 @@ import pandas as pd
 from bench.analysis import scoring as an
 from bench.analysis import stats
 from bench.analysis.published import SOURCE
+from bench.analysis.style import algo_order, guess_algo, styles
 
 #: Bootstrap replicates for the bands of curves (per grid point).
 CURVE_BOOT = 200
@@ -82,28 +83,51 @@ def _few_ticks(ax) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(5))
 
 
+def overflow(fig) -> float:
+    """How far, in inches, the drawn artists of ``fig`` reach past its edges (0: nothing is clipped).
+    Needs ``fig`` drawn (``fig.canvas.draw()``)."""
+    bb = fig.get_tightbbox(fig.canvas.get_renderer())
+    w, h = fig.get_size_inches()
+    return float(max(0.0, -bb.x0, -bb.y0, bb.x1 - w, bb.y1 - h))
+
+
 def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
+    """``fig`` as a base64 PNG, drawn once with its fixed margins; if a label would then be clipped at an
+    edge (a long tick label or legend entry), saved again with ``bbox_inches="tight"`` so nothing is cut."""
     import matplotlib.pyplot as plt
 
+    fig.set_dpi(DPI)
+    fig.canvas.draw()
+    buf = io.BytesIO()
+    if overflow(fig) > 0.02:
+        fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.08)
+    else:  # the canvas already holds the picture: encode it rather than draw it again
+        plt.imsave(buf, np.asarray(fig.canvas.buffer_rgba()), format="png", dpi=DPI)
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 class Style:
-    """One colour per label (colour-blind palette), solid lines for own code, dashed for SB3."""
+    """The line style of each label (:mod:`bench.analysis.style`: colour by algorithm, dash and marker by
+    implementation), and the algorithm each label belongs to (the panels of the small multiples)."""
 
-    def __init__(self, labels: list[str], impl: dict[str, str]):
-        import seaborn as sns
-
-        pal = sns.color_palette("colorblind", max(len(labels), 1))
-        self.color = {lb: pal[i % len(pal)] for i, lb in enumerate(labels)}
+    def __init__(self, labels: list[str], impl: dict[str, str], algo: dict[str, str] | None = None):
         self.impl = impl
+        self.algo = {lb: (algo or {}).get(lb) or guess_algo(lb) for lb in labels}
+        self.styles = styles([(lb, self.algo[lb], impl.get(lb, "bench")) for lb in labels])
+        self.color = {lb: s.color for lb, s in self.styles.items()}
 
-    def line(self, label: str) -> dict[str, Any]:
-        return dict(color=self.color[label], linestyle="--" if self.impl.get(label) == "sb3" else "-",
-                    label=legend_text(label))
+    def line(self, label: str, *, markers: bool = True) -> dict[str, Any]:
+        s = self.styles[label]
+        return dict(color=s.color, linestyle=s.dash, label=legend_text(label),
+                    **(dict(marker=s.marker, markevery=0.1, markersize=4) if markers else {}))
+
+    def groups(self, labels: list[str]) -> dict[str, list[str]]:
+        """``labels`` by algorithm, algorithms in the fixed order, labels by name within each."""
+        out: dict[str, list[str]] = {}
+        for lb in sorted(labels, key=lambda lb: (algo_order(self.algo[lb]), lb)):
+            out.setdefault(self.algo[lb], []).append(lb)
+        return out
 
 
 def legend_text(label: str) -> str:
@@ -123,6 +147,44 @@ def _iqm_band(curves: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray,
     return point, lo, hi
 
 
+#: Above this many labels, an env's learning curves are drawn as small multiples, one panel per algorithm.
+SMALL_MULTIPLES = 6
+
+
+def _guides(ax, threshold: float | None, random: float | None) -> None:
+    if threshold is not None:
+        ax.axhline(threshold, color="0.3", lw=1, ls=":", label=f"threshold {threshold:g}")
+    if random is not None:
+        ax.axhline(random, color="0.6", lw=1, ls="-.", label=f"random policy {random:.3g}")
+
+
+def _draw_km(axes: list, c: an.EnvCurves, runs: pd.DataFrame, style: Style, *, blank: list | None = None,
+             bands: bool = True) -> None:
+    """The Kaplan-Meier fraction of runs solved against steps (``axes[0]``) and CPU seconds (``axes[1]``),
+    with 95% bootstrap bands unless ``bands`` is false; without a time scale the CPU panel (and ``blank``)
+    says so instead."""
+    for ax, col, grid in ((axes[0], "t_steps", c.steps), (axes[1], "t_cpu", c.cpu)):
+        if not grid.size:  # no time scale for this env: no time axis
+            for a in [*(blank or []), ax]:
+                a.text(0.5, 0.5, "no time scale for this env\n(set time_scale_us in the suite)", ha="center",
+                       va="center", transform=a.transAxes, color="0.4")
+            continue
+        grid = np.r_[0.0, grid]
+        for label, g in runs.groupby("label", sort=True):
+            f, lo, hi = stats.kaplan_meier_band(g[col].to_numpy(float), g["solved"].to_numpy(bool), grid, n_boot=500)
+            k = int(g["solved"].sum())
+            ax.step(grid, f, where="post", **{**style.line(label), "label": f"{label}: {k}/{len(g)} runs solved"}, lw=1.8)
+            if bands:
+                ax.fill_between(grid, lo, hi, step="post", color=style.color[label], alpha=0.15, lw=0)
+        ax.set_ylim(-0.02, 1.02)
+        _few_ticks(ax)
+    axes[0].set_title("solved by env steps (Kaplan-Meier)")
+    axes[1].set_title("solved by CPU seconds (Kaplan-Meier)")
+    axes[0].set_ylabel("fraction of runs solved")
+    axes[0].set_xlabel("env steps")
+    axes[1].set_xlabel("training CPU seconds (one thread)")
+
+
 def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, threshold: float | None,
             random: float | None) -> str:
     """One env, four panels: return vs env steps and vs training CPU seconds (IQM over seeds, 95%
@@ -139,34 +201,13 @@ def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, thre
             mid, lo, hi = _iqm_band(curves, rng)
             ax.plot(grid, mid, **style.line(label), lw=1.8)
             ax.fill_between(grid, lo, hi, color=style.color[label], alpha=0.18, lw=0)
-        if threshold is not None:
-            ax.axhline(threshold, color="0.3", lw=1, ls=":", label=f"threshold {threshold:g}")
-        if random is not None:
-            ax.axhline(random, color="0.6", lw=1, ls="-.", label=f"random policy {random:.3g}")
+        _guides(ax, threshold, random)
         _few_ticks(ax)
     axes[0, 1].sharey(axes[0, 0])
-    for ax, col, grid in ((axes[1, 0], "t_steps", c.steps), (axes[1, 1], "t_cpu", c.cpu)):
-        if not grid.size:  # no time scale for this env: no time axis
-            for a in (axes[0, 1], ax):
-                a.text(0.5, 0.5, "no time scale for this env\n(set time_scale_us in the suite)", ha="center",
-                       va="center", transform=a.transAxes, color="0.4")
-            continue
-        grid = np.r_[0.0, grid]
-        for label, g in runs.groupby("label", sort=True):
-            f, lo, hi = stats.kaplan_meier_band(g[col].to_numpy(float), g["solved"].to_numpy(bool), grid, n_boot=500)
-            k = int(g["solved"].sum())
-            ax.step(grid, f, where="post", **{**style.line(label), "label": f"{label}: {k}/{len(g)} runs solved"}, lw=1.8)
-            ax.fill_between(grid, lo, hi, step="post", color=style.color[label], alpha=0.15, lw=0)
-        ax.set_ylim(-0.02, 1.02)
-        _few_ticks(ax)
+    _draw_km([axes[1, 0], axes[1, 1]], c, runs, style, blank=[axes[0, 1]])
     axes[0, 0].set_ylabel("return (running mean of episodes)")
-    axes[1, 0].set_ylabel("fraction of runs solved")
-    axes[1, 0].set_xlabel("env steps")
-    axes[1, 1].set_xlabel("training CPU seconds (one thread)")
     axes[0, 0].set_title("return vs env steps")
     axes[0, 1].set_title("return vs training CPU seconds")
-    axes[1, 0].set_title("solved by env steps (Kaplan-Meier)")
-    axes[1, 1].set_title("solved by CPU seconds (Kaplan-Meier)")
     # Each legend sits right of the time panel but takes its entries from the steps panel beside it, which
     # draws the same labels: an env without a time scale has empty time panels and would list no algorithm.
     for row, title in ((0, "IQM over seeds, 95% CI"), (1, "unsolved runs censored at their end")):
@@ -174,6 +215,63 @@ def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, thre
         if handles:
             axes[row, 1].legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title=title,
                                 title_fontsize=8)
+    return _png(fig)
+
+
+def fig_env_panels(env_id: str, c: an.EnvCurves, style: Style, threshold: float | None,
+                   random: float | None) -> str:
+    """Small multiples of an env's learning curves, for many labels: one panel per algorithm with its
+    implementations (own and SB3 together), every other label drawn faintly behind for reference; the
+    panels against env steps first, then against training CPU seconds (IQM over seeds, 95% bootstrap band)."""
+    plt, _ = _plt()
+    rng = np.random.default_rng(0)
+    groups = style.groups(sorted(c.by_steps))
+    ncols = min(5, len(groups))
+    nrows = -(-len(groups) // ncols)
+    blocks = [(c.steps, c.by_steps, "env steps")] + ([(c.cpu, c.by_cpu, "training CPU seconds")] if c.cpu.size else [])
+    pw, ph = 2.8, 2.05
+    width, height = 0.8 + ncols * pw + 0.2, 0.75 + len(blocks) * (nrows * ph + 0.55)
+    fig, axes = plt.subplots(len(blocks) * nrows, ncols, figsize=(width, height), squeeze=False, sharey=True)
+    fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, bottom=0.55 / height, top=1 - 0.75 / height,
+                        wspace=0.08, hspace=0.5)
+    for b, (grid, by, xlabel) in enumerate(blocks):
+        bands = {lb: _iqm_band(curves, rng) for lb, curves in sorted(by.items())}
+        for i, (algo, labels) in enumerate(groups.items()):
+            ax = axes[b * nrows + i // ncols, i % ncols]
+            for lb, (mid, _, _) in bands.items():  # the others, for reference
+                if lb not in labels:
+                    ax.plot(grid, mid, color="0.82", lw=0.8, zorder=1)
+            for lb in labels:
+                if lb in bands:
+                    mid, lo, hi = bands[lb]
+                    ax.plot(grid, mid, **style.line(lb), lw=1.8, zorder=3)
+                    ax.fill_between(grid, lo, hi, color=style.color[lb], alpha=0.2, lw=0, zorder=2)
+            _guides(ax, threshold, random)
+            ax.set_title(f"{algo} · {xlabel}", fontsize=9)
+            ax.legend(handles=[h for h in ax.get_lines() if h.get_label() in {legend_text(lb) for lb in labels}],
+                      fontsize=7, loc="lower right", handlelength=2.6)
+            ax.tick_params(labelsize=8)
+            _few_ticks(ax)
+            if i % ncols == 0:
+                ax.set_ylabel("return", fontsize=9)
+        for j in range(len(groups), nrows * ncols):  # unused cells of the last row
+            axes[b * nrows + j // ncols, j % ncols].set_visible(False)
+    fig.suptitle(f"{env_id}: return (running mean of episodes), IQM over seeds with 95% CI, one panel per algorithm; "
+                 "grey: the other labels", fontsize=11, y=1 - 0.15 / height, va="top")
+    return _png(fig)
+
+
+def fig_env_km(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style) -> str:
+    """The Kaplan-Meier half of :func:`fig_env` on its own (beside :func:`fig_env_panels`)."""
+    plt, _ = _plt()
+    n = runs["label"].nunique()
+    fig, axes = _figure(plt, 2, 13.0, max(3.6, 0.19 * n + 1.3), right=2.9, top=0.4, wspace=0.12)
+    # Fourteen overlapping bands hide the curves; the solved counts in the legend say how sure each one is.
+    _draw_km(axes, c, runs, style, bands=False)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        axes[1].legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1),
+                       title="unsolved runs censored at their end\n(no bands above 6 labels)", title_fontsize=8)
     return _png(fig)
 
 
@@ -209,14 +307,15 @@ def fig_diagnostics(env_id: str, runs: pd.DataFrame, diags: pd.DataFrame, style:
 
 def fig_aggregate(agg: pd.DataFrame, style: Style) -> str:
     plt, _ = _plt()
-    fig, (ax,) = _figure(plt, 1, 9, 0.45 * len(agg) + 1.3, left=2.8, bottom=0.75)
+    fig, (ax,) = _figure(plt, 1, 10, 0.4 * len(agg) + 1.6, left=3.0, bottom=1.0)
     agg = agg.sort_values("iqm")
     for i, r in enumerate(agg.itertuples()):
-        ax.errorbar(r.iqm, i, xerr=[[r.iqm - r.lo], [r.hi - r.iqm]], fmt="o", color=style.color[r.label], capsize=4)
+        ax.errorbar(r.iqm, i, xerr=[[r.iqm - r.lo], [r.hi - r.iqm]], fmt=style.styles[r.label].marker,
+                    color=style.color[r.label], capsize=4)
     ax.set_yticks(range(len(agg)), [f"{r.label} ({r.envs} envs, {r.runs} runs)" for r in agg.itertuples()])
     ax.axvline(0, color="0.6", lw=1, ls="-.")
     ax.axvline(1, color="0.3", lw=1, ls=":")
-    ax.set_xlabel("normalised final return, mean over envs of the IQM (0 = random policy, 1 = threshold); "
+    ax.set_xlabel("normalised final return, mean over envs of the IQM (0 = random policy, 1 = threshold)\n"
                   "95% stratified bootstrap CI, or the range of the runs below 5 per env")
     ax.set_title("Across environments: normalised final return")
     return _png(fig)
@@ -228,35 +327,59 @@ def fig_profiles(scored: an.Scored, style: Style) -> str:
     hi = max(1.2, float(np.nanpercentile(r["final_norm"], 98)) + 0.05)
     lo = min(0.0, float(np.nanpercentile(r["final_norm"], 2)) - 0.05)
     taus = np.linspace(lo, hi, 120)
-    fig, (ax,) = _figure(plt, 1, 9, 3.8, right=2.2)
+    many = r["label"].nunique()
+    fig, (ax,) = _figure(plt, 1, 9, max(3.8, 0.19 * many + 1.2), right=2.2)
     for label, g in r.groupby("label", sort=True):
         envs = sorted(g["env"].unique())
         prof, plo, phi = stats.performance_profile([g.loc[g["env"] == e, "final_norm"].to_numpy(float) for e in envs],
                                                    taus, n_boot=500)
         ax.plot(taus, prof, **style.line(label), lw=1.8)
-        ax.fill_between(taus, plo, phi, color=style.color[label], alpha=0.15, lw=0)
+        if many <= SMALL_MULTIPLES:  # above that, the overlapping bands hide the curves
+            ax.fill_between(taus, plo, phi, color=style.color[label], alpha=0.15, lw=0)
     ax.set_xlabel("normalised final return τ (0 = random, 1 = threshold)")
     ax.set_ylabel("fraction of runs with score > τ")
-    ax.set_title("Performance profiles (95% stratified bootstrap bands)")
+    ax.set_title("Performance profiles (95% stratified bootstrap bands)" if many <= SMALL_MULTIPLES else
+                 f"Performance profiles ({many} labels: bands left out)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
     return _png(fig)
 
 
-def fig_improvement(pim: pd.DataFrame, labels: list[str]) -> str:
+#: Above this many labels the probability-of-improvement heatmap is split into blocks of columns, so
+#: that its cells and labels keep their size (8 pt and more) at the page's width.
+HEATMAP_COLUMNS = 8
+
+
+def improvement_blocks(labels: list[str], size: int = HEATMAP_COLUMNS) -> list[list[str]]:
+    """``labels`` cut into the fewest blocks of at most ``size``, as even as they can be."""
+    n = max(1, -(-len(labels) // size))
+    q, r = divmod(len(labels), n)
+    cuts = np.cumsum([0] + [q + (i < r) for i in range(n)])
+    return [labels[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def fig_improvement(pim: pd.DataFrame, labels: list[str], columns: list[str] | None = None) -> str:
+    """P(row > column) for ``labels`` (rows) against ``columns`` (default: all of them), annotated."""
     plt, sns = _plt()
-    m = pd.DataFrame(np.nan, index=labels, columns=labels)
-    ann = pd.DataFrame("", index=labels, columns=labels)
+    columns = labels if columns is None else columns
+    m = pd.DataFrame(np.nan, index=labels, columns=columns)
+    ann = pd.DataFrame("", index=labels, columns=columns)
     for r in pim.itertuples():
-        m.loc[r.x, r.y] = r.p
-        ann.loc[r.x, r.y] = f"{r.p:.2f}\n[{r.lo:.2f}, {r.hi:.2f}]"
-    fig, (ax,) = _figure(plt, 1, 1.35 * len(labels) + 4.5, 0.9 * len(labels) + 2.0, left=1.8, right=0.6,
-                         bottom=1.3, top=0.45)
-    sns.heatmap(m, annot=ann.values, fmt="", cmap="vlag", vmin=0, vmax=1, center=0.5, ax=ax, annot_kws={"fontsize": 7},
-                cbar_kws={"label": "P(row > column)"})
+        if r.x in m.index and r.y in m.columns:
+            m.loc[r.x, r.y] = r.p
+            ann.loc[r.x, r.y] = f"{r.p:.2f}\n[{r.lo:.2f}, {r.hi:.2f}]"
+    left = 0.3 + 0.075 * max(len(lb) for lb in labels)
+    bottom = 0.4 + 0.06 * max(len(lb) for lb in columns)
+    width, height = left + 0.95 * len(columns) + 1.3, bottom + 0.5 * len(labels) + 0.5
+    fig, (ax,) = _figure(plt, 1, width, height, left=left, right=1.3, bottom=bottom, top=0.5)
+    sns.heatmap(m, annot=ann.values, fmt="", cmap="vlag", vmin=0, vmax=1, center=0.5, ax=ax, annot_kws={"fontsize": 8},
+                cbar_kws={"label": "P(row > column)", "fraction": 0.6 / (0.95 * len(columns) + 0.6), "pad": 0.02})
     ax.grid(False)
+    ax.tick_params(labelsize=9)
+    ax.set_xticklabels(ax.get_xticklabels(), rotation=35, ha="right", rotation_mode="anchor")
     ax.set_xlabel("Y")
     ax.set_ylabel("X")
-    ax.set_title("Probability of improvement P(X > Y), normalised final return, 95% CI")
+    part = "" if columns == labels else f" (columns {labels.index(columns[0]) + 1}–{labels.index(columns[-1]) + 1} of {len(labels)})"
+    ax.set_title(f"P(X > Y), normalised final return, 95% CI{part}", fontsize=10)
     return _png(fig)
 
 
@@ -391,7 +514,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     runs = scored.runs
     labels = sorted(data.runs["label"].unique()) if not data.runs.empty else []
     impl = dict(zip(data.runs.get("label", []), data.runs.get("impl", [])))
-    style = Style(labels, impl)
+    style = Style(labels, impl, dict(zip(data.runs.get("label", []), data.runs.get("algo", []))))
     warn = an.hardware_warnings(data)
 
     from bench.analysis import collapse
@@ -411,7 +534,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
             threshold=f"{thr:g}" if thr is not None else "—", random=f"{a.random_return:.4g}" if a else "—",
             anchor=f"{a.episodes} random episodes, seed {a.seed}" if a else "none",
             warning=warn.get(env_id),
-            figure=fig_env(env_id, c, g, style, thr, a.random_return if a else None),
+            figures=_env_figures(env_id, c, g, style, thr, a.random_return if a else None),
             diagnostics=fig_diagnostics(env_id, g, d, style, c.steps),
             table=[dict(label=t.label, impl=t.impl, runs=t.runs, iqm=_interval(t.iqm, t.lo, t.hi, t.kind),
                         median=_f(t.median), success=f"{t.solved}/{t.runs} = {t.success:.2f} [{t.success_lo:.2f}, {t.success_hi:.2f}]",
@@ -432,10 +555,14 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         stage("across environments and the decision matrix")
         agg = an.across_envs(scored)
         pim = an.improvement_matrix(scored)
-        plabels = sorted(runs.loc[runs["final_norm"].notna(), "label"].unique())
+        # Best first (as the aggregate figure ranks them), so the top rows and first columns are the leaders.
+        have = set(runs.loc[runs["final_norm"].notna(), "label"])
+        ranked = [lb for lb in agg.sort_values("iqm", ascending=False)["label"] if lb in have]
+        plabels = ranked + sorted(have - set(ranked))
         across = dict(
             aggregate=fig_aggregate(agg, style), profiles=fig_profiles(scored, style),
-            improvement=fig_improvement(pim, plabels) if len(plabels) > 1 else None,
+            improvement=[fig_improvement(pim, plabels, cols) for cols in improvement_blocks(plabels)]
+            if len(plabels) > 1 else [],
             table=[dict(label=r.label, impl=r.impl, envs=r.envs, runs=r.runs, iqm=_interval(r.iqm, r.lo, r.hi, r.kind))
                    for r in agg.itertuples()],
         )
@@ -491,6 +618,15 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     if log:
         log(f"report built in {time.perf_counter() - t0:.1f}s from {len(data.runs)} runs")
     return path
+
+
+def _env_figures(env_id: str, c: an.EnvCurves, g: pd.DataFrame, style: Style, thr: float | None,
+                 random: float | None) -> list[str]:
+    """An env's curve figures: one four-panel figure for a few labels; above :data:`SMALL_MULTIPLES`
+    labels, small multiples of the returns and the Kaplan-Meier curves beside them."""
+    if g["label"].nunique() <= SMALL_MULTIPLES:
+        return [fig_env(env_id, c, g, style, thr, random)]
+    return [fig_env_panels(env_id, c, style, thr, random), fig_env_km(env_id, c, g, style)]
 
 
 def _only(data: an.Data, envs: list[str], keep: Callable[[pd.DataFrame], pd.Series] | None = None) -> an.Data:
