@@ -100,6 +100,9 @@ MAX_TIMESTEPS = 2**63 - 1
 MAX_INT32 = 2**31 - 1
 #: Most cells one suite may expand into.
 MAX_CELLS = 100_000
+#: Largest per-run limits a suite may set (``max_wall_minutes``: one year; ``max_memory_mb``: 1 PiB).
+MAX_WALL_MINUTES = 525_600
+MAX_MEMORY_MB = 2**30
 
 
 # --------------------------------------------------------------------------- #
@@ -176,6 +179,16 @@ class Defaults(_Strict):
         DIAG_POINTS, ge=0, le=1_000_000,
         description="Per-update diagnostics are stored as at most this many points per key per run, each the mean "
                     "over its stretch of updates (the stretch's length is stored too); 0 keeps every update.",
+    )
+    max_wall_minutes: float | None = Field(
+        None, gt=0, le=MAX_WALL_MINUTES, allow_inf_nan=False,
+        description="A run still going after this many wall-clock minutes is stopped and recorded as failed "
+                    "(\"stopped: wall-clock limit of 10 min reached\"). Not part of the cell key.",
+    )
+    max_memory_mb: int | None = Field(
+        None, gt=0, le=MAX_MEMORY_MB,
+        description="A run whose worker (with its child processes) holds more than this many MiB resident is "
+                    "stopped and recorded as failed, naming the limit. Not part of the cell key.",
     )
 
 
@@ -267,6 +280,10 @@ class AlgoEntry(_Strict):
         default_factory=dict, description="Per-env overrides, keyed by env id."
     )
     resources: Resources | None = Field(None, description="Ray resources per run of this algorithm; not part of the key.")
+    max_wall_minutes: float | None = Field(None, gt=0, le=MAX_WALL_MINUTES, allow_inf_nan=False,
+                                           description="Overrides defaults.max_wall_minutes for this entry's runs.")
+    max_memory_mb: int | None = Field(None, gt=0, le=MAX_MEMORY_MB,
+                                      description="Overrides defaults.max_memory_mb for this entry's runs.")
 
     def env_overrides(self, env: EnvEntry) -> dict[str, Any]:
         """This entry's ``env_hyperparams`` for ``env``: keyed by its key (one kwargs variant) before its id (all)."""
@@ -602,6 +619,10 @@ class Cell:
     plugin_version: str | None = None
     #: Ray scheduling request (``num_cpus``, ``num_gpus``); deliberately not in :meth:`identity`.
     resources: dict[str, float] = field(default_factory=lambda: merge_resources(), hash=False, compare=False)
+    #: Per-run limits (:mod:`bench.run.limits`), enforced by the local pool; not in :meth:`identity` either: they
+    #: decide whether a run may finish, not what it does, so setting them keeps every key.
+    max_wall_minutes: float | None = field(default=None, compare=False)
+    max_memory_mb: int | None = field(default=None, compare=False)
 
     def identity(self) -> dict[str, Any]:
         """What the key covers: everything that changes what the run does or records."""
@@ -1010,6 +1031,9 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     cpu_seconds=e.cpu_seconds if e.cpu_seconds is not None else suite.defaults.cpu_seconds,
                     entry=plugin.entry if plugin is not None else None,
                     plugin_version=plugin.version if plugin is not None else None,
+                    max_wall_minutes=(a.max_wall_minutes if a.max_wall_minutes is not None
+                                      else suite.defaults.max_wall_minutes),
+                    max_memory_mb=a.max_memory_mb if a.max_memory_mb is not None else suite.defaults.max_memory_mb,
                 )
                 cells.append(_with_key(cell))
     return cells, env_meta, {suite.algorithms[j].algo: p for j, p in plugins.items()}

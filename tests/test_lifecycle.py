@@ -1,0 +1,177 @@
+"""Issue 44, the run-lifecycle half: a store no dying worker corrupts, runs that always end, and the runner
+that watches them (limits, stalls, interrupts, zombies).
+
+Each test reproduces one case of the issue and checks the fixed behaviour; the plugins are tiny modules
+written to ``tmp_path`` (impl: python), so a test costs seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.run.store import is_claimable, owner_alive, pid_alive
+
+
+# --------------------------------------------------------------------------- #
+# Zombies and dead owners
+# --------------------------------------------------------------------------- #
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_zombie_owner_is_dead():
+    """A killed worker that nobody reaps (PID 1 without an init) keeps its pid and start time: the owner
+    check must read its state (Z) and call it dead, or a re-run leaves its cell as "running elsewhere"."""
+    from bench.run.store import _proc_start
+
+    pid = os.fork()
+    if pid == 0:  # the child exits at once and is not reaped until the end of the test
+        os._exit(0)
+    try:
+        start = _proc_start(pid)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child did not become a zombie"
+            time.sleep(0.01)
+        owner = f"{socket.gethostname()}:{pid}:{start}"
+        assert start is not None and _proc_start(pid) == start  # what the old check compared: still "alive"
+        assert owner_alive(owner) is False
+        assert pid_alive(pid) is False
+        row = type("Row", (), {"status": "running", "owner": owner, "heartbeat_at": time.time()})()
+        assert is_claimable(row)  # a fresh heartbeat does not keep a dead owner's run
+    finally:
+        os.waitpid(pid, 0)
+    assert pid_alive(os.getpid()) and owner_alive(f"{socket.gethostname()}:{os.getpid()}:{_proc_start(os.getpid())}")
+
+
+# --------------------------------------------------------------------------- #
+# Plugins that leave, hang or hog: helpers
+# --------------------------------------------------------------------------- #
+PLUGIN = '''
+import ctypes, os, signal, sys, time
+from pathlib import Path
+from bench import HyperParams
+
+
+class Params(HyperParams):
+    mode: str = "exits"
+
+
+class Custom(BaseException):
+    pass
+
+
+def _mark():
+    Path(os.environ["LIFECYCLE_MARK"]).write_text(str(os.getpid()))
+
+
+def train(env_id, params: Params, *, seed, timesteps, recorder):
+    if params.mode == "exits":  # seeds 0-4: sys.exit(); then every other way out of a process
+        if seed < 5:
+            sys.exit(3)
+        if seed == 5:
+            raise KeyboardInterrupt
+        if seed == 6:
+            raise Custom("mine")
+        if seed == 7:
+            os._exit(1)
+        if seed == 8:
+            os.kill(os.getpid(), signal.SIGKILL)
+        ctypes.string_at(0)  # a segfault
+    if params.mode == "deaf":  # ignores SIGTERM, then hangs
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _mark()
+        while True:
+            time.sleep(0.1)
+    if params.mode == "hang":
+        while True:
+            time.sleep(0.1)
+    if params.mode == "hog":  # 100 MiB more every 50 ms, up to 3 GiB
+        held = []
+        for _ in range(30):
+            held.append(b"x" * (100 << 20))
+            time.sleep(0.05)
+        while True:
+            time.sleep(0.1)
+'''
+
+
+def _suite(tmp_path: Path, algos: str, seeds: str = "[0]", defaults: str = "") -> Path:
+    (tmp_path / "lifeplug.py").write_text(PLUGIN)
+    f = tmp_path / "s.yaml"
+    f.write_text(f"name: life\nseeds: {seeds}\ndefaults: {{timesteps: 3000, window: 5{defaults}}}\n"
+                 f"envs: [{{id: CartPole-v1}}]\nalgorithms:\n{algos}")
+    return f
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(tmp_path), "LIFECYCLE_MARK": str(tmp_path / "mark")}
+
+
+def _bench(*args: str, tmp_path: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=tmp_path,
+                          env=_env(tmp_path), timeout=timeout)
+
+
+def _rows(db: Path) -> list[tuple]:
+    c = sqlite3.connect(db)
+    try:
+        return c.execute("select seed, status, error from runs order by seed").fetchall()
+    finally:
+        c.close()
+
+
+# --------------------------------------------------------------------------- #
+# A dying worker cannot corrupt a SQLite store
+# --------------------------------------------------------------------------- #
+def test_opening_a_second_store_keeps_the_process_lock_on_the_database(tmp_path):
+    """The mechanism of the corruption: reading the file's header through a descriptor of its own, then closing
+    it, dropped every POSIX lock of the process on the database (SQLite's among them), so another process that
+    closed its connection cleanly took itself for the last one and deleted the WAL under the first."""
+    from bench.run.store import Store
+
+    db = tmp_path / "s.db"
+    url = f"sqlite:///{db}"
+    first = Store(url)
+    first.rows(["x"])  # a pooled connection: it holds a shared lock on the file while it is open
+    second = Store(url)  # the runner opened one more for each worker that died
+    wal = tmp_path / "s.db-wal"
+    assert wal.exists()
+    closes_cleanly = f"import sqlite3; c = sqlite3.connect({str(db)!r}); c.execute('select 1 from runs'); c.close()"
+    subprocess.run([sys.executable, "-c", closes_cleanly], check=True, timeout=60)
+    assert wal.exists(), "another process deleted the WAL while this one had the store open"
+    with first.engine.begin() as c:  # and the store is whole for both writers
+        c.exec_driver_sql("insert into suites (name, spec, env_meta, updated_at) values ('a', '{}', '{}', 0)")
+    with second.engine.connect() as c:
+        assert c.exec_driver_sql("pragma integrity_check").scalar() == "ok"
+    first.dispose()
+    second.dispose()
+
+
+def test_every_way_out_of_a_plugin_leaves_the_store_whole_and_each_cell_recorded(tmp_path):
+    """sys.exit() in 5 consecutive cells (which corrupted the store, then aborted `bench run` with "disk I/O
+    error"), then KeyboardInterrupt, a BaseException of the plugin's own, os._exit, SIGKILL and a segfault."""
+    f = _suite(tmp_path, '  - {algo: lifeplug, impl: python, entry: "lifeplug:train"}\n', seeds="10")
+    db = tmp_path / "s.db"
+    p = _bench("run", str(f), "--store", f"sqlite:///{db}", "--workers", "1", tmp_path=tmp_path)
+    assert p.returncode == 1, p.stderr  # every run failed; the command itself ended normally
+    assert "Traceback" not in p.stdout + p.stderr
+    assert "0 done, 10 failed" in p.stdout
+    c = sqlite3.connect(db)
+    assert c.execute("pragma integrity_check").fetchall() == [("ok",)]
+    c.close()
+    rows = _rows(db)
+    assert [s for _, s, _ in rows] == ["failed"] * 10
+    errors = [e for _, _, e in rows]
+    assert all(e.startswith("plugin raised SystemExit(3)") for e in errors[:5]), errors
+    assert errors[5].startswith("plugin raised KeyboardInterrupt()")
+    assert errors[6].startswith("plugin raised Custom('mine')")
+    from bench.run.runner import WORKER_DIED
+
+    assert errors[7:] == [WORKER_DIED] * 3  # os._exit, SIGKILL, segfault: the process is gone
