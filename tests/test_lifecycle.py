@@ -175,3 +175,128 @@ def test_every_way_out_of_a_plugin_leaves_the_store_whole_and_each_cell_recorded
     from bench.run.runner import WORKER_DIED
 
     assert errors[7:] == [WORKER_DIED] * 3  # os._exit, SIGKILL, segfault: the process is gone
+
+
+# --------------------------------------------------------------------------- #
+# Interrupts escalate
+# --------------------------------------------------------------------------- #
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals and /proc")
+def test_a_worker_that_ignores_sigterm_does_not_hang_the_interrupted_run(tmp_path):
+    from bench.run.runner import KILL_AFTER_S
+
+    f = _suite(tmp_path, '  - {algo: lifeplug, impl: python, entry: "lifeplug:train", hyperparams: {mode: deaf}}\n')
+    db = tmp_path / "s.db"
+    p = subprocess.Popen([sys.executable, "-m", "bench", "run", str(f), "--store", f"sqlite:///{db}", "--workers", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env(tmp_path))
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "mark").exists():
+            assert p.poll() is None and time.monotonic() < deadline, "the plugin never started"
+            time.sleep(0.1)
+        worker = int((tmp_path / "mark").read_text())
+        p.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        _, err = p.communicate(timeout=KILL_AFTER_S + 40)  # before: hung until the worker was SIGKILLed by hand
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert time.monotonic() - t0 < KILL_AFTER_S + 30
+    assert "Interrupted." in err and "Traceback" not in err
+    assert not pid_alive(worker)
+    assert [(s, e) for _, s, e in _rows(db)] == [("interrupted", "interrupted by SIGTERM")]
+
+
+# --------------------------------------------------------------------------- #
+# Per-run limits
+# --------------------------------------------------------------------------- #
+def test_per_run_limits_stop_a_hung_and_a_hogging_run_and_name_the_limit(tmp_path):
+    f = _suite(tmp_path, '  - {algo: lifeplug, impl: python, entry: "lifeplug:train", label: hang, '
+                         'hyperparams: {mode: hang}}\n'
+                         '  - {algo: lifeplug, impl: python, entry: "lifeplug:train", label: hog, '
+                         'hyperparams: {mode: hog}, max_memory_mb: 1200, max_wall_minutes: 5}\n',
+               defaults=", max_wall_minutes: 0.1")
+    db = tmp_path / "s.db"
+    t0 = time.monotonic()
+    p = _bench("run", str(f), "--store", f"sqlite:///{db}", "--workers", "2", tmp_path=tmp_path, timeout=240)
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stdout + p.stderr
+    c = sqlite3.connect(db)
+    got = dict(c.execute("select s.label, r.status || ': ' || coalesce(r.error, '') from runs r join suite_cells s using (key)"))
+    c.close()
+    assert got["hang"] == "failed: stopped: wall-clock limit of 0.1 min reached", (got, p.stdout)
+    assert got["hog"].startswith("failed: stopped: memory limit of 1,200 MB reached ("), got
+    assert time.monotonic() - t0 < 200
+
+
+def test_limits_leave_cell_keys_as_they_were(tmp_path, monkeypatch):
+    from bench.suites.suite import load_suite
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    algos = '  - {algo: lifeplug, impl: python, entry: "lifeplug:train"%s}\n  - {algo: ppo, impl: bench}\n'
+    plain = load_suite(_suite(tmp_path, algos % ""))
+    keys = [c.key for c in plain.cells]
+    limited = load_suite(_suite(tmp_path, algos % ", max_memory_mb: 500", defaults=", max_wall_minutes: 30"))
+    assert [c.key for c in limited.cells] == keys
+    assert [(c.max_wall_minutes, c.max_memory_mb) for c in limited.cells] == [(30, 500), (30, None)]
+    assert [(c.max_wall_minutes, c.max_memory_mb) for c in plain.cells] == [(None, None), (None, None)]
+
+
+@pytest.mark.parametrize("field, value", [("max_wall_minutes", 0), ("max_memory_mb", -1), ("max_wall_minutes", ".nan"),
+                                          ("max_memory_mb", "'lots'")])
+def test_bad_limits_are_one_line(tmp_path, field, value):
+    f = _suite(tmp_path, "  - {algo: ppo, impl: bench}\n", defaults=f", {field}: {value}")
+    p = _bench("run", str(f), "--store", f"sqlite:///{tmp_path / 's.db'}", "--dry-run", tmp_path=tmp_path, timeout=60)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert f"defaults.{field}" in p.stderr and not (tmp_path / "s.db").exists()
+
+
+# --------------------------------------------------------------------------- #
+# Stalled runs are visible
+# --------------------------------------------------------------------------- #
+def test_the_stall_watch_notes_a_run_that_stopped_stepping():
+    from bench.run.progress import STALL_AFTER_S, StallWatch
+
+    now = [0.0]
+    w = StallWatch(clock=lambda: now[0])
+    assert w.note(0) is None
+    now[0] = STALL_AFTER_S - 1
+    assert w.note(0) is None
+    now[0] = STALL_AFTER_S + 1
+    assert w.note(0).startswith("stalled: no env step for 10 min (at step 0)")
+    now[0] += 5
+    assert w.note(100) is None  # it moves again
+    now[0] += STALL_AFTER_S + 1
+    assert "(at step 100)" in w.note(100)
+
+
+def test_status_shows_a_live_run_without_progress_as_stalled(tmp_path):
+    from bench.run.progress import StallWatch
+    from bench.run.store import Store, this_owner
+    from bench.suites.suite import load_suite
+
+    f = _suite(tmp_path, "  - {algo: ppo, impl: bench}\n", seeds="2")
+    loaded = load_suite(f)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    db = Store(url)
+    db.register(loaded.suite.name, str(f), loaded.suite.model_dump(mode="json"), loaded.env_meta, loaded.cells)
+    me = this_owner()  # this process: alive, so neither run is stale
+    stuck, moving = loaded.cells
+    now = [0.0]
+    watch = StallWatch(clock=lambda: now[0])
+    for cell in (stuck, moving):
+        attempt = db.claim(cell.key, me)
+        db.heartbeat(cell.key, attempt, 1000, 1.0, watch.note(1000))
+    now[0] = 3600.0
+    db.heartbeat(stuck.key, 1, 1000, 2.0, watch.note(1000))
+    db.dispose()
+    p = _bench("status", str(f), "--store", url, tmp_path=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "running: 1, stalled: 1" in p.stdout, p.stdout
+    # The note clears once the run moves again.
+    db = Store(url)
+    db.heartbeat(stuck.key, 1, 2000, 3.0, watch.note(2000))
+    assert db.rows([stuck.key])[stuck.key].error is None
+    db.dispose()

@@ -347,15 +347,21 @@ def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None) -
     return result, error, started
 
 
-def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False) -> Outcome:
+def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False,
+             on_start: Callable[[], None] | None = None) -> Outcome:
     """Claim, train and record one cell. The same function for every executor. With ``remeasure``,
-    the cell is a done run to measure again instead (:func:`remeasure_cell`)."""
+    the cell is a done run to measure again instead (:func:`remeasure_cell`). ``on_start()`` is called
+    once the run is claimed (or, re-measured, about to train): where its per-run limits start."""
     if remeasure:
+        if on_start is not None:
+            on_start()
         return remeasure_cell(store_url, cell)
     store = _store(store_url)
     attempt = store.claim(cell.key, owner)
     if attempt is None:
         return Outcome(cell.key, "skipped")
+    if on_start is not None:
+        on_start()
     # Each beat also writes the steps and CPU seconds so far: how far a long run is, for `bench status`
     # and `bench run`; and, when the steps have not grown for a while, that the run is stalled: the beat
     # comes from a thread, so it goes on whether or not training does.
@@ -514,7 +520,8 @@ def _worker_main(conn: Any, store_url: str, remeasure: frozenset[str] = frozense
         if cell is None:
             return
         try:
-            out = run_cell(store_url, cell, owner, remeasure=cell.key in remeasure)
+            out = run_cell(store_url, cell, owner, remeasure=cell.key in remeasure,
+                           on_start=lambda: conn.send(("started", cell.key)))
         except Exception as e:  # noqa: BLE001 - not a training error (run_cell records those): e.g. the store failed
             out = Outcome(cell.key, "failed", " ".join(f"{type(e).__name__}: {e}".split()))
         conn.send(("done", out))
@@ -526,8 +533,8 @@ class _Worker:
     conn: Any
     owner: str | None = None
     cell: Cell | None = None
-    #: When (``time.monotonic()``) it was given its cell: the start of the run's wall-clock limit.
-    given_at: float = 0.0
+    #: When (``time.monotonic()``) its run started (claimed), where its limits start; None before.
+    started_at: float | None = None
     #: Why the pool stopped it (a limit reached), recorded as its run's error; None while it runs.
     stopped: str | None = None
 
@@ -592,7 +599,7 @@ def run_local(
 
     def give(w: _Worker) -> None:
         w.cell = queue.pop() if queue else None
-        w.given_at = time.monotonic()
+        w.started_at = None
         try:
             w.conn.send(w.cell)
         except (OSError, ValueError):
@@ -611,6 +618,9 @@ def run_local(
                 kind, value = w.conn.recv()
                 if kind == "owner":
                     w.owner = value
+                elif kind == "started":
+                    if w.cell is not None and w.cell.key == value:
+                        w.started_at = time.monotonic()
                 else:
                     finished(w, value)
                     if w.proc.is_alive():
@@ -638,9 +648,9 @@ def run_local(
         """Stop (SIGKILL, with its child processes) each worker whose run is past one of its limits."""
         now = time.monotonic()
         for w in pool:
-            if w.cell is None or w.stopped is not None or not w.proc.is_alive():
+            if w.cell is None or w.started_at is None or w.stopped is not None or not w.proc.is_alive():
                 continue
-            why = limit_reached(w.cell, now - w.given_at, w.proc.pid)
+            why = limit_reached(w.cell, now - w.started_at, w.proc.pid)
             if why is not None:
                 w.stopped = why
                 kill_tree(w.proc.pid)
