@@ -300,3 +300,74 @@ def test_status_shows_a_live_run_without_progress_as_stalled(tmp_path):
     db.heartbeat(stuck.key, 1, 2000, 3.0, watch.note(2000))
     assert db.rows([stuck.key])[stuck.key].error is None
     db.dispose()
+
+
+# --------------------------------------------------------------------------- #
+# Errors that name the cause: the env's faults are the env's
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("env, message", [
+    ("NanReward-v0", "env bad_envs:NanReward-v0 returned reward nan at step 5"),
+    ("InfObservation-v0", "env bad_envs:InfObservation-v0 returned observation -inf at step 5"),
+    ("WrongShape-v0", "env bad_envs:WrongShape-v0 returned an observation of shape (4,) at step 5; its observation "
+                      "space says (3,)"),
+    ("Raises-v0", "env bad_envs:Raises-v0 raised ValueError: the simulator exploded at step 5"),
+])
+def test_an_env_fault_names_the_env_the_step_and_the_quantity(env, message):
+    """A NaN reward used to read "Diverged: non-finite loss/policy = nan at step 152 at record.py:164"."""
+    from bench.algos.hyperparams import PARAMS
+    from bench.run.runner import record_cell
+    from bench.suites.suite import Cell
+
+    cell = Cell("s", f"bad_envs:{env}", "a2c", "bench", "a2c", 0, 200, None, 5, None,
+                PARAMS["a2c"]().model_dump(mode="json") | {"n_steps": 8})
+    _, error = record_cell(cell)
+    assert error == message
+
+
+def test_the_vector_monitor_checks_the_same_in_one_batch():
+    import gymnasium as gym
+    import numpy as np
+
+    import bad_envs  # noqa: F401
+    from bench.envs.checks import EnvError
+    from bench.envs.vector import VectorEpisodeMonitor
+    from bench.run.record import Recorder
+
+    rec = Recorder()
+    venv = VectorEpisodeMonitor(gym.vector.SyncVectorEnv([lambda: gym.make("NanReward-v0")] * 2), rec, "NanReward-v0")
+    venv.reset(seed=0)
+    for _ in range(4):
+        venv.step(np.zeros(2, np.int64))
+    with pytest.raises(EnvError, match=r"^env NanReward-v0 returned reward nan at step 9$"):
+        venv.step(np.zeros(2, np.int64))
+
+
+def test_a_non_finite_action_is_the_policy_s(monkeypatch):
+    import numpy as np
+
+    from bench.envs import make_env
+    from bench.envs.checks import EnvError
+    from bench.run.record import Recorder
+
+    env = make_env("Pendulum-v1", recorder=Recorder())
+    env.reset(seed=0)
+    env.step(np.zeros(1, np.float32))
+    with pytest.raises(EnvError, match=r"^env Pendulum-v1 was given the action nan at step 2 \(the policy's output"):
+        env.step(np.array([np.nan], np.float32))
+
+
+@pytest.mark.parametrize("env, space", [("DictObs-v0", "Dict"), ("TupleObs-v0", "Tuple")])
+def test_an_unsupported_observation_space_is_refused_at_validation(tmp_path, env, space):
+    f = tmp_path / "s.yaml"
+    f.write_text(f"name: x\nseeds: 1\ndefaults: {{timesteps: 1000}}\nenvs: [{{id: 'bad_envs:{env}', threshold: 1}}]\n"
+                 "algorithms: [{algo: a2c, impl: bench}]\n")
+    tests = str(Path(__file__).resolve().parent)
+    p = subprocess.run([sys.executable, "-m", "bench", "run", str(f), "--store", f"sqlite:///{tmp_path / 's.db'}"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                       env={**os.environ, "PYTHONPATH": tests})
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert f"envs[0].id: bad_envs:{env} has a {space} observation space" in lines[0]
+    assert "allowed: Box observations (vectors or frames) or MultiDiscrete token ids" in lines[0]
+    assert not (tmp_path / "s.db").exists()

@@ -34,6 +34,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from bench.envs.checks import EnvError
 from bench.run.limits import kill_tree, limit_reached
 from bench.run.progress import Heartbeat, StallWatch
 from bench.run.probe import cpu_probe_ms
@@ -257,6 +258,8 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None, reco
         return recorder, None
     except BudgetReached:  # the equal-compute budget ended the run at an update boundary: a finished run
         return recorder, None
+    except EnvError as e:  # names the env, the step and what was wrong: the whole story
+        return recorder, str(e)
     except Exception as e:  # noqa: BLE001 - any training error is a recorded result
         tb = traceback.extract_tb(e.__traceback__)
         where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""

@@ -820,9 +820,13 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
         try:
             spec = envs.get_spec(ek)
             facts = envs.space_facts(ek) if e.traits is not None else {}
+            obs_problem = envs.obs_supported(ek)
         except (KeyError, ValueError) as err:
             where = f"{path}.kwargs" if e.kwargs else f"{path}.id"
             problems.append(Problem(where, f"cannot be used: {err}", e.id if not e.kwargs else None, not e.kwargs))
+            continue
+        if obs_problem is not None:
+            problems.append(Problem(f"{path}.id", obs_problem, e.id, True))
             continue
         threshold = e.threshold if e.threshold is not None else spec.threshold
         if threshold is None:
