@@ -551,9 +551,10 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     reported, and ``steps`` how far it is (``412,160 of 1,000,000 (41%, ~13 min
     left)``, from its heartbeats). ``stale``: running, but its owner is dead (on
     this host) or silent for over STALE_AFTER_S seconds; the next ``bench run``
-    re-runs it.
+    re-runs it. ``stalled``: running and beating, but its env steps have not grown
+    for STALL_AFTER_S seconds (a hung plugin or env).
     """
-    from bench.run.progress import run_progress
+    from bench.run.progress import is_stalled, run_progress
     from bench.run.store import CONTENTION_RATIO, contended_done, cpu_budget, describe_url, is_claimable, owner_host
 
     loaded = _load(suite)
@@ -575,12 +576,15 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
         st = "pending" if r is None else r.status
         if r is not None and st == "running" and is_claimable(r):
             st = "stale"  # its runner died; the next `bench run` re-runs it
+        elif r is not None and is_stalled(r):
+            st = "stalled"  # alive, but no env step for STALL_AFTER_S seconds
         counts[st] = counts.get(st, 0) + 1
         t.add_row(
             c.env_id, c.label, str(c.seed), st,
             _fmt(r.attempt if r else 0), (owner_host(r.owner) or "") if r else "",
             f"{now - r.heartbeat_at:,.0f}s ago" if r is not None and r.status == "running" and r.heartbeat_at else "",
-            (run_progress(r.total_steps, r.timesteps, r.started_at, now, r.cpu_s, cpu_budget(r.config)) if st == "running"
+            (run_progress(r.total_steps, r.timesteps, r.started_at, now, r.cpu_s, cpu_budget(r.config))
+             if st in ("running", "stalled")
              else _fmt(r.total_steps) if r else "—"),
             _fmt(r.final_return if r else None), _fmt(r.steps_to_threshold if r else None),
             (r.error or "")[:60] if r else "",

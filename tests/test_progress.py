@@ -86,10 +86,10 @@ def test_a_running_cell_reports_its_steps_through_its_heartbeats(tmp_path, monke
     cpus: list[float] = []
     real = Store.heartbeat
 
-    def spy(self, key, attempt, steps=None, cpu_s=None):
+    def spy(self, key, attempt, steps=None, cpu_s=None, stalled=None):
         beats.append(steps)
         cpus.append(cpu_s)
-        real(self, key, attempt, steps, cpu_s)
+        real(self, key, attempt, steps, cpu_s, stalled)
 
     train = runner.train_cell
 

@@ -159,6 +159,26 @@ def setup(env_id: str, p: Any, seed: int, recorder: Any, *, share_features: bool
     return Setup(device, rng, envs, norm, policy)
 
 
+def episode_cap(envs: Any, steps_left: int, rollout: int, episodes_per_env: int = 1) -> int:
+    """The most env steps one batch of whole episodes may take (REINFORCE, AC-MC, GRPO) before the episodes
+    still in flight are cut: the budget left plus one rollout (``rollout``, the batch's least size), or plus
+    ``episodes_per_env × n_envs`` episodes of the env's time limit where that is more (GRPO's sub-envs each
+    play ``groups_per_update`` episodes an update, REINFORCE's finish one past its least size).
+
+    Why: these algorithms finish every episode they start, so on an env whose episodes never end they never
+    stopped (issue 44: 14M steps on a 2,000-step budget). An env with a time limit ends every episode within
+    it, and a batch then stays below this cap (it stops starting episodes at ``steps_left`` at the latest, and
+    each env finishes at most one more): no episode is ever cut there and runs are what they were. Only
+    where episodes need not end is one cut, and then only in the run's last batch, since the cap is past
+    the budget. How a cut episode is used is each algorithm's own choice (its module says which).
+
+    :param envs: the training vector env (its sub-envs' ``spec.max_episode_steps`` is the time limit).
+    """
+    subs = getattr(envs, "envs", None) or []
+    horizon = getattr(getattr(subs[0], "spec", None), "max_episode_steps", None) if subs else None
+    return steps_left + max(rollout, episodes_per_env * envs.num_envs * (horizon or 0))
+
+
 def clip(x: np.ndarray, low: Any, high: Any) -> np.ndarray:
     """``np.clip(x, low, high)``'s values (NaN stays NaN) as two ufunc calls: ``np.clip`` spends ~2 µs
     a call in Python-level dispatch, which the rollout loop pays several times per env step."""

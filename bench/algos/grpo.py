@@ -34,7 +34,7 @@ import torch
 import torch.nn as nn
 
 from bench.algos.checkpoint import savable
-from bench.algos.common import Normalizer, linear, pick_device, seed_everything
+from bench.algos.common import Normalizer, episode_cap, linear, pick_device, seed_everything
 from bench.algos.hyperparams import GRPOParams
 from bench.algos.policy import ActorCritic, make_policy
 from bench.envs import make_vec_env
@@ -147,8 +147,11 @@ class GroupCollector:
         self.low = space.low if self.continuous else None
         self.high = space.high if self.continuous else None
 
-    def play(self, seed: int) -> Group:
+    def play(self, seed: int, max_steps: int | None = None) -> Group | None:
+        """A group from reset seed ``seed``; None when its episodes are still going after ``max_steps`` steps in
+        all (:func:`~bench.algos.common.episode_cap`): cut at the budget, it is dropped (see :func:`train`)."""
         subs = self.envs.envs
+        taken = 0
         n = len(subs)
         raw = np.stack([e.reset(seed=seed)[0] for e in subs])  # the same initial state G times
         obs = self.norm.obs(raw, update=True)
@@ -166,6 +169,9 @@ class GroupCollector:
                     raw[i] = r_obs
                     if te or tr:
                         active[i] = False
+                taken += len(idx)
+                if max_steps is not None and taken >= max_steps and active.any():
+                    return None
                 if active.any():
                     live = np.flatnonzero(active)
                     obs[live] = self.norm.obs(raw[live], update=True)
@@ -242,7 +248,21 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
             g["lr"] = lr
 
         # -- groups and their advantages -----------------------------------------
-        groups = [collector.play(int(rng.integers(2**31))) for _ in range(p.groups_per_update)]
+        # On an env whose episodes need not end, the update stops one rollout past the budget. A group cut
+        # there is dropped: its advantages compare whole episodes' returns (Shao et al. 2024, eq. 3), and a
+        # cut one has none, nor a critic to bootstrap from. The groups completed before it make the last
+        # update, and the run ends.
+        cap = episode_cap(envs, timesteps - recorder.steps, p.groups_per_update * p.group_size,
+                          episodes_per_env=p.groups_per_update)
+        groups: list[Group] = []
+        for _ in range(p.groups_per_update):
+            g = collector.play(int(rng.integers(2**31)), cap - sum(int(x.lengths.sum()) for x in groups))
+            if g is None:
+                break
+            groups.append(g)
+        cut = len(groups) < p.groups_per_update
+        if not groups:
+            break
         if p.advantage in ("outcome", "rloo", "mean"):
             disc = [np.array([(r * p.gamma ** np.arange(len(r))).sum() for r in g.rewards]) for g in groups]
             a_ep = (group_advantages(np.stack(disc)) if p.advantage == "outcome"
@@ -302,4 +322,6 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
                     diag[f"seq/{name}"] = float(np.mean(vals))
         recorder.diagnostics(diag)
         recorder.after_update(savable(collector.policy_fn(), policy, norm))
+        if cut:
+            break
     envs.close()

@@ -20,6 +20,15 @@ Time limits (Pardo et al. 2018): an episode *truncated* by a time limit is not a
 terminal state. With ``baseline: value`` its last return bootstraps from the
 critic, G_{T−1} = r_{T−1} + γ V(s_T); without a critic it is used as it is (the
 return of the steps seen), which under-estimates the returns near the limit.
+
+The budget: on an env whose episodes need not end (no time limit), a batch stops
+once it is one rollout past the budget (:func:`~bench.algos.common.episode_cap`),
+and the episodes in flight are cut there. A cut is a truncation too, and no time
+limit of the env's: with a critic (``baseline: value``, AC-MC) it bootstraps as above
+(Pardo et al.'s partial-episode bootstrapping); without one it is dropped from the
+update, since Williams' estimator needs the return to the episode's end and the
+steps seen would count as one. Its steps still count against the budget, and the
+run ends with that batch.
 """
 
 from __future__ import annotations
@@ -32,7 +41,8 @@ import torch
 import torch.nn as nn
 
 from bench.algos.checkpoint import savable
-from bench.algos.common import Normalizer, ent_coef_at, explained_variance, grad_noise_ratio, linear, setup
+from bench.algos.common import (Normalizer, ent_coef_at, episode_cap, explained_variance, grad_noise_ratio, linear,
+                                setup)
 from bench.algos.policy import ActorCritic
 from bench.algos.hyperparams import REINFORCEParams
 from bench.run.record import RecorderProtocol
@@ -98,6 +108,7 @@ class EpisodeBatch(NamedTuple):
     truncated_at: np.ndarray  # (K,) positions of the ends that are truncations (time limits)
     final_obs: torch.Tensor  # (K, *obs_shape) the observation after each of them
     n_episodes: int
+    steps: int  # env steps the batch took: B, plus those of episodes cut at the budget and dropped
 
 
 class EpisodeCollector:
@@ -121,7 +132,10 @@ class EpisodeCollector:
     def _t(self, x: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(x, device=self.device)
 
-    def collect(self, min_steps: int) -> EpisodeBatch:
+    def collect(self, min_steps: int, max_steps: int | None = None, keep_cut: bool = True) -> EpisodeBatch | None:
+        """Whole episodes until at least ``min_steps`` steps. At ``max_steps`` (:func:`episode_cap`) the episodes
+        still in flight are cut: kept as truncations (their final observation is the current one) with
+        ``keep_cut``, else dropped. None when nothing is left (every episode was cut and dropped)."""
         n = self.envs.num_envs
         subs = self.envs.envs
         running: list[list[tuple[np.ndarray, torch.Tensor, float]]] = [[] for _ in range(n)]
@@ -153,6 +167,14 @@ class EpisodeCollector:
                         if steps >= min_steps:
                             active[i] = False
                 self.obs[idx] = self.norm.obs(np.stack(raws), update=True)
+                if max_steps is not None and steps >= max_steps:  # the budget cuts what is still in flight
+                    for i in np.flatnonzero(active):
+                        if running[i] and keep_cut:
+                            done_eps.append((running[i], self.obs[i].copy()))
+                        running[i] = []
+                    break
+        if not done_eps:
+            return None
 
         obs, acts, rews_all, ends, trunc_at, finals_all, pos = [], [], [], [], [], [], 0
         for ep, fo in done_eps:
@@ -175,6 +197,7 @@ class EpisodeCollector:
             truncated_at=np.asarray(trunc_at, dtype=np.int64),
             final_obs=self._t(np.stack(finals_all) if finals_all else np.empty((0, *shape), self.obs.dtype)),
             n_episodes=len(done_eps),
+            steps=steps,
         )
 
     def policy_fn(self) -> Callable[[np.ndarray], np.ndarray]:
@@ -216,8 +239,12 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
             g["lr"] = lr
 
         # -- episodes and returns ---------------------------------------------
-        batch = collector.collect(min(min_batch, timesteps - done))
-        done += len(batch.rewards)
+        # A cut episode bootstraps from the critic where there is one, else it is dropped (module docstring).
+        batch = collector.collect(min(min_batch, timesteps - done), episode_cap(envs, timesteps - done, min_batch),
+                                  keep_cut=use_value)
+        if batch is None:  # every episode was cut at the budget and dropped: the run is over
+            break
+        done += batch.steps
         obs, actions = batch.obs, batch.actions
         bootstrap = np.zeros(len(batch.rewards))
         with torch.no_grad():

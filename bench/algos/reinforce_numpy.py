@@ -41,7 +41,7 @@ from typing import Any, Callable, NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from bench.algos.common import Normalizer, ent_coef_at, explained_variance, linear
+from bench.algos.common import Normalizer, ent_coef_at, episode_cap, explained_variance, linear
 from bench.algos.hyperparams import REINFORCEParams
 from bench.envs import make_vec_env
 from bench.run.record import RecorderProtocol, SavablePolicy
@@ -223,15 +223,19 @@ class Episodes(NamedTuple):
     rewards: np.ndarray  # (B,) as trained on
     ends: np.ndarray  # (B,) bool
     final_phi: np.ndarray  # (B, d + 1) features of the observation after a truncated end, else 0
-    truncated: np.ndarray  # (B,) bool: the end is a time limit
+    truncated: np.ndarray  # (B,) bool: the end is a time limit (or the budget's cut)
     n_episodes: int
+    steps: int  # env steps taken: B, plus those of episodes cut at the budget and dropped
 
 
 def collect_episodes(envs: gym.vector.SyncVectorEnv, policy: LinearPolicy, norm: Normalizer, obs: np.ndarray,
-                     min_steps: int, rng: np.random.Generator) -> tuple[Episodes, np.ndarray]:
+                     min_steps: int, rng: np.random.Generator, max_steps: int | None = None,
+                     keep_cut: bool = True) -> tuple[Episodes | None, np.ndarray]:
     """Play whole episodes on the sub-envs until at least ``min_steps`` steps, as
-    :class:`bench.algos.reinforce.EpisodeCollector` does (idle envs take no steps).
-    ``obs`` is the current normalised observation per env; returns the batch and the new ``obs``."""
+    :class:`bench.algos.reinforce.EpisodeCollector` does (idle envs take no steps), cutting the episodes in
+    flight at ``max_steps`` as it does (kept as truncations with ``keep_cut``, else dropped).
+    ``obs`` is the current normalised observation per env; returns the batch (None when every episode was
+    cut and dropped) and the new ``obs``."""
     space = envs.single_action_space
     cont = isinstance(space, gym.spaces.Box)
     subs, n = envs.envs, envs.num_envs
@@ -263,6 +267,14 @@ def collect_episodes(envs: gym.vector.SyncVectorEnv, policy: LinearPolicy, norm:
                 if steps >= min_steps:
                     active[i] = False
         obs[idx] = norm.obs(np.stack(raws), update=True)
+        if max_steps is not None and steps >= max_steps:  # the budget cuts what is still in flight
+            for i in np.flatnonzero(active):
+                if running[i] and keep_cut:
+                    done_eps.append((running[i], features(obs[i][None])[0]))
+                running[i] = []
+            break
+    if not done_eps:
+        return None, obs
 
     phis, acts, rews_all, ends, finals_all, trunc = [], [], [], [], [], []
     for ep, fo in done_eps:
@@ -279,7 +291,7 @@ def collect_episodes(envs: gym.vector.SyncVectorEnv, policy: LinearPolicy, norm:
         finals_all.append(f)
         trunc.append(t)
     batch = Episodes(np.stack(phis), np.stack(acts), np.asarray(rews_all), np.concatenate(ends),
-                     np.concatenate(finals_all), np.concatenate(trunc), len(done_eps))
+                     np.concatenate(finals_all), np.concatenate(trunc), len(done_eps), steps)
     return batch, obs
 
 
@@ -316,8 +328,13 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
         ent_coef = ent_coef_at(p, progress_remaining)
 
         # -- episodes, returns and advantages -----------------------------------
-        batch, obs = collect_episodes(envs, policy, norm, obs, min(min_batch, timesteps - done), rng)
-        done += len(batch.rewards)
+        # A cut episode (an env without a time limit) bootstraps from the linear baseline where there is one,
+        # else it is dropped, as bench.algos.reinforce does and says why.
+        batch, obs = collect_episodes(envs, policy, norm, obs, min(min_batch, timesteps - done), rng,
+                                      episode_cap(envs, timesteps - done, min_batch), keep_cut=use_value)
+        if batch is None:  # every episode was cut at the budget and dropped: the run is over
+            break
+        done += batch.steps
         values = batch.phi @ w_value if use_value else np.zeros(len(batch.rewards))
         bootstrap = np.where(batch.truncated, batch.final_phi @ w_value, 0.0) if use_value \
             else np.zeros(len(batch.rewards))

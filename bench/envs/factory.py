@@ -11,11 +11,13 @@ game (all lives), whatever the learner sees.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, Protocol
 
 import gymnasium as gym
 import numpy as np
 
+from bench.envs.checks import bad_action, bad_shape, float_box, raised, returned
 from bench.envs.families import ChannelFirstFrames, adapt
 from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, make_raw, require
 from bench.envs.vector import SameStepSyncVectorEnv, VectorEpisodeMonitor, make_vector_backend, vec_env_problem
@@ -42,13 +44,22 @@ class EpisodeMonitor(gym.Wrapper):
 
     Place it where rewards are still raw: under reward clipping and above
     nothing that ends episodes early, so it records the true return.
+
+    It also checks each step (:mod:`bench.envs.checks`): a non-finite reward, float observation or
+    continuous action, an observation of another shape than its space's, or an exception from the env
+    raises :class:`~bench.envs.checks.EnvError` naming ``env_id``, the step and the quantity.
     """
 
-    def __init__(self, env: gym.Env, recorder: RecorderLike) -> None:
+    def __init__(self, env: gym.Env, recorder: RecorderLike, env_id: str | None = None) -> None:
         super().__init__(env)
         self.recorder = recorder
+        self.env_id = env_id or (env.spec.id if env.spec is not None else type(env.unwrapped).__name__)
         self._ret = 0.0
         self._len = 0
+        self._check_obs = float_box(env.observation_space)
+        self._check_act = float_box(env.action_space)
+        space = env.observation_space
+        self._shape = space.shape if isinstance(space, gym.spaces.Box) else None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._ret = 0.0
@@ -57,8 +68,22 @@ class EpisodeMonitor(gym.Wrapper):
 
     def step(self, action):
         # Lean on purpose: this runs on every env step of every run.
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._ret += float(reward)
+        if self._check_act and not np.isfinite(action).all():
+            raise bad_action(self.env_id, action, self.recorder.steps + 1)
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        except Exception as e:  # noqa: BLE001 - any failure of the env's step: named, with the step
+            raise raised(self.env_id, e, self.recorder.steps + 1) from e
+        r = float(reward)
+        if not math.isfinite(r):
+            raise returned(self.env_id, "reward", r, self.recorder.steps + 1)
+        if self._shape is not None and getattr(obs, "shape", self._shape) != self._shape:
+            raise bad_shape(self.env_id, obs.shape, self._shape, self.recorder.steps + 1)
+        # One reduction per step: a sum is finite when every value is (a sum of huge finite values that
+        # overflows is checked exactly before anything is said).
+        if self._check_obs and not math.isfinite(obs.sum()) and not np.isfinite(obs).all():
+            raise returned(self.env_id, "observation", obs, self.recorder.steps + 1)
+        self._ret += r
         self._len += 1
         self.recorder.steps += 1
         if terminated or truncated:
@@ -148,7 +173,7 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
         return _continuous_frames(env_id, FRAME_SKIP[gspec.id], recorder, render)
     if not is_atari(gspec):
         env = adapt(gspec, make_raw(env_id, **render))
-        return EpisodeMonitor(env, recorder) if recorder is not None else env
+        return EpisodeMonitor(env, recorder, env_id) if recorder is not None else env
 
     env = make_raw(env_id, frameskip=1, **render)
     env = gym.wrappers.AtariPreprocessing(
@@ -160,7 +185,7 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
         terminal_on_life_loss=False,  # life loss is EpisodicLife's job, above the monitor
     )
     if recorder is not None:
-        env = EpisodeMonitor(env, recorder)
+        env = EpisodeMonitor(env, recorder, env_id)
     if training:
         env = EpisodicLife(env)
         env = gym.wrappers.TransformReward(env, np.sign)
@@ -181,7 +206,7 @@ def _continuous_frames(env_id: str, skip: int, recorder: RecorderLike | None,
     env = gym.wrappers.MaxAndSkipObservation(make_raw(env_id, **(render or {})), skip=skip)
     env = gym.wrappers.ResizeObservation(gym.wrappers.GrayscaleObservation(env), (84, 84))
     if recorder is not None:
-        env = EpisodeMonitor(env, recorder)
+        env = EpisodeMonitor(env, recorder, env_id)
     return gym.wrappers.FrameStackObservation(env, 4)
 
 
@@ -230,7 +255,7 @@ def make_vec_env(
         venv = gym.vector.AsyncVectorEnv(plain, autoreset_mode=autoreset_mode, context="spawn")
     else:
         venv = make_vector_backend(env_id, n_envs, vec_env)
-    return VectorEpisodeMonitor(venv, recorder) if recorder is not None else venv
+    return VectorEpisodeMonitor(venv, recorder, env_id) if recorder is not None else venv
 
 
 def evaluate_policy(

@@ -522,6 +522,35 @@ def get_spec(env_id: str) -> EnvSpec:
     )
 
 
+#: Observation spaces every implementation's policies read: ``Box`` (vectors, and frames of two or more
+#: dimensions) and ``MultiDiscrete`` (token ids: the sequence tasks). A ``Discrete`` observation fails inside
+#: the own algorithms (their networks take the space's shape, which is ``()``), and a ``Dict``, ``Tuple`` or
+#: other composite space has no shape at all.
+SUPPORTED_OBS = (gym.spaces.Box, gym.spaces.MultiDiscrete)
+def obs_supported(env_id: str) -> str | None:
+    """None when bench can train on the env key ``env_id``'s observations, else why not: one line with what is
+    allowed. The one place that decides (suite validation asks it). It looks at the env as the learner sees it,
+    after its family's observation adapter (:func:`bench.envs.families.adapt`: MiniGrid's view, the flattened
+    Dict observations of gymnasium-robotics and highway-env), so an env that bench learns to flatten is
+    allowed by giving its family an adapter, and nowhere else.
+
+    :raises KeyError, ValueError: the env cannot be found or built (as :func:`get_spec`).
+    """
+    _, gym_id, _ = parse_env_key(env_id)
+    if env_id in REGISTRY or gym_id in SEQUENCE_TASKS:
+        return None
+    env = families.adapt(require(env_id), make_raw(env_id))
+    try:
+        space = env.observation_space
+    finally:
+        env.close()
+    if isinstance(space, SUPPORTED_OBS):
+        return None
+    adapted = ", ".join(f.title for f in families.FAMILIES if f.adapter is not None)
+    return (f"{env_id} has a {type(space).__name__} observation space, which bench's policies cannot read; allowed: "
+            f"Box observations (vectors or frames) or MultiDiscrete token ids (or an env bench flattens: {adapted})")
+
+
 def space_facts(env_id: str) -> dict[str, Any]:
     """What a suite's ``traits:`` are checked against: the built env's spaces, in words.
 

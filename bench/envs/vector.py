@@ -37,6 +37,7 @@ import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
 from gymnasium.vector.utils import batch_space
 
+from bench.envs.checks import bad_action, float_box, raised, returned
 from bench.envs.registry import is_atari, parse_env_key, require
 
 __all__ = ["VEC_ENV_MODES", "VecEnvMode", "vec_env_problem", "VectorEpisodeMonitor", "SameStepSyncVectorEnv",
@@ -98,11 +99,15 @@ class VectorEpisodeMonitor(gym.vector.VectorWrapper):
     normalisation happens above, in the algorithm or SB3's ``VecNormalize``).
     """
 
-    def __init__(self, env: gym.vector.VectorEnv, recorder: Any) -> None:
+    def __init__(self, env: gym.vector.VectorEnv, recorder: Any, env_id: str = "?") -> None:
         super().__init__(env)
         self.recorder = recorder
+        self.env_id = env_id
         self._ret = np.zeros(self.num_envs, np.float64)
         self._len = np.zeros(self.num_envs, np.int64)
+        # The checks of EpisodeMonitor (:mod:`bench.envs.checks`), on the whole batch at once.
+        self._check_obs = float_box(env.single_observation_space)
+        self._check_act = float_box(env.single_action_space)
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         self._ret[:] = 0.0
@@ -110,7 +115,16 @@ class VectorEpisodeMonitor(gym.vector.VectorWrapper):
         return self.env.reset(seed=seed, options=options)
 
     def step(self, actions):
-        obs, reward, terminated, truncated, info = self.env.step(actions)
+        if self._check_act and not np.isfinite(actions).all():
+            raise bad_action(self.env_id, actions, self.recorder.steps + 1)
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(actions)
+        except Exception as e:  # noqa: BLE001 - any failure of a sub-env's step: named, with the step
+            raise raised(self.env_id, e, self.recorder.steps + 1) from e
+        if not np.isfinite(reward).all():
+            raise returned(self.env_id, "reward", reward, self.recorder.steps + 1)
+        if self._check_obs and not np.isfinite(obs).all():
+            raise returned(self.env_id, "observation", obs, self.recorder.steps + 1)
         self._ret += reward
         self._len += 1
         done = np.logical_or(terminated, truncated)

@@ -15,6 +15,7 @@ are estimates, and say so (``~``).
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Callable, Iterable, Sequence
 
 from bench.run.store import cpu_budget
@@ -29,6 +30,40 @@ def fraction(steps: int | None, timesteps: int, cpu_s: float | None = None,
         return 0.0
     by_cpu = cpu_s / cpu_seconds if cpu_s is not None and cpu_seconds else 0.0
     return min(1.0, max(steps / timesteps, by_cpu))
+
+
+#: A running run whose env steps have not grown for this many seconds is ``stalled`` (``bench status``): its
+#: process is alive and beats, but it has not stepped its envs. The longest stretch between two env steps of a
+#: healthy run is one update (a big batch's epochs); ten minutes is far past any in the shipped reference.
+STALL_AFTER_S = 600.0
+#: How a running run's ``error`` column starts while it is stalled (written by its own heartbeat).
+STALLED = "stalled:"
+
+
+class StallWatch:
+    """Follows a run's step count from beat to beat and says, once it has not grown for ``after_s``
+    seconds, that the run is stalled (the note its heartbeat writes into the run's ``error``)."""
+
+    def __init__(self, after_s: float = STALL_AFTER_S, clock: Callable[[], float] = time.monotonic):
+        self.after_s, self.clock = after_s, clock
+        self._steps: int | None = None
+        self._since = clock()
+
+    def note(self, steps: int) -> str | None:
+        """The stall note for a run at ``steps`` now, or None while it progresses."""
+        now = self.clock()
+        if self._steps is None or steps > self._steps:
+            self._steps, self._since = steps, now
+            return None
+        idle = now - self._since
+        if idle < self.after_s:
+            return None
+        return f"{STALLED} no env step for {duration(idle)} (at step {steps:,}); its process is alive"
+
+
+def is_stalled(row: Any) -> bool:
+    """Whether a store row is a running run whose heartbeat says it has stopped stepping (:class:`StallWatch`)."""
+    return row.status == "running" and (row.error or "").startswith(STALLED)
 
 
 def row_fraction(row: Any) -> float:

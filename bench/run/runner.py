@@ -34,8 +34,10 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from bench.envs.checks import EnvError
+from bench.run.limits import kill_tree, limit_reached
 from bench.run.loggers import open_sinks
-from bench.run.progress import Heartbeat
+from bench.run.progress import Heartbeat, StallWatch
 from bench.run.probe import cpu_probe_ms
 from bench.run.saving import finish_outputs
 from bench.suites.suite import Cell
@@ -260,12 +262,33 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None, reco
         return recorder, None
     except BudgetReached:  # the equal-compute budget ended the run at an update boundary: a finished run
         return recorder, None
-    except KeyboardInterrupt:
-        raise
+    except EnvError as e:  # names the env, the step and what was wrong: the whole story
+        return recorder, str(e)
     except Exception as e:  # noqa: BLE001 - any training error is a recorded result
         tb = traceback.extract_tb(e.__traceback__)
         where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
         return recorder, f"{type(e).__name__}: {e}{where}".replace("\n", " ")
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt) and not _sigint_ignored():
+            raise  # Ctrl-C of an in-process run (the tuner, a test): stop, do not record
+        # SystemExit (sys.exit()), KeyboardInterrupt where no Ctrl-C can reach this process (a pool worker
+        # ignores SIGINT, so the training code raised it), GeneratorExit or a BaseException of the user's own:
+        # the run's error, not the end of the worker. A worker that left through Python's shutdown took the
+        # run with it as "worker process died", and printed its traceback to the terminal.
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
+        who = "plugin" if cell.impl == "python" else "training"
+        what = f"{type(e).__name__}({', '.join(repr(a) for a in e.args)})"
+        return recorder, f"{who} raised {what}{where}".replace("\n", " ")
+
+
+def _sigint_ignored() -> bool:
+    """Whether this process ignores SIGINT (a pool worker, :func:`_init_worker`): then a KeyboardInterrupt
+    cannot be the user's Ctrl-C. Only the main thread's handler is asked; elsewhere it counts as not ignored."""
+    try:
+        return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    except (ValueError, OSError):
+        return False
 
 
 def result_of(cell: Cell, recorder: Any, started: float) -> Any:
@@ -334,19 +357,27 @@ def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None,
     return result, error, started
 
 
-def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False) -> Outcome:
+def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False,
+             on_start: Callable[[], None] | None = None) -> Outcome:
     """Claim, train and record one cell. The same function for every executor. With ``remeasure``,
-    the cell is a done run to measure again instead (:func:`remeasure_cell`)."""
+    the cell is a done run to measure again instead (:func:`remeasure_cell`). ``on_start()`` is called
+    once the run is claimed (or, re-measured, about to train): where its per-run limits start."""
     if remeasure:
+        if on_start is not None:
+            on_start()
         return remeasure_cell(store_url, cell)
     store = _store(store_url)
     attempt = store.claim(cell.key, owner)
     if attempt is None:
         return Outcome(cell.key, "skipped")
+    if on_start is not None:
+        on_start()
     # Each beat also writes the steps and CPU seconds so far: how far a long run is, for `bench status`
-    # and `bench run`.
-    result, error, started = measure_cell(cell, lambda steps, cpu: store.heartbeat(cell.key, attempt, steps, cpu),
-                                          store_url=store_url)
+    # and `bench run`; and, when the steps have not grown for a while, that the run is stalled: the beat
+    # comes from a thread, so it goes on whether or not training does.
+    watch = StallWatch()
+    result, error, started = measure_cell(
+        cell, lambda steps, cpu: store.heartbeat(cell.key, attempt, steps, cpu, watch.note(steps)), store_url=store_url)
     status = "failed" if error else "done"
     if not store.finish(cell.key, attempt, status, result, error):
         return Outcome(cell.key, "skipped", error="lost ownership of the run (another runner took it over)")
@@ -477,6 +508,11 @@ class _Terminated(KeyboardInterrupt):
 
 #: The error of a run whose worker process died under it.
 WORKER_DIED = "worker process died (killed, out of memory or crashed)"
+#: Seconds a worker has to end after SIGTERM (Ctrl-C, ``kill``, the end of a pool) before it gets SIGKILL: a
+#: worker that ignores SIGTERM (a plugin's handler, code stuck in C) would otherwise hang ``bench run``.
+KILL_AFTER_S = 5.0
+#: How often (seconds) the pool checks the per-run limits (``max_wall_minutes``, ``max_memory_mb``) of its workers.
+WATCH_EVERY_S = 1.0
 
 
 def _worker_main(conn: Any, store_url: str, remeasure: frozenset[str] = frozenset()) -> None:
@@ -494,7 +530,8 @@ def _worker_main(conn: Any, store_url: str, remeasure: frozenset[str] = frozense
         if cell is None:
             return
         try:
-            out = run_cell(store_url, cell, owner, remeasure=cell.key in remeasure)
+            out = run_cell(store_url, cell, owner, remeasure=cell.key in remeasure,
+                           on_start=lambda: conn.send(("started", cell.key)))
         except Exception as e:  # noqa: BLE001 - not a training error (run_cell records those): e.g. the store failed
             out = Outcome(cell.key, "failed", " ".join(f"{type(e).__name__}: {e}".split()))
         conn.send(("done", out))
@@ -506,6 +543,25 @@ class _Worker:
     conn: Any
     owner: str | None = None
     cell: Cell | None = None
+    #: When (``time.monotonic()``) its run started (claimed), where its limits start; None before.
+    started_at: float | None = None
+    #: Why the pool stopped it (a limit reached), recorded as its run's error; None while it runs.
+    stopped: str | None = None
+
+
+def stop_processes(procs: list[Any], grace: float = KILL_AFTER_S) -> None:
+    """SIGTERM every live process of ``procs`` (``multiprocessing`` processes), then SIGKILL those still alive
+    ``grace`` seconds later, and reap them all."""
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + grace
+    for p in procs:
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=5)
 
 
 def run_local(
@@ -534,6 +590,14 @@ def run_local(
     pool: list[_Worker] = []
     outcomes: list[Outcome] = []
 
+    db: Any = None
+
+    def store() -> Any:  # one store for the parent: it writes only for workers that died
+        nonlocal db
+        if db is None:
+            db = Store(store_url)
+        return db
+
     def start() -> None:
         mine, theirs = ctx.Pipe()
         proc = ctx.Process(target=_worker_main, args=(theirs, store_url, remeasure), name="bench-worker")  # not daemonic: vector envs may start processes
@@ -545,6 +609,7 @@ def run_local(
 
     def give(w: _Worker) -> None:
         w.cell = queue.pop() if queue else None
+        w.started_at = None
         try:
             w.conn.send(w.cell)
         except (OSError, ValueError):
@@ -563,6 +628,9 @@ def run_local(
                 kind, value = w.conn.recv()
                 if kind == "owner":
                     w.owner = value
+                elif kind == "started":
+                    if w.cell is not None and w.cell.key == value:
+                        w.started_at = time.monotonic()
                 else:
                     finished(w, value)
                     if w.proc.is_alive():
@@ -577,11 +645,25 @@ def run_local(
         w.conn.close()
         w.proc.join(timeout=5)
         if w.cell is not None:
+            why = w.stopped or WORKER_DIED
             if w.owner is not None:
-                Store(store_url).release(w.owner, "failed", WORKER_DIED)
-            finished(w, Outcome(w.cell.key, "failed", WORKER_DIED))
+                store().release(w.owner, "failed", why)
+            finished(w, Outcome(w.cell.key, "failed", why))
         if queue:
             start()
+
+    watching = any(c.max_wall_minutes is not None or c.max_memory_mb is not None for c in cells)
+
+    def watch() -> None:
+        """Stop (SIGKILL, with its child processes) each worker whose run is past one of its limits."""
+        now = time.monotonic()
+        for w in pool:
+            if w.cell is None or w.started_at is None or w.stopped is not None or not w.proc.is_alive():
+                continue
+            why = limit_reached(w.cell, now - w.started_at, w.proc.pid)
+            if why is not None:
+                w.stopped = why
+                kill_tree(w.proc.pid)
 
     def on_term(signum: int, frame: Any) -> None:
         raise _Terminated
@@ -597,7 +679,9 @@ def run_local(
             for w in pool:
                 by_handle[w.conn] = w
                 by_handle[w.proc.sentinel] = w
-            ready = mp.connection.wait(list(by_handle))
+            ready = mp.connection.wait(list(by_handle), timeout=WATCH_EVERY_S if watching else None)
+            if watching:
+                watch()
             for w in {id(by_handle[h]): by_handle[h] for h in ready}.values():
                 alive = read(w)
                 if not alive or not w.proc.is_alive():
@@ -607,16 +691,11 @@ def run_local(
         if main:  # a second SIGTERM during the clean-up must not cut it short
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signum = signal.SIGTERM if isinstance(e, _Terminated) else signal.SIGINT
-        for w in pool:
-            if w.proc.is_alive():
-                w.proc.terminate()
-        for w in pool:
-            w.proc.join(timeout=5)
-        db = Store(store_url)
+        stop_processes([w.proc for w in pool])  # SIGTERM, then SIGKILL after KILL_AFTER_S
         why = "interrupted by SIGTERM" if signum == signal.SIGTERM else "interrupted by the user (Ctrl-C)"
         for w in pool:
             if w.owner is not None:
-                db.release(w.owner, "interrupted", why)
+                store().release(w.owner, "interrupted", why)
         raise Interrupted(signum) from None
     finally:
         if main:
@@ -628,7 +707,7 @@ def run_local(
                 pass
         for w in pool:
             w.proc.join(timeout=10)
-            if w.proc.is_alive():
-                w.proc.terminate()
-                w.proc.join(timeout=5)
+        stop_processes([w.proc for w in pool])
+        if db is not None:
+            db.dispose()
     return outcomes

@@ -336,13 +336,37 @@ class RunResult:
 # --------------------------------------------------------------------------- #
 # Owners: who is running a claimed run, and are they still alive?
 # --------------------------------------------------------------------------- #
-def _proc_start(pid: int) -> str | None:
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (field 3, the state, first), or None."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            # Field 22 is the start time in clock ticks; the command name (field 2) may hold spaces.
-            return f.read().rsplit(")", 1)[1].split()[19]
+            # The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
+            return f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
+
+
+def _proc_start(pid: int) -> str | None:
+    fields = _proc_stat(pid)
+    # Field 22 is the start time in clock ticks.
+    return fields[19] if fields is not None and len(fields) > 19 else None
+
+
+#: Process states (``/proc/<pid>/stat`` field 3, proc(5)) of a process that has exited: ``Z`` a zombie, not yet
+#: reaped by its parent (under a PID 1 that does not reap, as in a container without an init, it stays one),
+#: ``X`` dead. Its pid and start time are still there, so they alone would take it for alive.
+DEAD_STATES = frozenset("ZX")
+
+
+def pid_alive(pid: int, start: str | None = None) -> bool:
+    """Whether process ``pid`` runs (started at ``start``, clock ticks since boot, when given): it exists, has
+    not exited (a zombie has: :data:`DEAD_STATES`) and, with ``start``, is not another process that reuses the pid."""
+    fields = _proc_stat(pid)
+    if fields is None or len(fields) <= 19:
+        return False
+    if fields[0] in DEAD_STATES:
+        return False
+    return start is None or fields[19] == start
 
 
 def this_owner(tag: str | None = None) -> str:
@@ -378,7 +402,7 @@ def owner_alive(owner: str | None) -> bool | None:
             return True
         except OSError:
             return False
-    return _proc_start(int(pid)) == start
+    return pid_alive(int(pid), start)
 
 
 def is_claimable(row: Any, now: float | None = None, owner: str | None = None) -> bool:
@@ -568,34 +592,49 @@ def _one_line(e: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
 def _check_sqlite_file(path: Path) -> bool:
     """Whether ``path`` holds a SQLite database (False: no file, or an empty one); StoreError when it
-    is a directory, unreadable, not SQLite, or shorter than its header says (truncated)."""
+    is a directory, unreadable, not SQLite, or truncated or otherwise corrupt.
+
+    The file is read through SQLite only, never through a file descriptor of bench's own: closing any
+    descriptor of a file drops every POSIX lock the process holds on it, SQLite's included ("How To Corrupt
+    An SQLite Database File", https://www.sqlite.org/howtocorrupt.html, section 2.2). A ``bench run`` that
+    opened a second :class:`Store` while its first held a connection (as its pool did for each worker that
+    died) lost its lock on the database that way; the next worker to close its connection cleanly (a plugin's
+    ``sys.exit()``) then took itself for the last connection, checkpointed and deleted the WAL under the
+    parent, and the store was corrupt ("database disk image is malformed", then "disk I/O error"). SQLite
+    itself keeps a descriptor open while another connection of the process holds a lock on the file.
+    """
     if not path.exists():
         return False
     if path.is_dir():
         raise StoreError(f"{path} is a directory, not a SQLite store file")
     try:
         size = path.stat().st_size
-        with path.open("rb") as f:
-            head = f.read(100)
     except OSError as e:
         raise StoreError(f"cannot read the store {path}: {e.strerror or e}") from None
     if size == 0:
         return False  # SQLite's own empty database: nothing there yet
-    if not head.startswith(_SQLITE_MAGIC):
-        raise StoreError(f"{path} is not a SQLite database, so not a bench results store; bench leaves it as it is "
-                         "(give --store another path)")
-    if len(head) == 100:
-        page = int.from_bytes(head[16:18], "big")
-        page = 65536 if page == 1 else page
-        pages = int.from_bytes(head[28:32], "big")
-        if pages and size < page * pages:
-            raise StoreError(f"{path} is truncated or corrupt (its header says {page * pages:,} bytes, the file has "
-                             f"{size:,}); bench leaves it as it is")
+    if not os.access(path, os.R_OK):
+        raise StoreError(f"cannot read the store {path}: permission denied")
+    _, kwargs = readonly_engine_args(f"sqlite:///{path}")
+    try:
+        con = kwargs["creator"]()
+        try:
+            # Reads page 1: SQLite checks the header (magic, sizes) and that the file holds as many pages as
+            # the header says (lockBtree), and parses the schema.
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        code = getattr(e, "sqlite_errorname", "")
+        if code == "SQLITE_NOTADB":
+            raise StoreError(f"{path} is not a SQLite database, so not a bench results store; bench leaves it as it "
+                             "is (give --store another path)") from None
+        if code == "SQLITE_CORRUPT":
+            raise StoreError(f"{path} is truncated or corrupt (SQLite: {_one_line(e)}; the file has {size:,} bytes); "
+                             "bench leaves it as it is") from None
+        raise StoreError(f"cannot read the store {path}: {_one_line(e)}") from None
     return True
 
 
@@ -873,14 +912,19 @@ class Store:
             )
             return row.attempt + 1 if res.rowcount == 1 else None
 
-    def heartbeat(self, key: str, attempt: int, steps: int | None = None, cpu_s: float | None = None) -> None:
+    def heartbeat(self, key: str, attempt: int, steps: int | None = None, cpu_s: float | None = None,
+                  stalled: str | None = None) -> None:
         """The attempt is alive; with ``steps``, also how far it is: a running run's ``total_steps`` is
         its env steps so far (``bench status`` and ``bench run``'s progress read it; an interrupted run
         keeps the last count), and ``finish`` writes the final one. ``cpu_s`` likewise: its training
-        CPU seconds so far, how far a run with an equal-compute budget (``cpu_seconds``) is."""
+        CPU seconds so far, how far a run with an equal-compute budget (``cpu_seconds``) is.
+
+        With ``steps``, ``stalled`` is the run's ``error`` while it runs: a note that it has made no progress
+        for a while (:class:`bench.run.progress.StallWatch`), or None, which clears it once it moves again."""
         values: dict[str, Any] = {"heartbeat_at": time.time()}
         if steps is not None:
             values["total_steps"] = int(steps)
+            values["error"] = stalled
         if cpu_s is not None:
             values["cpu_s"] = float(cpu_s)
         with self.engine.begin() as c:

@@ -100,6 +100,9 @@ MAX_TIMESTEPS = 2**63 - 1
 MAX_INT32 = 2**31 - 1
 #: Most cells one suite may expand into.
 MAX_CELLS = 100_000
+#: Largest per-run limits a suite may set (``max_wall_minutes``: one year; ``max_memory_mb``: 1 PiB).
+MAX_WALL_MINUTES = 525_600
+MAX_MEMORY_MB = 2**30
 
 
 # --------------------------------------------------------------------------- #
@@ -185,6 +188,16 @@ class Defaults(_Strict):
         DIAG_POINTS, ge=0, le=1_000_000,
         description="Per-update diagnostics are stored as at most this many points per key per run, each the mean "
                     "over its stretch of updates (the stretch's length is stored too); 0 keeps every update.",
+    )
+    max_wall_minutes: float | None = Field(
+        None, gt=0, le=MAX_WALL_MINUTES, allow_inf_nan=False,
+        description="A run still going after this many wall-clock minutes is stopped and recorded as failed "
+                    "(\"stopped: wall-clock limit of 10 min reached\"). Not part of the cell key.",
+    )
+    max_memory_mb: int | None = Field(
+        None, gt=0, le=MAX_MEMORY_MB,
+        description="A run whose worker (with its child processes) holds more than this many MiB resident is "
+                    "stopped and recorded as failed, naming the limit. Not part of the cell key.",
     )
 
 
@@ -277,6 +290,10 @@ class AlgoEntry(_Strict):
     )
     resources: Resources | None = Field(None, description="Ray resources per run of this algorithm; not part of the key.")
     save: SaveMode | None = Field(None, description="Overrides defaults.save for this label (none | final | best).")
+    max_wall_minutes: float | None = Field(None, gt=0, le=MAX_WALL_MINUTES, allow_inf_nan=False,
+                                           description="Overrides defaults.max_wall_minutes for this entry's runs.")
+    max_memory_mb: int | None = Field(None, gt=0, le=MAX_MEMORY_MB,
+                                      description="Overrides defaults.max_memory_mb for this entry's runs.")
 
     def env_overrides(self, env: EnvEntry) -> dict[str, Any]:
         """This entry's ``env_hyperparams`` for ``env``: keyed by its key (one kwargs variant) before its id (all)."""
@@ -632,6 +649,10 @@ class Cell:
     save: str = field(default="none", compare=False)
     #: Where the run's files go besides the store (``bench run``'s options); not in :meth:`identity` either.
     outputs: Outputs = field(default_factory=Outputs, compare=False)
+    #: Per-run limits (:mod:`bench.run.limits`), enforced by the local pool; not in :meth:`identity` either: they
+    #: decide whether a run may finish, not what it does, so setting them keeps every key.
+    max_wall_minutes: float | None = field(default=None, compare=False)
+    max_memory_mb: int | None = field(default=None, compare=False)
 
     def identity(self) -> dict[str, Any]:
         """What the key covers: everything that changes what the run does or records."""
@@ -829,9 +850,13 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
         try:
             spec = envs.get_spec(ek)
             facts = envs.space_facts(ek) if e.traits is not None else {}
+            obs_problem = envs.obs_supported(ek)
         except (KeyError, ValueError) as err:
             where = f"{path}.kwargs" if e.kwargs else f"{path}.id"
             problems.append(Problem(where, f"cannot be used: {err}", e.id if not e.kwargs else None, not e.kwargs))
+            continue
+        if obs_problem is not None:
+            problems.append(Problem(f"{path}.id", obs_problem, e.id, True))
             continue
         threshold = e.threshold if e.threshold is not None else spec.threshold
         if threshold is None:
@@ -1058,6 +1083,9 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     entry=plugin.entry if plugin is not None else None,
                     plugin_version=plugin.version if plugin is not None else None,
                     save=save,
+                    max_wall_minutes=(a.max_wall_minutes if a.max_wall_minutes is not None
+                                      else suite.defaults.max_wall_minutes),
+                    max_memory_mb=a.max_memory_mb if a.max_memory_mb is not None else suite.defaults.max_memory_mb,
                 )
                 cells.append(_with_key(cell))
     problems.extend(_same_cells(suite.algorithms, cells))

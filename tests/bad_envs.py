@@ -1,0 +1,73 @@
+"""Envs that misbehave, for the tests of the env checks (importable by name: ``bad_envs:NanReward-v0``).
+
+Each has Box(3) observations and Discrete(2) actions and goes wrong at its 5th step of an episode (or at once).
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+
+class _Base(gym.Env):
+    observation_space = gym.spaces.Box(-10.0, 10.0, (3,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+    bad_at = 5
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        obs, reward = np.full(3, 0.1, np.float32), 1.0
+        if self.t == self.bad_at:
+            obs, reward = self.go_wrong(obs, reward)
+        return obs, reward, False, self.t >= 50, {}
+
+    def go_wrong(self, obs, reward):
+        return obs, reward
+
+
+class NanReward(_Base):
+    def go_wrong(self, obs, reward):
+        return obs, float("nan")
+
+
+class InfObservation(_Base):
+    def go_wrong(self, obs, reward):
+        obs[1] = -np.inf
+        return obs, reward
+
+
+class WrongShape(_Base):
+    def go_wrong(self, obs, reward):
+        return np.zeros(4, np.float32), reward
+
+
+class Raises(_Base):
+    def go_wrong(self, obs, reward):
+        raise ValueError("the simulator\nexploded")
+
+
+class DictObs(gym.Env):
+    observation_space = gym.spaces.Dict({"pos": gym.spaces.Box(-1, 1, (2,), np.float32),
+                                         "goal": gym.spaces.Box(-1, 1, (2,), np.float32)})
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+class TupleObs(DictObs):
+    observation_space = gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,), np.float32)))
+
+
+for _cls in (NanReward, InfObservation, WrongShape, Raises, DictObs, TupleObs):
+    if f"{_cls.__name__}-v0" not in gym.registry:
+        gym.register(f"{_cls.__name__}-v0", entry_point=_cls, max_episode_steps=50)
