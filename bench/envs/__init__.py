@@ -23,6 +23,8 @@ from bench.envs.registry import (
     parse_env_key,
     space_facts,
     list_specs,
+    known_specs,
+    registered_time_scale,
 )
 from bench.envs.vector import VEC_ENV_MODES, VecEnvMode, vec_env_problem
 
@@ -44,6 +46,8 @@ __all__ = [
     "get_spec",
     "missing_extra",
     "list_specs",
+    "known_specs",
+    "registered_time_scale",
     "make_env",
     "make_vec_env",
     "evaluate_policy",
