@@ -16,7 +16,12 @@ $(STAMP): pyproject.toml
 quickstart: $(STAMP)
 	@# The report is written even when some cells failed (it lists them); the exit status still says so.
 	$(VENV)/bin/bench run suites/quickstart.yaml; status=$$?; \
-	$(VENV)/bin/bench report quickstart --out reports/quickstart && exit $$status
+	$(VENV)/bin/bench report quickstart --out reports/quickstart || exit $$?; \
+	echo; echo "Next:"; \
+	echo "  reports/quickstart/index.html                                 # the report: open it in a browser"; \
+	echo "  $(VENV)/bin/bench recommend                                   # the shipped reference's table"; \
+	echo "  $(VENV)/bin/bench recommend --store sqlite:///results/bench.db  # the table of your quick start's runs"; \
+	exit $$status
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest

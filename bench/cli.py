@@ -145,14 +145,24 @@ def _redact(line: str) -> str:
 app = typer.Typer(
     cls=_BenchGroup,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     help="Which on-policy RL algorithm should I use? Run benchmark suites and find out.",
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"bench {version('bench')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(debug: bool = typer.Option(False, "--debug", help="Show the traceback of an error (also accepted after the command).")) -> None:
+def _main(debug: bool = typer.Option(False, "--debug", help="Show the traceback of an error (also accepted after the command)."),
+          _v: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print bench's version.")) -> None:
     global DEBUG
     DEBUG = DEBUG or debug
 
@@ -169,6 +179,9 @@ def _styled(style: str, word: str, rest: str = "") -> Text:
     return Text.assemble((word, style), rest)
 
 StoreOpt = typer.Option(DEFAULT_URL, "--store", help="SQLAlchemy URL of the results store (SQLite file or postgresql://…).")
+SetOpt = typer.Option(None, "--set", metavar="PATH=VALUE",
+                      help="Override the suite file, e.g. defaults.timesteps=2e5 or 'algorithms[0].hyperparams."
+                           "learning_rate=1e-4' (repeatable; checked as the file is, recorded with each run).")
 
 
 def _bad_input(lines: list[str] | str) -> typer.Exit:
@@ -201,11 +214,11 @@ def _writable(flag: str, path: Path, *, folder: bool) -> Path:
     return path
 
 
-def _load(suite_path: Path):
+def _load(suite_path: Path, overrides: Optional[list[str]] = None):
     from bench.suites.suite import SuiteError, load_suite
 
     try:
-        return load_suite(suite_path)
+        return load_suite(suite_path, overrides or ())
     except SuiteError as e:
         raise _bad_input(e.lines) from None
 
@@ -291,6 +304,7 @@ def run(
                                              "default beside a SQLite store, else results/policies."),
     yes: bool = typer.Option(False, "--yes", help="Start a suite whose estimated cost needs confirming (over 1,000 "
                              "CPU-hours, or over 1e8 steps per run on an env with no time scale)."),
+    overrides: Optional[list[str]] = SetOpt,
 ) -> None:
     """Run a suite: every env × algorithm × seed cell, skipping cells already done."""
     import dataclasses
@@ -298,7 +312,7 @@ def run(
 
     from bench.suites.suite import parse_only, select
 
-    loaded = _load(suite)
+    loaded = _load(suite, overrides)
     try:
         filt = parse_only(only)
     except ValueError as e:
@@ -348,6 +362,9 @@ def run(
             t.add_row(c.key, c.env_id, c.label, str(c.seed), f"{c.timesteps:,}", _fmt(c.threshold),
                       *(["contended"] if c.key in contended else [""] if remeasure else []))
         out.print(t)
+        from bench.api import hyperparams_lines
+
+        print("\n".join(hyperparams_lines(loaded, {(c.label, c.env_id) for c in cells})))
         out.print(f"estimated cost: {cost.line()}")
         return
     if cost.needs_confirmation() and not yes:
@@ -378,6 +395,11 @@ def run(
                     replace=replace)
     except SuiteConflict as e:
         raise _bad_input(f"{suite}: name: {e}") from None
+    from bench.api import record_env_facts
+
+    # The store describes its envs (traits, spaces, threshold, anchor, time scale), so it is read later
+    # without importing them: recorded here, where the env's package is importable.
+    record_env_facts(db, {c.env_id: loaded.env_meta[c.env_id] for c in cells}, log=lambda s: err.print(s))
     rows = db.rows([c.key for c in cells])
     todo = [c for c in cells if is_claimable(rows[c.key])]
     done_before = sum(rows[c.key].status == "done" for c in cells)
@@ -543,7 +565,8 @@ def _closing(name: str, results: list, done_before: int, busy: int, seconds: flo
 
 
 @app.command()
-def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: str = StoreOpt) -> None:
+def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: str = StoreOpt,
+           overrides: Optional[list[str]] = SetOpt) -> None:
     """Show done / failed / running / stale / interrupted / pending for every cell of a suite.
 
     It reads the store, so on a cluster it shows every host's runs: ``host`` is
@@ -557,12 +580,13 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     from bench.run.progress import is_stalled, run_progress
     from bench.run.store import CONTENTION_RATIO, contended_done, cpu_budget, describe_url, is_claimable, owner_host
 
-    loaded = _load(suite)
+    loaded = _load(suite, overrides)
     url = _check_url(store)
     db = _open_readonly(url)  # an unreachable or foreign store is an error, never "all pending"
-    if db is None:
-        print(f"no results store at {describe_url(url)} yet: every cell is pending", file=sys.stderr)
-    rows = db.rows([c.key for c in loaded.cells]) if db is not None else {}
+    if db is None:  # most likely a mistyped --store: a table of pending cells would hide that
+        raise _bad_input(f"--store: no results store at {describe_url(url)}; allowed: a store `bench run {suite}` "
+                         "wrote (it has not run yet, or --store names another file)")
+    rows = db.rows([c.key for c in loaded.cells])
     t = Table(title=f"{loaded.suite.name}: {len(loaded.cells)} cells")
     for col in ("env", "label", "seed", "status", "attempt", "host", "heartbeat", "steps", "final return",
                 "steps to threshold", "error"):
@@ -640,11 +664,24 @@ def export(
     if format == "pack":
         if suite is None:
             raise _bad_input("--format pack: name the suite to pack with --suite")
-        _pack(db, suite, out_path)
+        from bench.api import pack_suite
+
+        m = pack_suite(db, suite, out_path, log=lambda s: err.print(s, markup=False))
+        shared = "".join(f"; {n} runs shared with {p}" for p, n in m.get("shared_runs", {}).items())
+        studies = m.get("studies")
+        what = f"{sum(m['runs'].values())} runs" + (f" and {studies['count']} tuning studies "
+                                                    f"({sum(studies['trials'].values())} trials)" if studies else "")
+        err.print(f"packed {what} of {suite} into {out_path} ({m['bytes'] / 1e6:.1f} MB{shared})", markup=False)
         return
     if format.startswith("rliable-"):
         db.dispose()
-        _export_scores(url, suite, SCORE_COLUMNS[score], format, out_path)
+        from bench.api import NothingToExport, export_scores
+
+        try:
+            n = export_scores(url, suite, SCORE_COLUMNS[score], format, out_path, log=lambda s: err.print(s, markup=False))
+        except NothingToExport as e:
+            raise _bad_input(f"--format {format}: {e}") from None
+        err.print(f"wrote {SCORE_COLUMNS[score]} of {n[0]} labels × {n[1]} envs to {out_path}")
         return
     df = {"runs": db.runs_frame, "episodes": db.episodes_frame, "diagnostics": db.diagnostics_frame}[what](suite)
     db.dispose()
@@ -700,34 +737,6 @@ def import_(
               markup=False)
 
 
-def _export_scores(url: str, suite: Optional[str], column: str, format: str, out_path: Path) -> None:
-    """Normalised per-run scores, label → (runs × envs), as ``.npz`` (one array per label, plus ``__envs__`` and
-    ``__score__``) or JSON (``envs``, ``score``, ``scores``: label → rows, ``null`` where a column is padded)."""
-    import numpy as np
-
-    from bench.analysis import scoring
-
-    scored = scoring.score(scoring.load(url, [suite] if suite else None, diagnostics=(),
-                                        log=lambda s: err.print(s, markup=False)))
-    envs, mats = scoring.score_matrices(scored, column)
-    if not mats:
-        raise _bad_input(f"--format {format}: no done runs with normalised scores in the store"
-                         + (f" for suite {suite!r}" if suite else ""))
-    reserved = [lb for lb in mats if lb.startswith("__")]
-    if format == "rliable-npz" and reserved:
-        raise _bad_input(f"--format rliable-npz: label {reserved[0]!r} starts with '__', which the file keeps for "
-                         "its own keys; allowed: rliable-json")
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    if format == "rliable-npz":
-        with open(out_path, "wb") as f:  # a file object: numpy would otherwise append .npz to the name
-            np.savez(f, __envs__=np.array(envs), __score__=np.array(column), **mats)
-    else:
-        doc = {"score": column, "envs": envs,
-               "scores": {lb: [[None if v != v else float(v) for v in row] for row in m] for lb, m in mats.items()}}
-        out_path.write_text(json.dumps(doc, indent=1))
-    err.print(f"wrote {column} of {len(mats)} labels × {len(envs)} envs to {out_path}")
-
-
 def _tuning_suites(url: str) -> list[str]:
     """The tuning suites whose ``bench tune`` studies are in the store (a pack can hold them)."""
     from bench.run import packed
@@ -738,35 +747,13 @@ def _tuning_suites(url: str) -> list[str]:
         return []
 
 
-def _pack(db, suite: str, out: Path) -> None:
-    """Pack one suite of the store, with its envs' normalisation anchors computed first (so the pack has them)."""
-    import json
-
-    import sqlalchemy as sa
-
-    from bench.analysis.anchors import ensure_anchors
-    from bench.run import packed
-    from bench.run import store as st
-
-    if suite in db.suite_names():
-        with db.engine.connect() as c:
-            meta = json.loads(c.execute(sa.select(st.suites.c.env_meta).where(st.suites.c.name == suite)).scalar_one())
-        ensure_anchors(db, {e: m.get("threshold") for e, m in meta.items()}, log=lambda s: err.print(s, markup=False))
-    # Runs already in a sibling pack (a claim suite sharing the reference's cells) are not stored twice.
-    m = packed.pack(db.url, suite, out, beside=packed.packs_under(out.resolve().parent))
-    shared = "".join(f"; {n} runs shared with {p}" for p, n in m.get("shared_runs", {}).items())
-    studies = m.get("studies")
-    what = f"{sum(m['runs'].values())} runs" + (f" and {studies['count']} tuning studies "
-                                                f"({sum(studies['trials'].values())} trials)" if studies else "")
-    err.print(f"packed {what} of {suite} into {out} ({m['bytes'] / 1e6:.1f} MB{shared})", markup=False)
-
-
 @app.command()
 def envs() -> None:
-    """List the environment registry: traits and default thresholds."""
-    from bench.envs import list_specs
+    """List every env bench knows (its registry and its own sequence tasks): traits and default thresholds."""
+    from bench.envs import known_specs as list_specs
 
-    t = Table(title="bench environment registry (any other Gymnasium id runs too; give it a threshold)")
+    t = Table(title="bench environments: the registry and bench's own sequence tasks (any other Gymnasium id "
+                    "runs too; give it a threshold, and a time_scale_us for time scores)")
     for col in ("id", "family", "action", "obs", "reward", "horizon", "threshold", "threshold source", "time scale (µs/step)"):
         t.add_column(col)
     for s in list_specs():
@@ -985,49 +972,26 @@ def tune(
         raise typer.Exit(1)
 
 
-#: The project's shipped reference results, read when the user has no store of their own: one packed
-#: folder per category (`bench export --format pack`), in the working directory's checkout or else in
-#: the checkout this package runs from (an editable install), so that `bench recommend` answers from
-#: any directory.
-REFERENCE_DIR = Path("results/reference")
-_CHECKOUT_REFERENCE_DIR = Path(__file__).resolve().parent.parent / "results" / "reference"
-
-
 def _reference_dir() -> Path | None:
-    """Where the shipped reference is: the working directory's ``results/reference``, else the
-    package's checkout's; ``None`` where neither holds a pack (a wheel installed on its own)."""
-    from bench.run import packed
+    """Where the shipped reference is (:func:`bench.api.reference_dir`)."""
+    from bench.api import reference_dir
 
-    if os.environ.get(packed.REFERENCE_ENV):  # tests, or a reference kept elsewhere
-        return Path(os.environ[packed.REFERENCE_ENV])
-    for d in (REFERENCE_DIR, _CHECKOUT_REFERENCE_DIR):
-        if d.is_dir() and packed.holds_packs(d):
-            return d
-    return None
+    return reference_dir()
 
 
 def _reference_url() -> str | None:
-    """The shipped reference as a store to read: its packs, unpacked once into a cache outside the
-    working tree (``$XDG_CACHE_HOME/bench``, else a private temporary folder); ``None`` when there are none.
-    Every pack is verified on each read (:class:`PackError`, one line, when one fails)."""
-    from bench.run import packed
+    """The shipped reference as a store to read (:func:`bench.api.reference`), ``None`` when there are no packs."""
+    from bench.api import reference
 
-    ref_dir = _reference_dir()
-    packs = packed.verified_packs(ref_dir) if ref_dir is not None else []
-    if packs:
-        base = packed.private_cache_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench")
-        cache = base / "reference.db"
-        return packed.unpack(packs, cache, verified=True, on_build=lambda: err.print(  # once per checkout
-            f"first use of the shipped reference: unpacking {len(packs)} pack(s) into {cache} "
-            "(once; later commands read it directly)", markup=False))
-    return None
+    ref = reference(log=lambda s: err.print(s, markup=False))
+    return ref.url if ref is not None else None
 
 
-def _results_store(store: str, *, need_done: bool = True) -> tuple[str, str]:
+def _results_store(store: str, *, need_done: bool = True, fallback: bool = True) -> tuple[str, str]:
     """The store to read, and a line saying which it is.
 
     Falls back to the shipped reference results when ``--store`` was left at its
-    default and there is no ``results/bench.db`` yet. Bad input (no store, no
+    default and there is no ``results/bench.db`` yet (unless not ``fallback``). Bad input (no store, no
     runs; with ``need_done``, no finished run) is one line and exit status 2; a
     store that cannot be reached or read is one line and exit status 1.
     """
@@ -1036,7 +1000,7 @@ def _results_store(store: str, *, need_done: bool = True) -> tuple[str, str]:
     url = _check_url(store)
     db = _open_readonly(url)
     if db is None:
-        if store == DEFAULT_URL and (ref := _reference_url()) is not None:
+        if store == DEFAULT_URL and fallback and (ref := _reference_url()) is not None:
             ref_dir = _reference_dir()
             where = f"{ref_dir}/" if ref_dir is not None else describe_url(ref)
             return ref, (f"reading the project's shipped reference results ({where}): "
@@ -1122,9 +1086,13 @@ def recommend(
     priority: Optional[str] = typer.Option(None, "--priority", help="samples | time (default: both; wall-clock = time)."),
     fmt: str = typer.Option("table", "--format", help="table | markdown | json | csv."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Scores, runner-up, track record and envs too."),
-    store: str = StoreOpt,
+    store: Optional[str] = typer.Option(None, "--store", help="Answer from this results store (SQLAlchemy URL) "
+                                        "instead of the shipped reference (results/reference)."),
+    with_reference: bool = typer.Option(False, "--with-reference", help="Two tables: the store's (--store, default "
+                                        f"{DEFAULT_URL}), then the shipped reference's."),
 ) -> None:
-    """Which algorithm for my problem? The matching rows of the recommendation table, with their evidence."""
+    """Which algorithm for my problem? The matching rows of the recommendation table, with their evidence:
+    the shipped reference's, or with --store your own store's."""
     from bench.analysis import ACTIONS, OBS, PRIORITIES, REWARDS
 
     action = _choice("--action", action, ACTIONS)
@@ -1132,9 +1100,36 @@ def recommend(
     reward = _choice("--reward", reward, REWARDS)
     priority = _choice("--priority", "time" if priority == "wall-clock" else priority, PRIORITIES)
     fmt = _choice("--format", fmt, ("table", "markdown", "json", "csv"))
-    url, where = _results_store(store)
-    err.print(where, markup=False)
+    if with_reference and fmt in ("json", "csv"):
+        raise _bad_input(f"--with-reference: prints two tables; allowed with --format table or markdown (got {fmt!r})")
+    from bench.run.store import describe_url
 
+    sources: list[tuple[str, str, str]] = []  # (url, its name in the table's title, the line saying so)
+    if store is not None or with_reference:
+        url, where = _results_store(store or DEFAULT_URL, fallback=False)
+        sources.append((url, describe_url(url), where))
+    if store is None:
+        from bench.api import reference
+
+        ref = reference(log=lambda s: err.print(s, markup=False))
+        if ref is not None:
+            sources.append((ref.url, ref.name, f"reading the project's shipped reference results ({ref.folder}/)"))
+        elif with_reference:
+            raise _bad_input("--with-reference: no shipped reference here (no packs under results/reference, nor in "
+                             "the checkout bench runs from); allowed: a checkout of bench")
+        else:  # a wheel installed on its own: the default store, as before the reference shipped
+            url, where = _results_store(DEFAULT_URL, fallback=False)
+            sources.append((url, describe_url(url), where))
+    for i, (url, name, where) in enumerate(sources):
+        if i:
+            print()
+        err.print(where, markup=False)
+        _recommend_from(url, name, action=action, obs=obs, reward=reward, priority=priority, fmt=fmt, verbose=verbose)
+
+
+def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Optional[str], reward: Optional[str],
+                    priority: Optional[str], fmt: str, verbose: bool) -> None:
+    """One recommendation table, from the store at ``url``, titled with its ``source``'s name."""
     from bench.analysis import scoring
 
     data = scoring.load(url, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
@@ -1162,11 +1157,13 @@ def recommend(
     cols = _recommend_columns(verbose)
     cells = [[_recommend_cell(r, c) for c in cols] for r in shown]
     if fmt == "markdown":
+        print(f"bench recommend — {source}\n")
         print("| " + " | ".join(cols) + " |")
         print("|" + "|".join("---" for _ in cols) + "|")
         for line in cells:
             print("| " + " | ".join(x.replace("|", "\\|").replace("\n", "<br>") for x in line) + " |")
     elif verbose:  # one block per row: details do not fit a table in 100 columns
+        print(f"bench recommend — {source}")
         for r in shown:
             print(f"{_recommend_cell(r, 'problem')}, priority {r['priority']}: {r['answer']}")
             for c in ("implementations", "p", "evidence", "score", "runner-up", "track record", "envs", "note"):
@@ -1175,7 +1172,7 @@ def recommend(
     else:
         from rich import box
 
-        t = Table(title="bench recommend", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        t = Table(title=f"bench recommend — {source}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         for c in cols:
             t.add_column(c, overflow="fold", no_wrap=c in ("problem", "priority", "answer", "p"))
         for line in cells:

@@ -22,7 +22,7 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([sys.executable, "-m", "bench", *cmd], capture_output=True, text=True, cwd=tmp,
                        env={**os.environ, "XDG_CACHE_HOME": str(Path(tmp) / "cache")}, check=True)
 printed = "\n".join(line.rstrip() for line in p.stdout.splitlines()).strip("\n")
-block = re.compile(r"```\n(bench recommend\n.*?)```", re.S)
+block = re.compile(r"```\n(bench recommend[^\n]*\n.*?)```", re.S)
 m = block.search(readme, start)
 readme = readme[:m.start(1)] + printed + "\n" + readme[m.end(1):]
 (ROOT / "README.md").write_text(readme)

@@ -59,25 +59,33 @@ def random_policy_return(env_id: str, episodes: int = EPISODES, seed: int = SEED
     return float(np.mean(evaluate_policy(env_id, lambda obs: np.array([space.sample()]), episodes, seed=seed)))
 
 
-def episodes_for(env_id: str) -> int:
-    from bench.envs import get_spec
+def episodes_for(env_id: str, family: str | None = None) -> int:
+    """Random-policy episodes of an env's anchor. ``family`` as the store recorded it (``env_meta``,
+    ``env_facts``) is enough; without it the registry is asked, which imports the env's package."""
+    if family is None:
+        from bench.envs import get_spec
 
-    return ATARI_EPISODES if get_spec(env_id).family == "atari" else EPISODES
+        family = get_spec(env_id).family
+    return ATARI_EPISODES if family == "atari" else EPISODES
 
 
-def ensure_anchors(store, thresholds: dict[str, float], log=None) -> dict[str, Anchor]:
+def ensure_anchors(store, thresholds: dict[str, float], log=None,
+                   families: dict[str, str | None] | None = None) -> dict[str, Anchor]:
     """The anchor of every env in ``thresholds`` at that threshold, computing and storing missing ones.
 
     :param store: a :class:`bench.run.store.Store`.
     :param thresholds: env id → the threshold the scores are normalised to (``None``: no anchor).
-    :param log: optional ``callable(str)`` told about each env whose random return is computed.
+    :param log: optional ``callable(str)`` told about each env whose random return is computed, or
+        whose env cannot be built to compute it (its package is not importable here: it is left out).
+    :param families: env id → its family as the store recorded it, so that stored anchors are found
+        without importing the env (see :func:`episodes_for`).
     """
     have = store.anchors()
     out = {}
     for env_id, thr in thresholds.items():
         if thr is None:
             continue
-        n = episodes_for(env_id)
+        n = episodes_for(env_id, (families or {}).get(env_id))
         key = (env_id, float(thr), n, SEED)
         if key not in have:
             # The random return depends on the env and the random policy's settings only.
@@ -87,7 +95,12 @@ def ensure_anchors(store, thresholds: dict[str, float], log=None) -> dict[str, A
             else:
                 if log:
                     log(f"computing the random-policy anchor of {env_id} ({n} episodes, seed {SEED}) once; it is stored")
-                random_return = random_policy_return(env_id, n, SEED)
+                try:
+                    random_return = random_policy_return(env_id, n, SEED)
+                except (KeyError, ValueError, ImportError) as e:  # the env's package is not importable here
+                    if log:
+                        log(f"{env_id}: cannot play it to compute its anchor ({e}); left out of cross-env scores")
+                    continue
             store.put_anchor(env_id, random_return, float(thr), n, SEED)
             have = store.anchors()
             if key not in have:
@@ -100,12 +113,13 @@ def ensure_anchors(store, thresholds: dict[str, float], log=None) -> dict[str, A
     return out
 
 
-def stored_anchors(store, thresholds: dict[str, float]) -> dict[str, Anchor]:
+def stored_anchors(store, thresholds: dict[str, float],
+                   families: dict[str, str | None] | None = None) -> dict[str, Anchor]:
     """Like :func:`ensure_anchors`, from stored anchors only (computes and writes nothing)."""
     have = store.anchors()
     out = {}
     for env_id, thr in thresholds.items():
-        r = None if thr is None else have.get((env_id, float(thr), episodes_for(env_id), SEED))
+        r = None if thr is None else have.get((env_id, float(thr), episodes_for(env_id, (families or {}).get(env_id)), SEED))
         if r is not None:
             out[env_id] = Anchor(env_id, float(r.random_return), float(r.threshold), int(r.episodes), int(r.seed))
     return out

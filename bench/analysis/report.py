@@ -459,7 +459,20 @@ def _provenance(data: an.Data) -> dict[str, Any]:
         python=sorted({m.get("python", "?") for m in metas}),
         stepping=_stepping(done),
         dates=f"{starts[0]} → {ends[-1]}" if starts and ends else "—",
+        overrides=_overrides(done),
     )
+
+
+def _overrides(done: Any) -> list[str]:
+    """One line per ``bench run --set`` override the done runs were run with (``overrides`` in their meta),
+    with the labels it reached; none for runs of the suite files as written."""
+    if done.empty:
+        return []
+    by_text: dict[str, set[str]] = {}
+    for label, m in zip(done["label"], done["meta"]):
+        for o in m.get("overrides") or ():
+            by_text.setdefault(str(o), set()).add(str(label))
+    return [f"--set {o}: {', '.join(sorted(labels))}" for o, labels in sorted(by_text.items())]
 
 
 def _stepping(done: Any) -> list[str]:

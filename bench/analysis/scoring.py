@@ -305,15 +305,24 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
     for m, c in zip(runs["meta"], probe_classes(list(runs["meta"]))):
         if c is not None:
             m[PROBE_CLASS_KEY] = c
-    from bench.envs import get_spec
-
+    # A store describes its envs (the suites' env_meta, and env_facts recorded by `bench run`), so it is
+    # read without importing a user's env package; the registry is asked only where a store written
+    # before env_facts lacks something (a run whose suite row is gone, a time scale measured later).
+    facts = db.env_facts()
     for env_id in runs["env"].unique():
-        if env_id not in traits:  # a run whose suite row is gone: fall back to the registry
+        if env_id not in traits and env_id in facts:  # a run whose suite row is gone: what the store recorded
+            traits[env_id] = dict(facts[env_id])
+        elif env_id not in traits:  # nor recorded (an old store): the registry, which may build the env
+            from bench.envs import get_spec
+
             s = get_spec(env_id)
             traits[env_id] = dict(threshold=s.threshold, action=s.action, obs=s.obs, reward=s.reward, family=s.family,
                                   time_scale_us=s.time_scale_us)
-        elif traits[env_id].get("time_scale_us") is None:  # registered before the registry measured one
-            traits[env_id]["time_scale_us"] = get_spec(env_id).time_scale_us
+        elif traits[env_id].get("time_scale_us") is None:
+            # Registered before the registry measured one: its table, read without building the env.
+            from bench.envs import registered_time_scale
+
+            traits[env_id]["time_scale_us"] = registered_time_scale(env_id)
     notes: list[str] = []
     runs["pooled"], budgets, cpu_budgets = _pool(runs, traits, notes)
     keys = runs.loc[runs["pooled"], "key"].tolist()
@@ -336,7 +345,9 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
     dg = pd.concat(diags, ignore_index=True) if diags else empty_dg
 
     thresholds = {e: traits[e].get("threshold") for e in budgets}
-    anch = ensure_anchors(db, thresholds, log=log) if anchors else stored_anchors(db, thresholds)
+    families = {e: traits[e].get("family") for e in thresholds}
+    anch = (ensure_anchors(db, thresholds, log=log, families=families) if anchors
+            else stored_anchors(db, thresholds, families=families))
     for e in thresholds:
         a = anch.get(e)
         if a is None:

@@ -24,6 +24,8 @@ from bench.envs.registry import (
     parse_env_key,
     space_facts,
     list_specs,
+    known_specs,
+    registered_time_scale,
 )
 from bench.envs.vector import VEC_ENV_MODES, VecEnvMode, vec_env_problem
 
@@ -46,6 +48,8 @@ __all__ = [
     "missing_extra",
     "obs_supported",
     "list_specs",
+    "known_specs",
+    "registered_time_scale",
     "make_env",
     "make_vec_env",
     "evaluate_policy",

@@ -39,6 +39,8 @@ __all__ = [
     "close_matches",
     "get_spec",
     "list_specs",
+    "known_specs",
+    "registered_time_scale",
     "space_facts",
     "require",
     "is_atari",
@@ -570,5 +572,20 @@ def space_facts(env_id: str) -> dict[str, Any]:
 
 
 def list_specs() -> list[EnvSpec]:
-    """The built-in registry, in registry order (``bench envs`` prints it)."""
+    """The built-in registry, in registry order."""
     return list(REGISTRY.values())
+
+
+def known_specs() -> list[EnvSpec]:
+    """Every env bench knows by name, as ``bench envs`` lists them: the built-in registry, then bench's
+    own sequence tasks (:data:`SEQUENCE_TASKS`; each built once to read its spaces, which is cheap:
+    the preference task's reward model is made only when it first scores an answer)."""
+    return [*REGISTRY.values(), *(get_spec(t) for t in SEQUENCE_TASKS)]
+
+
+def registered_time_scale(env_id: str) -> float | None:
+    """The time scale :func:`get_spec` gives the env key ``env_id``, read from :data:`TIME_SCALE_US` alone:
+    nothing imported or built. A ``module:EnvId`` key has none (only a suite can give one); a registry id
+    or a sequence task keeps its own with kwargs. For readers of stores that predate recording it."""
+    module, gym_id, _ = parse_env_key(env_id)
+    return None if module else TIME_SCALE_US.get(gym_id)

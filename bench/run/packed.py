@@ -40,8 +40,9 @@ import sqlalchemy as sa
 
 from bench.run import store as st
 
-#: The tables a pack holds, in the order they are loaded (parents first).
-TABLES = ("suites", "suite_cells", "runs", "episodes", "diagnostics", "evaluations", "anchors")
+#: The tables a pack holds, in the order they are loaded (parents first). ``env_facts`` (what the store
+#: recorded of each env at run time) is optional: packs made before it have none, and read without it.
+TABLES = ("suites", "suite_cells", "runs", "episodes", "diagnostics", "evaluations", "anchors", "env_facts")
 #: Written beside the tables: what the pack is and how it was made.
 MANIFEST = "pack.json"
 #: A tuning suite's studies: Optuna's journal format (JSON lines, written and read by Optuna
@@ -268,6 +269,7 @@ def _suite_frames(db: "st.Store", suite: str, out_dir: Path, beside: list[Path])
             "suites": pd.read_sql(sa.select(st.suites).where(st.suites.c.name == suite), c),
             "suite_cells": pd.read_sql(sa.select(st.suite_cells).where(st.suite_cells.c.suite == suite), c),
             "anchors": pd.read_sql(sa.select(st.anchors).where(st.anchors.c.env_id.in_(env_ids)), c),
+            "env_facts": pd.read_sql(sa.select(st.env_facts).where(st.env_facts.c.env_id.in_(env_ids)), c),
         }
         for name in ("runs", "episodes", "diagnostics", "evaluations"):
             t = st.metadata.tables[name]

@@ -313,6 +313,8 @@ def result_of(cell: Cell, recorder: Any, started: float) -> Any:
     meta.update(started_at=_iso(started), finished_at=_iso(time.time()), updates=recorder.updates,
                 stopped_by=recorder.stopped_by, model_memory=recorder.model_memory(), **recorder.contention(),
                 **stepping_meta(cell), **accelerator_meta(cell))
+    if getattr(cell, "overrides", ()):  # `bench run --set`: what the command line changed of the suite file
+        meta["overrides"] = list(cell.overrides)
     return RunResult(
         summary=summary,
         episodes={"step": recorder.ep_step, "wall_s": recorder.ep_wall, "cpu_s": recorder.ep_cpu, "ret": recorder.ep_return,

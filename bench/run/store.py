@@ -6,8 +6,11 @@ Tables
 - ``suite_cells``: which runs (by cell key) belong to which suite, under which label.
 - ``runs``: one row per cell key: status, attempt, owner, heartbeat, summary, metadata.
 - ``episodes``, ``diagnostics``, ``evaluations``: what the run recorded.
-- ``env_anchors``: per env, the random-policy return and threshold that reports
-  normalise scores with; written once, never overwritten.
+- ``anchors`` (and the older ``env_anchors``): per env, the random-policy return and threshold that
+  reports normalise scores with; written once, never overwritten.
+- ``env_facts``: per env key, what a reader needs to know of the env without importing it (traits,
+  horizon, spaces, threshold and its source, time scale, anchor), recorded by ``bench run``. Stores
+  written before it have none; readers then use the suites' ``env_meta`` and the built-in registry.
 
 Crash safety
 ------------
@@ -245,6 +248,17 @@ anchors = sa.Table(
     sa.Column("seed", sa.Integer, primary_key=True),
     sa.Column("random_return", sa.Float, nullable=False),  # mean return of a uniform-random policy
     sa.Column("created_at", sa.Float, nullable=False),
+)
+
+env_facts = sa.Table(
+    "env_facts",
+    metadata,
+    # What a store says of each env it holds runs of, so that it is read, reported and exported
+    # without importing the env's package (a user's ``module:EnvId``). Written by ``bench run``
+    # (:meth:`Store.put_env_facts`); the latest writer's facts win (they describe the same env).
+    sa.Column("env_id", sa.String(128), primary_key=True),
+    sa.Column("facts", sa.Text, nullable=False),  # JSON: family, action, obs, reward, horizon, spaces, threshold, ...
+    sa.Column("updated_at", sa.Float, nullable=False),
 )
 
 #: Columns added to existing tables after their first release: (table, column, SQL type).
@@ -1041,6 +1055,24 @@ class Store:
             legacy = {(r.env_id, r.threshold, r.episodes, r.seed): r for r in c.execute(sa.select(env_anchors))} \
                 if "env_anchors" in have else {}
         return {**legacy, **out}
+
+    def env_facts(self) -> dict[str, dict[str, Any]]:
+        """Env key → its recorded facts (table ``env_facts``); empty for a store written before it."""
+        with self.engine.connect() as c:
+            if "env_facts" not in _tables(c):
+                return {}
+            return {r.env_id: json.loads(r.facts) for r in c.execute(sa.select(env_facts))}
+
+    def put_env_facts(self, facts: dict[str, dict[str, Any]]) -> None:
+        """Record (or replace) what is known of each env key in ``facts`` (JSON-able values)."""
+        if not facts:
+            return
+        now = time.time()
+        with self.engine.begin() as c:
+            for env_id, f in facts.items():
+                row = dict(facts=json.dumps(f, sort_keys=True, default=str), updated_at=now)
+                c.execute(_insert(c, env_facts).values(env_id=env_id, **row)
+                          .on_conflict_do_update(index_elements=["env_id"], set_=row))
 
     def put_anchor(self, env_id: str, random_return: float, threshold: float, episodes: int, seed: int) -> bool:
         """Store an anchor unless one with the same key is there (they are never overwritten).

@@ -37,13 +37,14 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal, Sequence
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from bench.suites.overrides import Override, OverrideError, apply_overrides, parse_override
 from bench.suites.problems import Problem, SeedsMixin
 from bench.suites.spaces import TuneSpec, check_tune
 
@@ -395,15 +396,20 @@ def json_schema() -> dict[str, Any]:
 class SuiteError(Exception):
     """One or more problems with a suite file; ``lines`` has one line each."""
 
-    def __init__(self, file: str, problems: list[Problem], lines_of: dict[str, int] | None = None):
+    def __init__(self, file: str, problems: list[Problem], lines_of: dict[str, int] | None = None,
+                 overridden: Iterable[str] = ()):
         self.file = file
         self.problems = problems
         seen: set[str] = set()
         self.lines: list[str] = []
+        set_paths = tuple(overridden)
         for p in problems:
-            where = f"{file}:{_line_for(p.path, lines_of or {})}" if p.path else file
+            if p.path and any(p.path == o or p.path.startswith((o + ".", o + "[")) for o in set_paths):
+                where = f"{file}: --set"  # the value came from the command line: named as it was given there
+            else:
+                where = f"{file}:{_line_for(p.path, lines_of or {})}:" if p.path else f"{file}:"
             got = f" (got {_show(p.value)})" if p.has_value else ""
-            text = one_line(f"{where}: {p.path + ': ' if p.path else ''}{p.message}{got}")
+            text = one_line(f"{where} {p.path + ': ' if p.path else ''}{p.message}{got}")
             if text not in seen:
                 seen.add(text)
                 self.lines.append(text)
@@ -653,6 +659,10 @@ class Cell:
     #: decide whether a run may finish, not what it does, so setting them keeps every key.
     max_wall_minutes: float | None = field(default=None, compare=False)
     max_memory_mb: int | None = field(default=None, compare=False)
+    #: The ``--set`` overrides (as typed) that reach this cell, for its run's provenance. Not in
+    #: :meth:`identity`: what an override changes (a budget, a hyperparameter) is already there, so one
+    #: that changes the experiment changes the key and one that does not (a description) leaves it.
+    overrides: tuple[str, ...] = field(default=(), hash=False, compare=False)
 
     def identity(self) -> dict[str, Any]:
         """What the key covers: everything that changes what the run does or records."""
@@ -689,6 +699,8 @@ class LoadedSuite:
     env_meta: dict[str, dict[str, Any]]
     #: The suite's plugins (impl: python), loaded: algorithm name → :class:`bench.algos.plugins.Plugin`.
     plugins: dict[str, Any] = field(default_factory=dict)
+    #: The command line's ``--set PATH=VALUE`` overrides, applied before validation (:mod:`.overrides`).
+    overrides: tuple[Override, ...] = ()
 
 
 # --------------------------------------------------------------------------- #
@@ -741,7 +753,8 @@ def _problems_from_pydantic(err: ValidationError, prefix: str = "", owner: type[
         if e["type"] == "extra_forbidden":
             model = owner if owner is not None else _model_at(loc)
             if model is not None:
-                msg += f"; allowed: {_allowed_keys(model)}"
+                last = loc[-1] if loc else ""
+                msg += f"; allowed: {_allowed_keys(model)}{did_you_mean(str(last), model.model_fields)}"
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         msg = msg[0].lower() + msg[1:] if msg else msg
@@ -750,8 +763,9 @@ def _problems_from_pydantic(err: ValidationError, prefix: str = "", owner: type[
     return out
 
 
-def load_suite(path: str | Path) -> LoadedSuite:
-    """Read, validate and expand a suite file. Raises :class:`SuiteError`."""
+def load_suite(path: str | Path, overrides: Sequence[str] = ()) -> LoadedSuite:
+    """Read, validate and expand a suite file, with ``overrides`` (``PATH=VALUE``, as ``bench run --set``
+    takes them) applied to it first. Raises :class:`SuiteError` naming every problem found."""
     file = str(path)
     p = Path(path)
     if not p.exists():
@@ -774,9 +788,20 @@ def load_suite(path: str | Path) -> LoadedSuite:
             file, [Problem("", f"a suite must be a mapping with name, seeds, envs and algorithms, not a {type(data).__name__}")]
         )
     try:
+        sets = tuple(parse_override(o) for o in overrides)
+    except OverrideError as e:
+        raise SuiteError(file, [Problem("", str(e))]) from None
+    set_paths = [o.path for o in sets]
+    if sets:
+        if bad := apply_overrides(data, list(sets)):
+            raise SuiteError(file, bad, lines, set_paths)
+        if problems := _check_values(data):
+            raise SuiteError(file, problems, lines, set_paths)
+    try:
         suite = Suite.model_validate(data)
     except ValidationError as e:
-        raise SuiteError(file, _problems_from_pydantic(e), lines) from None
+        # Go on past the schema's errors to what can still be checked, so that one pass names them all.
+        raise SuiteError(file, _problems_from_pydantic(e) + _unvalidated_problems(data), lines, set_paths) from None
     n_cells = len(suite.envs) * len(suite.algorithms) * len(suite.seed_list)
     if n_cells > MAX_CELLS:
         raise SuiteError(file, [Problem("seeds", f"the grid has {len(suite.envs)} envs × {len(suite.algorithms)} "
@@ -796,8 +821,63 @@ def load_suite(path: str | Path) -> LoadedSuite:
                     problems.append(Problem(f"claim.expect[{i}]", f"{side!r} is neither an algorithm nor a label of this "
                                             f"suite; allowed: {', '.join(sorted(names))}", ex.line, True))
     if problems:
-        raise SuiteError(file, problems, lines)
-    return LoadedSuite(suite=suite, path=file, cells=cells, env_meta=env_meta, plugins=plugins)
+        raise SuiteError(file, problems, lines, set_paths)
+    if sets:
+        cells = [replace(c, overrides=_reaching(sets, suite, c)) for c in cells]
+    return LoadedSuite(suite=suite, path=file, cells=cells, env_meta=env_meta, plugins=plugins, overrides=sets)
+
+
+def _reaching(sets: tuple[Override, ...], suite: Suite, cell: Cell) -> tuple[str, ...]:
+    """The overrides that can change ``cell``: those under its own ``algorithms[j]`` and ``envs[i]``, and
+    every one elsewhere (defaults, seeds, ...)."""
+    out = []
+    for o in sets:
+        head, idx = o.parts[0], o.parts[1] if len(o.parts) > 1 else None
+        if head == "algorithms" and isinstance(idx, int) and idx < len(suite.algorithms):
+            if suite.algorithms[idx].display != cell.label:
+                continue
+        elif head == "envs" and isinstance(idx, int) and idx < len(suite.envs):
+            if suite.envs[idx].key != cell.env_id:
+                continue
+        out.append(o.text)
+    return tuple(out)
+
+
+def _unvalidated_problems(data: dict[str, Any]) -> list[Problem]:
+    """What can be checked of a suite the schema refused: the hyperparameter names of each algorithm
+    entry (an unknown algorithm elsewhere must not hide a typo such as ``learning_rat``), each against
+    its algorithm's names, or against every algorithm's where its own is unknown. The schema's own
+    checks stay the schema's; this adds only what it cannot see (hyperparameters are free-form there)."""
+    from bench.algos.hyperparams import PARAMS
+
+    problems: list[Problem] = []
+    algos = data.get("algorithms")
+    for j, a in enumerate(algos if isinstance(algos, list) else []):
+        if not isinstance(a, dict) or a.get("impl") == "python":
+            continue  # a plugin's names are its own model's, checked once it loads
+        algo = a.get("algo")
+        names = list(PARAMS[algo].model_fields) if isinstance(algo, str) and algo in PARAMS else \
+            sorted({n for m in PARAMS.values() for n in m.model_fields})
+        blocks = [("hyperparams", a.get("hyperparams"))]
+        env_hp = a.get("env_hyperparams")
+        if isinstance(env_hp, dict):
+            blocks += [(f"env_hyperparams.{k}", v) for k, v in env_hp.items()]
+        for where, block in blocks:
+            for key in block if isinstance(block, dict) else []:
+                if isinstance(key, str) and key not in names:
+                    whose = f"for {algo}" if isinstance(algo, str) and algo in PARAMS else "for any algorithm"
+                    problems.append(Problem(f"algorithms[{j}].{where}.{key}",
+                                            f"unknown hyperparameter {whose}; allowed: {', '.join(names)}"
+                                            f"{did_you_mean(key, names)}"))
+    return problems
+
+
+def did_you_mean(word: str, allowed: Iterable[str]) -> str:
+    """``"; did you mean X?"`` for the closest of ``allowed`` to a mistyped ``word`` (difflib), else ``""``."""
+    import difflib
+
+    near = difflib.get_close_matches(word, list(allowed), n=1, cutoff=0.6)
+    return f"; did you mean {near[0]}?" if near else ""
 
 
 def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str, dict[str, Any]], dict[str, Any]]:
@@ -876,6 +956,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             "obs": spec.obs,
             "reward": spec.reward,
             "family": spec.family,
+            "horizon": spec.horizon,
             "time_scale_us": e.time_scale_us if e.time_scale_us is not None else spec.time_scale_us,
         }
         if e.traits is not None:
@@ -1005,7 +1086,8 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                         from bench.algos.hyperparams import PARAMS
 
                         model = plugin.params if plugin is not None else PARAMS[a.algo]
-                        msg = f"unknown hyperparameter for {a.algo}; allowed: {', '.join(model.model_fields)}"
+                        msg = (f"unknown hyperparameter for {a.algo}; allowed: {', '.join(model.model_fields)}"
+                               f"{did_you_mean(key, model.model_fields)}")
                     problems.append(Problem(where, f"{msg} [for {ek}]" if not key else msg, p.value, p.has_value))
                 continue
             resolved = key_view(params)

@@ -1,0 +1,362 @@
+"""What a practitioner reaches for on day one (issue 43): the right table by default, stores that describe
+their envs, command-line overrides, and the CLI's conventions (--version, -h, one pass of errors)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import Planted, write_store  # noqa: E402
+
+#: A user's env package: registers myrl/Line-v0 when `myrl.envs` is imported (Gymnasium's module:EnvId form).
+LINE_ENV = '''\
+import gymnasium as gym
+import numpy as np
+
+
+class Line(gym.Env):
+    """Walk right along 5 cells: +1 at the end, 20 steps at most."""
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.pos = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = 0
+        return np.array([0.0], np.float32), {}
+
+    def step(self, a):
+        self.pos = max(0, self.pos + (1 if a == 1 else -1))
+        done = self.pos >= 4
+        return np.array([self.pos / 4], np.float32), float(done), done, False, {}
+
+
+gym.register("myrl/Line-v0", entry_point=Line, max_episode_steps=20)
+'''
+
+PLUGIN_SUITE = """\
+name: mine
+seeds: 2
+defaults: {timesteps: 1024, window: 5}
+envs:
+  - id: 'myrl.envs:myrl/Line-v0'
+    threshold: 0.9
+algorithms:
+  - {algo: ppo, impl: bench, hyperparams: {n_envs: 1, n_steps: 256, batch_size: 64}}
+  - {algo: a2c, impl: bench}
+"""
+
+TINY = """\
+name: tiny
+seeds: 1
+defaults: {timesteps: 512, window: 5}
+envs:
+  - id: CartPole-v1
+algorithms:
+  - {algo: a2c, impl: bench}
+"""
+
+
+def _invoke(*args: str):
+    """``bench ARGS`` in this process (fast: for what needs no package isolation)."""
+    from typer.testing import CliRunner
+
+    from bench.cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def _bench(*args: str, cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**base, **(env or {})}, timeout=timeout)
+
+
+# --------------------------------------------------------------------------- #
+# 1. The right table by default
+# --------------------------------------------------------------------------- #
+def test_after_a_run_into_the_default_store_recommend_answers_from_the_shipped_reference(tmp_path):
+    # As after `make quickstart`: a suite run with no --store writes results/bench.db in the working
+    # directory (the checkout, beside results/reference); the first `bench recommend` there must print
+    # the reference's table and name it. A stand-in reference (one small pack of planted continuous-control
+    # runs) keeps this fast; tests/test_docs.py runs the README's command on the real one.
+    from bench.run import packed
+
+    planted = f"sqlite:///{tmp_path / 'planted.db'}"
+    write_store(planted, ["Pendulum-v1", "LunarLanderContinuous-v3"],
+                [Planted("ppo-x", "ppo", "bench", 0.9), Planted("a2c-x", "a2c", "sb3", 0.4)], seeds=5, suite="ref-x")
+    packed.pack(planted, "ref-x", tmp_path / "results" / "reference" / "x")
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    p = _bench("run", "tiny.yaml", "--workers", "1", cwd=tmp_path, env=cache)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "results" / "bench.db").is_file()
+    p = _bench("recommend", cwd=tmp_path, env=cache)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[0].strip() == "bench recommend — shipped reference (results/reference, 1 pack)"
+    assert "reading the project's shipped reference results (results/reference/)" in p.stderr
+    # The reference's rows (continuous control), not the quick start's (CartPole, discrete).
+    assert re.search(r"^ *continuous vector dense +samples +ppo ", p.stdout, re.M), p.stdout
+    assert not re.search(r"^ *discrete vector dense +samples", p.stdout, re.M), p.stdout
+    # --store answers from that store and names it.
+    p = _bench("recommend", "--store", "sqlite:///results/bench.db", cwd=tmp_path, env=cache)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[0].strip() == "bench recommend — sqlite:///results/bench.db"
+    assert re.search(r"^ *discrete vector dense +samples", p.stdout, re.M), p.stdout
+    assert not re.search(r"^ *continuous vector dense +samples", p.stdout, re.M), p.stdout
+    # --with-reference: both tables, each named, the store's first.
+    p = _bench("recommend", "--with-reference", cwd=tmp_path, env=cache)
+    assert p.returncode == 0, p.stderr
+    titles = [ln.strip() for ln in p.stdout.splitlines() if ln.startswith("bench recommend — ")]
+    assert titles == ["bench recommend — sqlite:///results/bench.db",
+                      "bench recommend — shipped reference (results/reference, 1 pack)"], p.stdout
+    p = _bench("recommend", "--with-reference", "--format", "json", cwd=tmp_path, env=cache)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--with-reference" in p.stderr, p.stderr
+
+
+def test_an_explicit_store_that_is_not_there_is_bad_input_not_the_reference(tmp_path):
+    p = _bench("recommend", "--store", "sqlite:///results/bench.db", cwd=tmp_path)
+    assert p.returncode == 2 and "no results store at sqlite:///results/bench.db" in p.stderr, p.stderr
+
+
+def test_quickstart_ends_by_printing_both_recommend_commands():
+    make = (ROOT / "Makefile").read_text()
+    recipe = make[make.index("quickstart: "):make.index("\ntest:")]
+    assert ".venv/bin/bench recommend " in recipe.replace("$(VENV)", ".venv") or \
+        "$(VENV)/bin/bench recommend" in recipe
+    assert "--store sqlite:///results/bench.db" in recipe
+
+
+# --------------------------------------------------------------------------- #
+# 2. Stores describe their envs
+# --------------------------------------------------------------------------- #
+def test_a_store_of_a_plugin_env_is_read_without_its_package(tmp_path):
+    pkg = tmp_path / "pkg" / "myrl"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "envs.py").write_text(LINE_ENV)
+    (tmp_path / "mine.yaml").write_text(PLUGIN_SUITE)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    p = _bench("run", "mine.yaml", "--store", url, "--workers", "1", cwd=tmp_path,
+               env={"PYTHONPATH": str(tmp_path / "pkg")})
+    assert p.returncode == 0, p.stderr + p.stdout
+    # A process where the package cannot be imported (the store is all it has):
+    assert subprocess.run([sys.executable, "-c", "import myrl.envs"], cwd=tmp_path, capture_output=True,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}).returncode != 0
+    for args in (["report", "--store", url, "--out", str(tmp_path / "rep")],
+                 ["recommend", "--store", url],
+                 ["export", "--store", url, "--format", "rliable-json", "--out", str(tmp_path / "s.json")],
+                 ["export", "--store", url, "--format", "rliable-npz", "--out", str(tmp_path / "s.npz")],
+                 ["export", "--store", url, "--suite", "mine", "--format", "pack", "--out", str(tmp_path / "pk")]):
+        q = _bench(*args, cwd=tmp_path)
+        assert q.returncode == 0, (args, q.stderr)
+        assert "cannot import" not in q.stderr and "internal error" not in q.stderr, (args, q.stderr)
+    scores = json.loads((tmp_path / "s.json").read_text())
+    assert scores["envs"] == ["myrl.envs:myrl/Line-v0"] and sorted(scores["scores"]) == ["a2c-bench", "ppo-bench"]
+    rows = json.loads(_bench("recommend", "--store", url, "--format", "json", cwd=tmp_path).stdout)
+    assert [r["envs"] for r in rows if r["envs"]][0] == ["myrl.envs:myrl/Line-v0"]
+    # What the store recorded at run time, and the pack carries it.
+    from bench.run.store import Store
+
+    db = Store(url, readonly=True)
+    facts = db.env_facts()["myrl.envs:myrl/Line-v0"]
+    db.dispose()
+    assert facts["action_space"] == "Discrete(2)" and facts["observation_space"].startswith("Box(0.0, 1.0, (1,)")
+    assert (facts["family"], facts["action"], facts["obs"], facts["reward"], facts["horizon"]) == \
+        ("other", "discrete", "vector", "dense", 20)
+    assert facts["threshold"] == 0.9 and facts["threshold_source"] == "suite" and facts["time_scale_us"] is None
+    assert facts["anchor"]["threshold"] == 0.9 and facts["anchor"]["episodes"] == 20
+    assert (tmp_path / "pk" / "env_facts.parquet").is_file()
+
+
+def test_env_facts_are_added_to_an_older_store_and_readers_tolerate_their_absence(store_url):
+    from bench.run import store as st
+
+    db = st.Store(store_url)
+    with db.engine.begin() as c:  # a store written before the table existed
+        c.execute(sa.text("DROP TABLE env_facts"))
+    db.dispose()
+    reader = st.Store(store_url, readonly=True)
+    assert reader.env_facts() == {}  # read-only: nothing created, nothing missed
+    reader.dispose()
+    db = st.Store(store_url)  # a writer adds it
+    db.put_env_facts({"CartPole-v1": {"family": "classic"}})
+    db.put_env_facts({"CartPole-v1": {"family": "classic", "horizon": 500}})  # the latest facts win
+    assert db.env_facts() == {"CartPole-v1": {"family": "classic", "horizon": 500}}
+    db.dispose()
+
+
+def test_a_time_scale_for_an_old_store_is_read_from_the_registry_table_without_building_anything():
+    from bench.envs import get_spec, registered_time_scale
+
+    for key in ("CartPole-v1", "LunarLander-v3[continuous=true]", "bench/Sort-v0", "Acrobot-v1"):
+        assert registered_time_scale(key) == get_spec(key).time_scale_us
+    assert registered_time_scale("no_such_module_xyz:CartPole-v1") is None  # nothing imported
+
+
+# --------------------------------------------------------------------------- #
+# 3. Command-line overrides
+# --------------------------------------------------------------------------- #
+SMALL = """\
+name: small
+description: two labels
+seeds: 2
+defaults: {timesteps: 1000, window: 5}
+envs:
+  - id: CartPole-v1
+algorithms:
+  - {algo: ppo, impl: bench, hyperparams: {n_envs: 1, n_steps: 128, batch_size: 64}}
+  - {algo: a2c, impl: bench}
+"""
+
+
+def _small(tmp_path: Path) -> Path:
+    f = tmp_path / "small.yaml"
+    f.write_text(SMALL)
+    return f
+
+
+def test_an_override_that_changes_the_experiment_changes_the_key_and_one_that_does_not_keeps_it(tmp_path):
+    from bench.suites.suite import load_suite
+
+    f = _small(tmp_path)
+    keys = lambda loaded: {(c.label, c.seed): c.key for c in loaded.cells}  # noqa: E731
+    base = load_suite(f)
+    same = load_suite(f, ["description=another", "algorithms[0].hyperparams.n_steps=128"])
+    assert keys(same) == keys(base)
+    lr = load_suite(f, ["algorithms[0].hyperparams.learning_rate=1e-4"])
+    assert {c.hyperparams["learning_rate"] for c in lr.cells if c.label == "ppo-bench"} == {1e-4}
+    changed = {k for k, v in keys(lr).items() if v != keys(base)[k]}
+    assert changed == {("ppo-bench", 0), ("ppo-bench", 1)}  # a2c's cells are the same experiments
+    budget = load_suite(f, ["defaults.timesteps=2e3"])
+    assert {c.timesteps for c in budget.cells} == {2000} and not set(keys(budget).values()) & set(keys(base).values())
+    # Each cell carries the overrides that reach it, for its run's provenance.
+    both = load_suite(f, ["defaults.window=7", "algorithms[1].hyperparams.learning_rate=1e-3"])
+    by_label = {c.label: c.overrides for c in both.cells}
+    assert by_label == {"ppo-bench": ("defaults.window=7",),
+                        "a2c-bench": ("defaults.window=7", "algorithms[1].hyperparams.learning_rate=1e-3")}
+
+
+@pytest.mark.parametrize("override, words", [
+    ("defaults.timestep=2e5", "--set defaults.timestep: unknown key; allowed: timesteps, cpu_seconds, window, eval, "
+                              "vec_env, diag_points; did you mean timesteps? (got 200000.0)"),
+    ("defaults.timesteps=abc", "--set defaults.timesteps: input should be a valid integer"),
+    ("defaults.timesteps=-5", "--set defaults.timesteps: input should be greater than 0 (got -5)"),
+    ("algorithms[5].label=x", "--set algorithms[5].label: algorithms has 2 item(s); allowed: [0] to [1]"),
+    ("algorithms[0].hyperparams.learning_rat=1e-4",
+     "--set algorithms[0].hyperparams.learning_rat: unknown hyperparameter for ppo; allowed: n_envs, learning_rate"),
+    ("algorithms[0].hyperparams.learning_rat=1e-4", "; did you mean learning_rate? (got 0.0001)"),
+    ("defaults.timesteps=100", "--set defaults.timesteps: budget is smaller than one rollout of ppo-bench"),
+    ("nonsense", "--set: 'nonsense' is not PATH=VALUE"),
+    ("envs[0].threshold=[1,", "the value is not YAML"),
+    ("seeds.x=1", "--set seeds.x: seeds is the value 2, so it has no key 'x'"),
+])
+def test_a_bad_override_is_one_line_naming_its_set_path(tmp_path, override, words):
+    f = _small(tmp_path)
+    res = _invoke("run", str(f), "--set", override, "--store", f"sqlite:///{tmp_path / 'x.db'}")
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and words in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "x.db").exists()
+
+
+def test_overrides_reach_the_run_its_provenance_the_report_and_the_dry_run(tmp_path):
+    f = _small(tmp_path)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    sets = ["--set", "defaults.timesteps=512", "--set", "algorithms[1].hyperparams.learning_rate=1e-3",
+            "--only", "label=a2c-bench"]
+    p = _bench("run", str(f), "--dry-run", *sets, "--store", url, cwd=tmp_path)
+    assert p.returncode == 0 and not (tmp_path / "s.db").exists(), p.stderr
+    assert "overrides: defaults.timesteps=512; algorithms[1].hyperparams.learning_rate=1e-3" in p.stdout
+    assert re.search(r"a2c-bench on CartPole-v1:\n  --set: +learning_rate=0\.001\n  zoo: +", p.stdout), p.stdout
+    assert "512" in p.stdout
+    p = _bench("run", str(f), *sets, "--store", url, "--workers", "1", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    from bench.run.store import Store
+
+    db = Store(url, readonly=True)
+    runs = db.runs_frame()
+    db.dispose()
+    done = runs[runs["status"] == "done"]
+    assert len(done) == 2 and set(done["timesteps"]) == {512}
+    for config, meta in zip(done["config"], done["meta"]):
+        assert json.loads(config)["hyperparams"]["learning_rate"] == 1e-3
+        assert json.loads(meta)["overrides"] == ["defaults.timesteps=512", "algorithms[1].hyperparams.learning_rate=1e-3"]
+    # `bench status` with the same overrides finds the runs (their keys are the overridden cells').
+    p = _bench("status", str(f), *sets[:4], "--store", url, cwd=tmp_path)
+    assert "done: 2" in p.stdout and "pending: 2" in p.stdout, p.stdout
+    p = _bench("report", "--store", url, "--out", str(tmp_path / "rep"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert "command-line overrides" in html and "--set defaults.timesteps=512: a2c-bench" in html
+
+
+# --------------------------------------------------------------------------- #
+# 4. CLI conventions
+# --------------------------------------------------------------------------- #
+def test_version_short_help_and_completion():
+    from importlib.metadata import version
+
+    res = _invoke("--version")
+    assert res.exit_code == 0 and res.stdout.strip() == f"bench {version('bench')}"
+    for args in (["-h"], ["run", "-h"], ["recommend", "-h"]):
+        res = _invoke(*args)
+        assert res.exit_code == 0 and "Usage:" in res.stdout, args
+    res = _invoke("--help")
+    assert "--install-completion" in res.stdout and "--show-completion" in res.stdout
+
+
+def test_dry_run_names_the_source_of_every_resolved_hyperparameter(tmp_path):
+    from bench.api import resolved_hyperparams
+    from bench.suites.suite import load_suite
+
+    f = _small(tmp_path)
+    rows = resolved_hyperparams(load_suite(f, ["algorithms[0].hyperparams.gamma=0.9"]))
+    src = {(r.label, r.name): r.source for r in rows}
+    assert src[("ppo-bench", "gamma")] == "--set"
+    assert src[("ppo-bench", "n_steps")] == "suite"
+    assert src[("a2c-bench", "n_envs")] == "zoo"  # the zoo's CartPole A2C runs 8 envs
+    assert src[("ppo-bench", "vf_coef")] == "default"
+    # Every resolved value of every cell has a row, with the value the cell runs with.
+    cells = {(c.label, c.env_id): c.hyperparams for c in load_suite(f, ["algorithms[0].hyperparams.gamma=0.9"]).cells}
+    assert {(r.label, r.env): {} for r in rows}.keys() == cells.keys()
+    for (label, env), hp in cells.items():
+        assert {r.name: r.value for r in rows if (r.label, r.env) == (label, env)} == hp
+
+
+def test_validation_names_every_error_in_one_pass(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text("name: x\nseeds: 1\ndefaults: {timesteps: 1000, windw: 5}\nenvs:\n  - id: CartPole-v1\nalgorithms:\n"
+                 "  - {algo: ppo, impl: bench, hyperparams: {learning_rat: 0.1}}\n  - {algo: sac, impl: sb3}\n")
+    res = _invoke("run", str(f), "--dry-run")
+    lines = res.stderr.splitlines()
+    assert res.exit_code == 2 and len(lines) == 3, lines
+    assert any("defaults.windw: unknown key; allowed: " in ln and ln.endswith("; did you mean window? (got 5)")
+               for ln in lines)
+    assert any("algorithms[1].algo: unknown algorithm" in ln for ln in lines)
+    assert any(":7: algorithms[0].hyperparams.learning_rat: unknown hyperparameter for ppo; allowed: " in ln
+               and ln.endswith("; did you mean learning_rate?") for ln in lines)
+
+
+def test_status_of_a_store_that_is_not_there_is_one_line_and_exit_2(tmp_path):
+    f = _small(tmp_path)
+    res = _invoke("status", str(f), "--store", f"sqlite:///{tmp_path / 'typo.db'}")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1 and "no results store at" in res.stderr, res.stderr
+    assert res.stdout == "" and not (tmp_path / "typo.db").exists()
+
+
+def test_envs_lists_bench_own_sequence_tasks_too():
+    res = _invoke("envs")
+    assert res.exit_code == 0
+    for task in ("bench/Sort-v0", "bench/Add-v0", "bench/Preference-v0", "CartPole-v1", "ALE/Pong-v5"):
+        assert task in res.stdout, task
