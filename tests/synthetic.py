@@ -42,7 +42,7 @@ class Planted:
     wall_per_cpu: float = 1.0
     cpu_model: str = "synthetic CPU"
     cpu_models: tuple[str, ...] = ()
-    probe_ms: float | None = None  # the speed probe its runs record (bench.run.probe), if any
+    probe_ms: float | None = 10.0  # the speed probe its runs record (bench.run.probe); None: none (an unknown machine)
 
 
 def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, timesteps: int = 20_000,
