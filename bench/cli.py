@@ -1087,15 +1087,16 @@ def recommend(
         for r in shown:
             print(f"{_recommend_cell(r, 'problem')}, priority {r['priority']}: {r['answer']}")
             for c in ("implementations", "p (Holm)", "envs", "track record", "evidence", "score", "runner-up",
-                      "per env", "pooling", "note"):
+                      "per env", "pooling", "note"):  # noqa: E501 - one block per row
                 print(textwrap.fill(_recommend_cell(r, c), width=100, initial_indent=f"  {c + ':':<17}",
                                     subsequent_indent=" " * 19))
     else:
         from rich import box
 
         t = Table(title="bench recommend", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-        for c in cols:
-            t.add_column(c, overflow="fold", no_wrap=c in ("priority", "p (Holm)", "LOO"))
+        for c in cols:  # the answer gets room first: it is what the reader came for
+            t.add_column(c, overflow="fold", no_wrap=c in ("priority", "p (Holm)", "LOO"),
+                         min_width=22 if c == "answer" else None)
         for line in cells:
             t.add_row(*(Text(x) for x in line))  # user strings stay literal text, never markup
         out.print(t, width=min(100, out.width))  # the table fits 100 columns (long cells fold)
@@ -1135,7 +1136,8 @@ def recommend(
         f"permutation test). p: {answers.CORRECTION}-adjusted over the {n_tests} headline tests of this call, "
         f"winner at p < {scoring.ALPHA:g} with ≥ {scoring.MIN_SEEDS} runs per env ('leaning' with fewer). envs: "
         "count, then the sign of winner minus runner-up on each env tested, envs in alphabetical order (--verbose "
-        "names them). LOO: leave-one-env-out hits/trials. Time: one machine per env, quiet cores only. Scores: "
+        "names them). LOO: leave-one-env-out hits/trials. Runs and scores: --verbose. Time: one machine per env, quiet "
+        "cores only. Scores: "
         "normalised area under the learning curve (0 = random policy, 1 = threshold) vs env steps (samples) or "
         "training CPU seconds (time).", width=100))
 
@@ -1211,8 +1213,8 @@ def parity(
 
 
 def _recommend_columns(verbose: bool) -> list[str]:
-    base = ["problem", "priority", "answer", "implementations", "p (Holm)", "envs", "LOO", "runs"]
-    return base + ["score", "runner-up", "per env", "pooling", "note"] if verbose else base
+    base = ["problem", "priority", "answer", "p (Holm)", "envs", "LOO", "impl"]
+    return base + ["runs", "score", "runner-up", "per env", "pooling", "note"] if verbose else base
 
 
 def _recommend_cell(r: dict, col: str) -> str:
@@ -1220,7 +1222,7 @@ def _recommend_cell(r: dict, col: str) -> str:
         return f"{r['action']} {r['obs']} {r['reward']}"
     if col == "p (Holm)":
         return r["p_text"]
-    if col == "implementations":
+    if col in ("impl", "implementations"):
         return r["impl"] or "—"
     if col == "envs":
         n, k = len(r["envs"]), len(r["tested_envs"])

@@ -196,13 +196,13 @@ def _scope(runs: pd.DataFrame, a: str, b: str, col: str, envs: list[str], x: lis
     """What a verdict rests on: each env's budget, the runs per side, the implementations, and where a side
     pools several, each implementation's own effect against the other side."""
     budgets = []
-    for e in envs:
+    for e in envs if {"timesteps", "meta", "cpu_s"} <= set(runs.columns) else []:
         r = runs[runs["env"] == e]
         capped = [m.get("stopped_by") == "cpu_seconds" for m in r["meta"] if isinstance(m, dict)]
         cpu = r["cpu_s"].astype(float).max() if any(capped) else None
         budgets.append(f"{e} {int(r['timesteps'].max()):,} steps" + (f" or ≈{cpu / 60:.0f} CPU minutes" if cpu else ""))
     labels = {n: sorted(_side(runs, n, col)["label"].unique()) for n in (a, b)}
-    out = (f"budget: {'; '.join(budgets)}; runs per env: {a} {'/'.join(str(t.size) for t in x)}, {b} "
+    out = (f"budget: {'; '.join(budgets) or '—'}; runs per env: {a} {'/'.join(str(t.size) for t in x)}, {b} "
            f"{'/'.join(str(t.size) for t in y)}; implementations: {a} = {', '.join(labels[a]) or '—'}, "
            f"{b} = {', '.join(labels[b]) or '—'}")
     agg = stats.aggregate_task_mean_iqm

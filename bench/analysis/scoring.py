@@ -13,7 +13,7 @@ What counts
   *label* (``ppo-sb3``, ``ppo-bench``, or the suite's own label: one
   implementation and configuration of the algorithm).
 - One comparison, one budget and one threshold per env: each env is compared at
-  the largest budget its done runs have, and at the threshold of the first suite
+  the budget most of its done runs have (ties: the larger), and at the threshold of the first suite
   that names it. Runs at another budget or threshold are set aside, with a note
   saying so, never held flat to a longer budget or mixed into another scale.
 - Scores are normalised per env with fixed anchors (:mod:`bench.analysis.anchors`):
@@ -324,9 +324,10 @@ def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]],
           notes: list[str]) -> tuple[pd.Series, dict[str, int], dict[str, float]]:
     """Which runs are compared: done runs with an episode, at each env's comparison budget and threshold.
 
-    The budget is the largest step budget the env's runs have, and with it the largest CPU-seconds budget
-    (none counts as the largest): runs that stop at an equal-compute budget are compared only with runs
-    stopped at the same one. Returns the pooled flags, env → step budget, and env → CPU-seconds budget
+    The budget is the step budget most of the env's done runs have (ties: the larger), and with it the
+    CPU-seconds budget most of those runs have (none counts as the largest; ties: the larger): runs that
+    stop at an equal-compute budget are compared only with runs stopped at the same one. One stray run at
+    another budget cannot move the comparison (issue 40: a largest-budget rule let one run set aside 70). Returns the pooled flags, env → step budget, and env → CPU-seconds budget
     (only the envs compared at one).
     """
     ok = (runs["status"] == "done") & runs["final_return"].notna()
@@ -336,8 +337,8 @@ def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]],
     cpu = pd.Series([_cpu_limit(c) for c in runs["config"]], index=runs.index, dtype=float) \
         if "config" in runs else pd.Series(np.inf, index=runs.index)
     for env_id, g in runs[ok].groupby("env", sort=True):
-        budget = int(g["timesteps"].max())
-        limit = float(cpu[g.index[g["timesteps"] == budget]].max())
+        budget = int(_most_runs(g["timesteps"]))
+        limit = float(_most_runs(cpu[g.index[g["timesteps"] == budget]]))
         thr = traits[env_id].get("threshold")
         same_thr = g["threshold"].isna() if thr is None else np.isclose(g["threshold"].astype(float), float(thr))
         keep = (g["timesteps"] == budget) & same_thr & (cpu[g.index] == limit)
@@ -357,6 +358,12 @@ def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]],
                          f"Runs are compared at one budget ({at}) and one threshold per env; "
                          "report their suites apart to see them.")
     return pooled, budgets, cpu_budgets
+
+
+def _most_runs(values: pd.Series) -> float:
+    """The value most runs have (``values``: one per run), ties broken towards the larger."""
+    counts = values.value_counts()
+    return float(max(counts.index[counts == counts.max()]))
 
 
 def _sensitivity(db: Any) -> pd.DataFrame | None:
