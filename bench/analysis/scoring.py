@@ -741,7 +741,10 @@ def decision_matrix(scored: Scored, sensitivity: pd.DataFrame | None = None, *, 
                                      note="no time scale for these envs" if crit.column == "auc_time_norm" else "no runs"))
                     continue
                 ci = estimate(scored.tasks(lb, crit.column, mine), crit, n_boot=n_boot)
-                rows.append(dict(base, point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind))
+                # A score over fewer envs is not set beside one over all of them without saying so (issue 40).
+                fewer = (f"over {len(mine)} of the {len(envs)} envs only; not marked against the labels that ran "
+                         "all of them") if len(mine) < len(envs) else ""
+                rows.append(dict(base, point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind, note=fewer))
                 if len(mine) == len(envs):
                     full[lb] = scored.tasks(lb, crit.column, envs)
             _mark([x for x in rows if x["label"] in full], full, crit, scored, envs)
