@@ -1093,10 +1093,10 @@ def recommend(
     else:
         from rich import box
 
-        t = Table(title="bench recommend", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-        for c in cols:  # the answer gets room first: it is what the reader came for
-            t.add_column(c, overflow="fold", no_wrap=c in ("priority", "p (Holm)", "LOO"),
-                         min_width=22 if c == "answer" else None)
+        t = Table(title="bench recommend", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, expand=True)
+        ratio = {"problem": 3, "answer": 5, "envs": 3, "impl": 3}  # the answer gets the most room: it is the point
+        for c in cols:
+            t.add_column(c, overflow="fold", no_wrap=c in ("priority", "p (Holm)", "LOO"), ratio=ratio.get(c))
         for line in cells:
             t.add_row(*(Text(x) for x in line))  # user strings stay literal text, never markup
         out.print(t, width=min(100, out.width))  # the table fits 100 columns (long cells fold)
