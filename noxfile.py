@@ -52,3 +52,10 @@ def docs(session: nox.Session) -> None:
     with open("pyproject.toml", "rb") as f:
         session.install(*tomllib.load(f)["project"]["optional-dependencies"]["docs"])
     session.run("mkdocs", "build", "--strict", *session.posargs, env={"NO_MKDOCS_2_WARNING": "1"})
+
+
+@nox.session(python="3.11")
+def simulate(session: nox.Session) -> None:
+    """The full simulation of `bench recommend`'s profile rule (docs/statistics.md, "How many envs")."""
+    _install(session)
+    session.run("python", "scripts/simulate_generalise.py", *session.posargs)

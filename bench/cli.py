@@ -1130,7 +1130,7 @@ def recommend(
 def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Optional[str], reward: Optional[str],
                     priority: Optional[str], fmt: str, verbose: bool) -> None:
     """One recommendation table, from the store at ``url``, titled with its ``source``'s name."""
-    from bench.analysis import scoring
+    from bench.analysis import answers, scoring
 
     data = scoring.load(url, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
                         log=lambda s: err.print(s, markup=False))
@@ -1140,15 +1140,18 @@ def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Option
         err.print(one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
                            "sets it beside them"), markup=False)
     scored = scoring.score(data)
-    rows = scoring.recommendation_rows(
-        scoring.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))
+    rows = answers.recommendation_rows(
+        answers.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))
     if fmt == "json":
         print(json.dumps(rows, indent=2, default=str))
         return
     if fmt == "csv":
         import pandas as pd
 
-        flat = [{**r, "envs": ";".join(r["envs"]), "runs": ";".join(f"{k}={v}" for k, v in r["runs"].items())} for r in rows]
+        flat = [{**r, "envs": ";".join(r["envs"]), "tested_envs": ";".join(r["tested_envs"]),
+                 "effects": ";".join(f"{k}={v:.4g}" for k, v in r["effects"].items()),
+                 "pooling": ";".join(r["pooling"]),
+                 "runs": ";".join(f"{k}={v}" for k, v in r["runs"].items())} for r in rows]
         print(pd.DataFrame(flat).to_csv(index=False), end="")
         return
     import textwrap
@@ -1166,27 +1169,31 @@ def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Option
         print(f"bench recommend — {source}")
         for r in shown:
             print(f"{_recommend_cell(r, 'problem')}, priority {r['priority']}: {r['answer']}")
-            for c in ("implementations", "p", "evidence", "score", "runner-up", "track record", "envs", "note"):
+            for c in ("implementations", "p (Holm)", "envs", "track record", "evidence", "score", "runner-up",
+                      "per env", "pooling", "note"):  # noqa: E501 - one block per row
                 print(textwrap.fill(_recommend_cell(r, c), width=100, initial_indent=f"  {c + ':':<17}",
                                     subsequent_indent=" " * 19))
     else:
         from rich import box
 
-        t = Table(title=f"bench recommend — {source}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        t = Table(title=f"bench recommend — {source}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  expand=True)
+        ratio = {"problem": 3, "answer": 5, "envs": 3, "impl": 3}  # the answer gets the most room: it is the point
         for c in cols:
-            t.add_column(c, overflow="fold", no_wrap=c in ("problem", "priority", "answer", "p"))
+            t.add_column(c, overflow="fold", no_wrap=c in ("priority", "p (Holm)", "LOO"), ratio=ratio.get(c))
         for line in cells:
             t.add_row(*(Text(x) for x in line))  # user strings stay literal text, never markup
         out.print(t, width=min(100, out.width))  # the table fits 100 columns (long cells fold)
     if len(shown) < len(rows):
-        from bench.analysis.scoring import EQUAL_COMPUTE_ONLY
-
-        for why, pick in (("no measured env", lambda r: r["message"] != EQUAL_COMPUTE_ONLY),
+        for why, pick in (("no measured env", lambda r: r["message"] != answers.EQUAL_COMPUTE_ONLY),
                           ("by samples: envs run only at an equal CPU budget, where sample efficiency is not scored",
-                           lambda r: r["message"] == EQUAL_COMPUTE_ONLY)):
+                           lambda r: r["message"] == answers.EQUAL_COMPUTE_ONLY)):
             empty = sorted({f"{r['action']} {r['obs']} {r['reward']}" for r in rows if not r["envs"] and pick(r)})
             if empty:
                 print(textwrap.fill(f"insufficient evidence ({why}): {'; '.join(empty)}", width=100))
+    pooled = sorted({n for r in shown for n in r["pooling"]})
+    if pooled and not verbose:
+        print(textwrap.fill("ranked apart or counted once: " + "; ".join(pooled), width=100))
     by_hw: dict[str, list[str]] = {}
     for r in shown:
         if r["hardware"]:
@@ -1204,11 +1211,19 @@ def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Option
                    if x["criterion"] == crit and x["point"] == x["point"]]
             if got:
                 print(textwrap.fill(f"{crit} (sequence tasks, lower is better): {'; '.join(got)}", width=100))
+    from bench.analysis.generalise import MIN_ENVS_GENERALISE
+
+    n_tests = sum(r["p_value"] is not None for r in rows)
     print(textwrap.fill(
-        f"A winner needs a permutation test at p < {scoring.ALPHA:g} and ≥ {scoring.MIN_SEEDS} runs per env on "
-        f"≥ {scoring.MIN_ENVS} envs; otherwise 'leaning' or a tie (≈). Scores: normalised area under the learning "
-        "curve (0 = random policy, 1 = threshold) vs env steps (samples) or training CPU seconds (time)."
-        + ("" if verbose else " Details: --verbose."), width=100))
+        f"A profile's winner (from {MIN_ENVS_GENERALISE} envs) comes from a random-effects test over envs (HKSJ), a "
+        f"claim about the next env of the kind; with fewer envs the answer names the envs measured (stratified "
+        f"permutation test). p: {answers.CORRECTION}-adjusted over the {n_tests} headline tests of this call, "
+        f"winner at p < {scoring.ALPHA:g} with ≥ {scoring.MIN_SEEDS} runs per env ('leaning' with fewer). envs: "
+        "count, then the sign of winner minus runner-up on each env tested, envs in alphabetical order (--verbose "
+        "names them). LOO: leave-one-env-out hits/trials. Runs and scores: --verbose. Time: one machine per env, quiet "
+        "cores only. Scores: "
+        "normalised area under the learning curve (0 = random policy, 1 = threshold) vs env steps (samples) or "
+        "training CPU seconds (time).", width=100))
 
 
 @app.command()
@@ -1282,25 +1297,35 @@ def parity(
 
 
 def _recommend_columns(verbose: bool) -> list[str]:
-    base = ["problem", "priority", "answer", "implementations", "p", "evidence"]
-    return base + ["score", "runner-up", "track record", "envs", "note"] if verbose else base
+    base = ["problem", "priority", "answer", "p (Holm)", "envs", "LOO", "impl"]
+    return base + ["runs", "score", "runner-up", "per env", "pooling", "note"] if verbose else base
 
 
 def _recommend_cell(r: dict, col: str) -> str:
     if col == "problem":
         return f"{r['action']} {r['obs']} {r['reward']}"
-    if col == "p":
-        return "—" if r["p_value"] is None else f"{r['p_value']:.2g}"
-    if col == "implementations":
+    if col == "p (Holm)":
+        return r["p_text"]
+    if col in ("impl", "implementations"):
         return r["impl"] or "—"
+    if col == "envs":
+        n, k = len(r["envs"]), len(r["tested_envs"])
+        if not n:
+            return "—"
+        head = f"{n}" if k == n else f"{k} of {n}"
+        return f"{head}: {r['directions']}" if r["directions"] else head
+    if col in ("LOO", "track record"):
+        return r["track_record"] or "—"
+    if col == "runs":
+        return r["evidence"].split(", ", 1)[-1].removesuffix(" runs") if r["envs"] else "—"
     if col == "evidence":
-        return r["evidence"]
+        return r["evidence"] + (f"; tested on {', '.join(r['tested_envs'])}" if r["tested_envs"] else "")
     if col == "runner-up":
         return f"{r['runner_up']}: {r['runner_up_score']}" if r["runner_up"] else "—"
-    if col == "track record":
-        return r["track_record"] or "—"
-    if col == "envs":
-        return ", ".join(r["envs"]) or "—"
+    if col == "per env":
+        return "; ".join(f"{e} {d:+.3g}" for e, d in r["effects"].items()) or "—"
+    if col == "pooling":
+        return "; ".join(r["pooling"]) or "—"
     if col == "note":
         return "; ".join(x for x in (r["message"], r["implementation"]) if x)
     return str(r.get(col) or "—")

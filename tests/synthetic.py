@@ -42,7 +42,8 @@ class Planted:
     wall_per_cpu: float = 1.0
     cpu_model: str = "synthetic CPU"
     cpu_models: tuple[str, ...] = ()
-    probe_ms: float | None = None  # the speed probe its runs record (bench.run.probe), if any
+    probe_ms: float | None = 10.0  # the speed probe its runs record (bench.run.probe); None: none (an unknown machine)
+    cpu_speed: tuple[tuple[str, float], ...] = ()  # (CPU model, factor on CPU seconds) pairs: slower machines
 
 
 def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, timesteps: int = 20_000,
@@ -80,7 +81,8 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
         steps[-1] = timesteps
         curve = lo + (thr - lo) * skill * (1 - np.exp(-steps / (a.tau * timesteps)))
         ret = curve + 0.05 * abs(thr - lo) * rng.standard_normal(episodes)
-        cpu = steps * a.sec_per_kstep / 1000.0
+        cpu_model = a.cpu_models[c.seed % len(a.cpu_models)] if a.cpu_models else a.cpu_model
+        cpu = steps * a.sec_per_kstep / 1000.0 * dict(a.cpu_speed).get(cpu_model, 1.0)
         stopped_by = "timesteps"
         if cpu_seconds is not None and cpu[-1] > cpu_seconds:
             n = int(np.searchsorted(cpu, cpu_seconds)) + 1  # up to the first episode at or past the budget
@@ -91,7 +93,6 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
         upd = steps[::diag_every]
         diag = [(int(s), "policy/entropy", float(1.0 - s / timesteps)) for s in upd]
         diag += [(int(s), "policy/approx_kl", float(0.01 + 0.001 * rng.standard_normal())) for s in upd]
-        cpu_model = a.cpu_models[c.seed % len(a.cpu_models)] if a.cpu_models else a.cpu_model
         meta = {"versions": {"bench": "0.1.0"}, "cpu_model": cpu_model, "torch_threads": 1, "cpu_count": 2,
                 "host": "synthetic", "git_commit": "0" * 40, "git_dirty": False, "python": "3.11",
                 "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:01:00+00:00",

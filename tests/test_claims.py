@@ -106,7 +106,9 @@ def test_per_env_effects_show_what_an_aggregate_of_opposite_signs_hides(tmp_path
     write_store(url, ENVS, [a, b], seeds=8, suite="mixed", spec_extra=claim("a > b on final performance"))
     (res,) = claims.evaluate(url, anchors=False, n_boot=200)
     (c,) = res.checks
-    assert res.verdict == claims.OPEN
+    # Significant on both envs, in opposite directions: no one direction holds for the next env.
+    assert res.verdict == c.verdict == claims.DEPENDS and "per-env effects disagree" in c.why, c.why
+    assert c.p_heterogeneity < 0.05
     per = {e: (d, p) for e, d, p in c.per_env}
     assert set(per) == set(ENVS)
     assert per["CartPole-v1"][0] > 0.2 and per["LunarLander-v3"][0] < -0.2
@@ -142,7 +144,7 @@ def test_an_equivalence_expectation_uses_two_one_sided_tests(tmp_path):
     rng = np.random.default_rng(0)
     rows = []
     for env, shift in (("E1", 0.0), ("E2", 0.0)):
-        for lab, delta in (("a", 0.0), ("b", shift), ("c", 0.3)):
+        for lab, delta in (("a", 0.0), ("b", shift), ("c", 0.3), ("d", 0.045)):
             rows += [dict(env=env, label=lab, algo=lab, v=float(np.clip(0.7 + delta + 0.02 * rng.standard_normal(), 0, 1)))
                      for _ in range(12)]
     runs = pd.DataFrame(rows)
@@ -152,10 +154,30 @@ def test_an_equivalence_expectation_uses_two_one_sided_tests(tmp_path):
     try:
         same = check(runs, {"a": "a", "op": "≈", "b": "b", "measure": "test measure"}, ["E1", "E2"])
         apart = check(runs, {"a": "a", "op": "≈", "b": "c", "measure": "test measure"}, ["E1", "E2"])
+        close = check(runs, {"a": "d", "op": "≈", "b": "a", "measure": "test measure"}, ["E1", "E2"])
     finally:
         del claims.MEASURES["test measure"]
     assert same.verdict == "holds" and "equivalent within" in same.why and same.line == "a ≈ b on test measure"
-    assert apart.verdict == "does not hold" and "different on E1, E2" in apart.why
+    assert apart.verdict == "does not hold" and "outside ±0.05 on E1, E2" in apart.why
+    # 0.045 apart, clearly not 0 and not shown inside ±0.05 either: not settled (issue 40, "rloo ≈ ppo").
+    assert close.verdict == claims.OPEN and 0 < close.lo and close.hi > 0.045, close
+    assert "not shown within ±0.05, nor outside it" in close.why and "significantly different from 0" in close.why
+
+
+def test_a_deterministic_measure_is_compared_without_a_p_value():
+    import pandas as pd
+
+    from bench.analysis.claims import check
+
+    # Model memory is the same for every seed: IQM trimming made a p-value of 0.023 out of constants.
+    runs = pd.DataFrame([dict(env=e, label=lab, algo=lab.split("-")[0], model_bytes=b)
+                         for e in ("E1", "E2") for lab, b in (("grpo-bench", 1000.0), ("ppo-bench", 1500.0))
+                         for _ in range(5)])
+    c = check(runs, {"a": "grpo", "op": "<", "b": "ppo", "measure": "model memory"}, ["E1", "E2"])
+    assert c.verdict == claims.HOLDS and c.p_value is None and c.effect == -500.0, c
+    assert "without a p-value" in c.why
+    c = check(runs, {"a": "ppo", "op": "<", "b": "grpo", "measure": "model memory"}, ["E1", "E2"])
+    assert c.verdict == claims.FAILS and c.p_value is None
 
 
 def test_claim_lines_accept_an_ascii_tilde_for_equivalence():
@@ -182,47 +204,24 @@ def test_a_verdict_needs_the_test_and_the_interval_to_agree():
     assert verdict(0.01, 0.3, float("nan"), float("nan"), 1.0)[0] == OPEN
 
 
-@pytest.mark.parametrize("ratio, verdict", [(1.2, claims.OPEN), (2.0, claims.HOLDS)])
-def test_a_cpu_cost_verdict_must_outlast_the_leaders_contended_runs(tmp_path, ratio, verdict):
-    """TRPO takes ``ratio`` times PPO's CPU seconds per step, on one machine, but TRPO's runs shared their
-    cores: only a ratio beyond the contention factor (1.5, the floor) holds. PPO's contended runs alone
-    would only have narrowed the gap as measured: the verdict holds."""
+def test_a_cpu_cost_verdict_uses_quiet_runs_on_one_machine_only(tmp_path):
+    """TRPO takes 1.2× PPO's CPU seconds per step. On one machine with quiet cores that holds; with one side's
+    runs contended or on another machine there is no verdict on CPU seconds (issue 40: time by design, not by
+    a correction factor)."""
     line = "trpo > ppo on CPU seconds per million steps"
-    for who in ("trpo", "ppo"):
-        url = f"sqlite:///{tmp_path / f'{who}.db'}"
-        ppo = Planted("ppo-bench", "ppo", "bench", 0.9, sec_per_kstep=0.5, wall_per_cpu=2.0 if who == "ppo" else 1.0)
-        trpo = Planted("trpo-bench", "trpo", "bench", 0.9, sec_per_kstep=0.5 * ratio,
-                       wall_per_cpu=2.0 if who == "trpo" else 1.0)
+    for name, ppo_cpu, wall, verdict in [("quiet", "CPU A", 1.0, claims.HOLDS), ("busy", "CPU A", 2.0, claims.OPEN),
+                                         ("other", "CPU B", 1.0, claims.OPEN)]:
+        url = f"sqlite:///{tmp_path / f'{name}.db'}"
+        ppo = Planted("ppo-bench", "ppo", "bench", 0.9, sec_per_kstep=0.5, cpu_model=ppo_cpu, wall_per_cpu=wall)
+        trpo = Planted("trpo-bench", "trpo", "bench", 0.9, sec_per_kstep=0.6, cpu_model="CPU A")
         write_store(url, ENVS, [ppo, trpo], seeds=5, spec_extra=claim(line))
-        (res,) = claims.evaluate(url, anchors=False, n_boot=200)
-        (c,) = res.checks
-        if who == "ppo":
-            assert c.verdict == claims.HOLDS and c.why == "", c.why
+        (c,) = claims.evaluate(url, anchors=False, n_boot=200)[0].checks
+        assert c.verdict == verdict, (name, c.why)
+        if verdict == claims.HOLDS:
+            assert c.effect == pytest.approx(100.0, rel=0.02)  # 0.6 v 0.5 CPU s per 1000 steps
+            assert "budget: CartPole-v1 20,000 steps" in c.scope and "trpo = trpo-bench" in c.scope
         else:
-            assert c.verdict == verdict and "have contended runs of trpo: taken 1.50× faster" in c.why, c.why
-            assert f"trpo − ppo = {500 * ratio / 1.5 - 500:+.3g}" in c.why
-
-
-@pytest.mark.parametrize("ratio, verdict", [(1.2, claims.OPEN), (2.0, claims.HOLDS)])
-def test_a_time_verdict_must_outlast_the_machines_difference(tmp_path, ratio, verdict):
-    """TRPO takes ``ratio`` times PPO's CPU seconds per step. On one machine that holds at any ratio;
-    with PPO's runs on another machine, only a ratio beyond the machine factor (1.25) does."""
-    line = "trpo > ppo on CPU seconds per million steps"
-    for ppo_cpu in ("CPU A", "CPU B"):
-        url = f"sqlite:///{tmp_path / f'{ppo_cpu}.db'}"
-        ppo = Planted("ppo-bench", "ppo", "bench", 0.9, sec_per_kstep=0.5, cpu_model=ppo_cpu)
-        trpo = Planted("trpo-bench", "trpo", "bench", 0.9, sec_per_kstep=0.5 * ratio, cpu_model="CPU A")
-        write_store(url, ENVS, [ppo, trpo], seeds=5, spec_extra=claim(line))
-        (res,) = claims.evaluate(url, anchors=False, n_boot=200)
-        (c,) = res.checks
-        assert c.effect == pytest.approx(500 * (ratio - 1), rel=0.01)  # as measured, whatever the machines
-        if ppo_cpu == "CPU A":
-            assert c.verdict == claims.HOLDS and c.why == ""
-        else:
-            assert c.verdict == verdict and "CartPole-v1, LunarLander-v3 mix machines" in c.why, c.why
-            assert ("holds despite that doubt" in c.why) == (verdict == claims.HOLDS)
-            # The doubted effect: PPO's runs taken 1.25x slower against TRPO.
-            assert f"trpo − ppo = {500 * ratio - 625:+.3g}" in c.why
+            assert "share no known machine on quiet cores" in c.why, c.why
 
 
 def test_equal_compute_runs_on_different_machines_settle_no_measure(tmp_path):

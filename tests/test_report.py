@@ -19,7 +19,8 @@ from bench.run.store import Store
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402
 
-ENVS = ["CartPole-v1", "LunarLander-v3", "MountainCar-v0", "Pendulum-v1"]  # discrete·dense ×2, discrete·sparse, continuous·dense
+# discrete·dense ×3 (enough for an answer about the next env), discrete·sparse, continuous·dense
+ENVS = ["Acrobot-v1", "CartPole-v1", "LunarLander-v3", "MountainCar-v0", "Pendulum-v1"]
 WINNER = Planted("winner-bench", "trpo", "bench", skill=1.2, tau=0.1)
 OTHERS = [Planted("ppo-sb3", "ppo", "sb3", skill=0.6, tau=0.3), Planted("a2c-bench", "a2c", "bench", skill=0.4, tau=0.4)]
 TWINS = [Planted("twin-a", "a2c", "bench", skill=0.5, tau=0.3, noise=0.15),
@@ -57,17 +58,20 @@ def test_recommend_names_a_planted_clear_winner(planted):
         assert rec.verdict == "recommended", rec.message
         assert rec.algorithm == "trpo" and rec.runner_up == "ppo" and rec.p_value < analysis.ALPHA
         assert rec.implementation == "only winner-bench ran every env"
-        assert rec.envs == ["CartPole-v1", "LunarLander-v3"] and rec.runs == {"a2c": "8", "ppo": "8", "trpo": "8"}
-        assert rec.loo == (2, 2)  # the rule from one env names trpo on the other, where it is best
+        assert rec.envs == ENVS[:3] and rec.runs == {"a2c": "8", "ppo": "8", "trpo": "8"}
+        assert rec.test == "random effects" and rec.p_adjusted < analysis.ALPHA
+        assert rec.loo == (3, 3)  # the ranking from two envs names trpo on the third, where it is best
 
 
 def test_recommend_cli_prints_the_winner_and_its_evidence(planted, tmp_path):
     p = bench("recommend", "--action", "continuous", "--obs", "vector", "--reward", "dense", "--priority", "samples",
               "--store", planted, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    row = next(x for x in p.stdout.splitlines() if "continuous vector dense" in x)
-    assert "leaning trpo" in row and "≈" not in row  # one env: ahead, but no winner
-    assert "1 env, 8 v 8 runs" in row  # evidence: envs and run counts
+    text = " ".join(p.stdout.split())
+    # One env: an answer about it only, named; its envs (1, the sign), no track record.
+    row = next(x for x in p.stdout.splitlines() if x.startswith(" continuous "))
+    assert " 1: + " in row and "Pendulum-v1:" in p.stdout, p.stdout
+    assert "trpo" in text and "Holm-adjusted over the 1 headline tests" in text
 
 
 def test_recommend_says_tie_for_indistinguishable_algorithms(twins, tmp_path):
@@ -75,11 +79,13 @@ def test_recommend_says_tie_for_indistinguishable_algorithms(twins, tmp_path):
     measured = [r for r in recs if r.envs]
     assert len(measured) == 2  # the dense profile × two priorities
     for r in measured:
-        assert r.verdict == "tie", r.message
-        assert {r.algorithm, r.runner_up} == {"a2c", "trpo"} and r.p_value >= analysis.ALPHA
+        assert r.verdict == "no difference", r.message
+        assert {r.algorithm, r.runner_up} == {"a2c", "trpo"} and r.p_adjusted >= analysis.ALPHA
     p = bench("recommend", "--action", "discrete", "--obs", "vector", "--store", twins, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.count("a2c ≈ trpo") + p.stdout.count("trpo ≈ a2c") == 2 and "insufficient evidence" in p.stdout
+    text = " ".join(p.stdout.split())
+    assert text.count("no difference measured") == 2 and "insufficient evidence" in text
+    assert "leaning a2c" not in text and "leaning trpo" not in text
 
 
 def test_the_page_opens_with_the_answer(planted, tmp_path):
@@ -90,9 +96,17 @@ def test_the_page_opens_with_the_answer(planted, tmp_path):
     table = re.search(r'<table id="answer-table">(.*?)</table>', page, re.S).group(1)
     got = [[html_lib.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
            for row in re.findall(r"<tr class=[^>]*>(.*?)</tr>", table, re.S)]
-    rows = [r for r in analysis.recommendation_rows(analysis.recommend(scored(planted))) if r["envs"]]
-    assert got == [[f"{r['action']} {r['obs']} {r['reward']}", r["priority"], r["answer"],
-                    f"{r['p_value']:.2g}" if r["p_value"] is not None else "—", r["evidence"]] for r in rows]
+    # Row for row what `bench recommend --format json` prints for the same store.
+    p = bench("recommend", "--store", planted, "--format", "json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = [r for r in json.loads(p.stdout) if r["envs"]]
+
+    def envs_cell(r):
+        n, k = len(r["envs"]), len(r["tested_envs"])
+        return f"{n}" + (f" ({k} tested)" if k != n else "") + (f": {r['directions']}" if r["directions"] else "")
+
+    assert got == [[f"{r['action']} {r['obs']} {r['reward']}", r["priority"], r["answer"], r["p_text"], envs_cell(r),
+                    r["track_record"] or "—", r["evidence"]] for r in rows]
     assert ["discrete vector dense", "samples", "trpo"] in [g[:3] for g in got]  # the planted winner, named alone
 
 
@@ -367,7 +381,7 @@ def test_a_tuned_variant_sits_beside_the_zoo_defaults_and_out_of_the_answers(tmp
     assert scoring.variant_suites(url) == {"tuned-zoo": "tuned"}
     data = scoring.load(url, anchors=False)
     assert data.suites == ["zoo"] and set(data.runs["label"]) == {"ppo-bench", "a2c-bench"}
-    top = {r["priority"]: r["algorithm"] for r in scoring.recommendation_rows(scoring.recommend(scoring.score(data)))
+    top = {r["priority"]: r["algorithm"] for r in analysis.recommendation_rows(analysis.recommend(scoring.score(data)))
            if r["envs"]}
     assert set(top.values()) == {"ppo"}  # the variant's runs do not move the answers by algorithm
     p = subprocess.run([sys.executable, "-m", "bench", "recommend", "--store", url], capture_output=True, text=True,

@@ -221,11 +221,35 @@ def test_bootstrap_of_the_iqm_of_3_runs_is_min_max_so_interval_gives_a_range():
     # one task below the minimum is enough; the range spans every run of every task
     iv = stats.interval([np.arange(5.0), np.array([10.0, 11.0, 12.0])], stats.aggregate_task_mean)
     assert iv.kind == "range" and (iv.lo, iv.hi) == (0.0, 12.0) and iv.point == pytest.approx((2.0 + 11.0) / 2)
-    # enough runs everywhere: the stratified bootstrap CI, unchanged
+    # 5 to 9 runs: a t-based CI; from 10 runs everywhere, the stratified percentile bootstrap CI, unchanged
     tasks = [np.arange(5.0), np.arange(6.0) + 10]
     iv = stats.interval(tasks, stats.aggregate_task_mean, n_boot=300, rng=3)
-    assert iv.kind == "ci" and iv == stats.stratified_bootstrap_ci(tasks, stats.aggregate_task_mean, n_boot=300, rng=3)
+    assert iv.kind == "ci" and iv == stats.t_bootstrap_ci(tasks, stats.aggregate_task_mean, n_boot=300, rng=3)
+    many = [np.arange(10.0), np.arange(12.0) + 10]
+    iv = stats.interval(many, stats.aggregate_task_mean, n_boot=300, rng=3)
+    assert iv == stats.stratified_bootstrap_ci(many, stats.aggregate_task_mean, n_boot=300, rng=3)
     assert stats.interval(tasks, min_runs=stats.MIN_CVAR_CI_RUNS).kind == "range"
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_the_interval_keeps_its_coverage_at_5_runs_per_env(k):
+    """Issue 40: at 5 runs per env the percentile bootstrap of the mean over envs of IQMs covered about 90%
+    for a nominal 95%. Normal runs (their IQM's expectation is the mean) and skewed Beta(2, 5) runs (the
+    truth is the population IQM, from 200,000 draws): the interval :func:`stats.interval` gives covers at
+    least 93% (3 Monte Carlo sd below 95% over 300 draws is 91.2%), where the percentile one falls short."""
+    rng = np.random.default_rng(k)
+    big = np.sort(rng.beta(2, 5, 200_000))
+    for draw, truth in ((lambda: rng.normal(0.5, 0.1, 5), 0.5), (lambda: rng.beta(2, 5, 5), float(stats.iqm(big)))):
+        hits = pct = 0
+        for r in range(300):
+            tasks = [draw() for _ in range(k)]
+            iv = stats.interval(tasks, stats.aggregate_task_mean_iqm, n_boot=500, rng=r)
+            ci = stats.stratified_bootstrap_ci(tasks, stats.aggregate_task_mean_iqm, n_boot=500, rng=r)
+            hits += iv.lo <= truth <= iv.hi
+            pct += ci.lo <= truth <= ci.hi
+        assert hits / 300 >= 0.93, (k, hits / 300, pct / 300)
+        if k == 1:
+            assert pct / 300 < 0.93, pct / 300  # what the percentile interval did
 
 
 def test_min_max_of_3_runs_covers_the_centre_about_75_percent_not_95():

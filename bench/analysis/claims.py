@@ -18,11 +18,29 @@ An expectation **holds** when the test rejects in the expected direction with at
 least :data:`~bench.analysis.scoring.MIN_SEEDS` runs per side and env and the effect's
 interval excludes zero on that side, **does not hold** when both say the other
 direction, and is **not settled** otherwise (no runs, too few, no difference
-detectable, or the test and the interval disagree: :func:`verdict`). Runs on more than one machine
-weaken time verdicts: a verdict on a time measure must survive the machines' possible difference in
-speed (:func:`_machine_check`), and where runs stopped at an equal CPU budget, no measure gets a
-verdict across machines (:func:`_equal_compute_across_machines`). A claim holds when all its
-expectations hold, does not hold when any does not, and is not settled otherwise.
+detectable, or the test and the interval disagree: :func:`verdict`).
+
+Further rules (issue 40):
+
+- **Depends on the env.** A directional expectation whose per-env effects disagree significantly
+  (Cochran's Q of the per-env mean differences rejects homogeneity at :data:`~bench.analysis.scoring.ALPHA`
+  and some envs are significantly ahead in each direction) is **depends on the env**, whatever the
+  aggregate says: no one direction describes the next env.
+- **Equivalence** (``A ≈ B``): two one-sided tests per env within ±:data:`EQUIVALENCE_MARGIN`. Holds when
+  every env is equivalent; does not hold when some env is shown *outside* the margin (a one-sided test
+  rejects ``|A − B| ≤ margin``); otherwise not settled: a difference that is significant but inside the
+  margin settles nothing.
+- **Deterministic measures** (:data:`DETERMINISTIC`, model memory): the same for every seed, so compared
+  directly, without a p-value: holds when A's value is below (or above) B's on every env.
+- **Time** (CPU seconds, time efficiency) is compared on each env's one shared machine with quiet cores
+  only (:func:`bench.analysis.machines.one_machine`); where runs stopped at an equal CPU budget, no
+  measure gets a verdict across machines (:func:`_equal_compute_across_machines`).
+- **Scope.** Each verdict states the budget per env, the seeds and the implementations it rests on, and,
+  where a side pools implementations, each implementation's effect, since own TRPO and sb3-contrib's can
+  differ as much as TRPO and PPO do.
+
+A claim holds when all its expectations hold, does not hold when any does not, depends on the env when
+any does (and none fails), and is not settled otherwise.
 """
 
 from __future__ import annotations
@@ -33,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.analysis import scoring, stats
+from bench.analysis import generalise, machines, scoring, stats
 
 #: Expectation measure (as a suite writes it) → the per-run column it compares.
 MEASURES: dict[str, str] = {
@@ -50,7 +68,9 @@ MEASURES: dict[str, str] = {
 }
 #: The language-model measures read the last updates of a run: how many.
 LAST_UPDATES = 5
-HOLDS, FAILS, OPEN = "holds", "does not hold", "not settled"
+HOLDS, FAILS, OPEN, DEPENDS = "holds", "does not hold", "not settled", "depends on the env"
+#: Measures that are the same for every seed of a configuration: compared without a p-value.
+DETERMINISTIC = frozenset({"model_bytes"})
 
 
 @dataclass
@@ -68,6 +88,10 @@ class Check:
     why: str = ""
     #: Per env: ``(env, IQM(A) − IQM(B), two-sided permutation p)``, where both sides have runs there.
     per_env: list[tuple[str, float, float]] = field(default_factory=list)
+    #: What the verdict rests on: budget per env, seeds, implementations (and their own effects).
+    scope: str = ""
+    #: Cochran's Q p-value of homogeneity of the per-env effects (directional, ≥ 2 envs).
+    p_heterogeneity: float | None = None
 
 
 @dataclass
@@ -82,20 +106,10 @@ class ClaimResult:
 
 def measures(scored: scoring.Scored, diagnostics: pd.DataFrame) -> pd.DataFrame:
     """The scored runs with the claim-only measures added: ``cpu_per_msteps`` (training CPU seconds per
-    million env steps; with ``_slow`` and ``_fast`` variants, × and ÷ the store's ``machine_factor``, also a
-    column) and ``grad_noise`` (the run's mean ``grad/noise_ratio``, weighted by the updates
+    million env steps) and ``grad_noise`` (the run's mean ``grad/noise_ratio``, weighted by the updates
     each stored row stands for; NaN where the run did not record it)."""
     r = scored.runs.copy()
     r["cpu_per_msteps"] = r["cpu_s"].astype(float) / r["total_steps"].astype(float) * 1e6
-    # As if the run's machine were the factor slower or faster, and a contended run had had a quiet core
-    # (scoring.machine_adverse).
-    r["cpu_per_msteps_slow"] = r["cpu_per_msteps"] * scored.machine_factor
-    r["cpu_per_msteps_fast"] = r["cpu_per_msteps"] / scored.machine_factor
-    quiet = np.where(r["contended"].astype(bool), 1.0 / scored.contention_factor, 1.0)
-    r["cpu_per_msteps_quiet"] = r["cpu_per_msteps"] * quiet
-    r["cpu_per_msteps_fast_quiet"] = r["cpu_per_msteps_fast"] * quiet
-    r["machine_factor"] = scored.machine_factor
-    r["contention_factor"] = scored.contention_factor
     d = diagnostics[diagnostics["name"] == "grad/noise_ratio"]
     if len(d):
         w = d["n"].fillna(1).astype(float) if "n" in d else pd.Series(1.0, index=d.index)
@@ -147,12 +161,6 @@ def _gap_growth(diagnostics: pd.DataFrame, env: str) -> float:
     return float(gap[-LAST_UPDATES:].mean() - gap[:3].mean())
 
 
-#: Time measures → their ``(lowering, raising)`` variants as if a run's machine were slower or faster.
-#: For a CPU cost the leader is the side with more of it: its contended runs are the ones taken as if quiet.
-MACHINE_VARIANTS: dict[str, scoring.Variants] = {**scoring.MACHINE_VARIANTS, "cpu_per_msteps": scoring.Variants(
-    "cpu_per_msteps_fast", "cpu_per_msteps_slow", "x", "cpu_per_msteps_quiet", "cpu_per_msteps_fast_quiet")}
-
-
 def _side(runs: pd.DataFrame, name: str, col: str) -> pd.DataFrame:
     """The runs of a label, or of an algorithm (its labels pooled), that have ``col``."""
     by = "label" if name in set(runs["label"]) else "algo"
@@ -162,6 +170,15 @@ def _side(runs: pd.DataFrame, name: str, col: str) -> pd.DataFrame:
 def _tasks(runs: pd.DataFrame, name: str, col: str, envs: list[str]) -> list[np.ndarray]:
     mine = _side(runs, name, col)
     return [mine.loc[mine["env"] == e, col].to_numpy(float) for e in envs]
+
+
+def _pair(runs: pd.DataFrame, a: str, b: str, col: str, envs: list[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per env, the runs of ``a`` and ``b`` a check compares: all, or for a time measure each env's one shared
+    machine on quiet cores (:func:`bench.analysis.machines.one_machine`)."""
+    if col not in machines.TIME_COLUMNS:
+        return _tasks(runs, a, col, envs), _tasks(runs, b, col, envs)
+    xt, yt, _ = machines.one_machine(_side(runs, a, col), _side(runs, b, col), col, envs)
+    return xt, yt
 
 
 def _difference(x: list[np.ndarray], y: list[np.ndarray], n_boot: int) -> tuple[float, float, float]:
@@ -174,41 +191,120 @@ def _difference(x: list[np.ndarray], y: list[np.ndarray], n_boot: int) -> tuple[
     return point, float(lo), float(hi)
 
 
+def _scope(runs: pd.DataFrame, a: str, b: str, col: str, envs: list[str], x: list[np.ndarray],
+           y: list[np.ndarray]) -> str:
+    """What a verdict rests on: each env's budget, the runs per side, the implementations, and where a side
+    pools several, each implementation's own effect against the other side."""
+    budgets = []
+    for e in envs if {"timesteps", "meta", "cpu_s"} <= set(runs.columns) else []:
+        r = runs[runs["env"] == e]
+        capped = [m.get("stopped_by") == "cpu_seconds" for m in r["meta"] if isinstance(m, dict)]
+        cpu = r["cpu_s"].astype(float).max() if any(capped) else None
+        budgets.append(f"{e} {int(r['timesteps'].max()):,} steps" + (f" or ≈{cpu / 60:.0f} CPU minutes" if cpu else ""))
+    labels = {n: sorted(_side(runs, n, col)["label"].unique()) for n in (a, b)}
+    out = (f"budget: {'; '.join(budgets) or '—'}; runs per env: {a} {'/'.join(str(t.size) for t in x)}, {b} "
+           f"{'/'.join(str(t.size) for t in y)}; implementations: {a} = {', '.join(labels[a]) or '—'}, "
+           f"{b} = {', '.join(labels[b]) or '—'}")
+    agg = stats.aggregate_task_mean_iqm
+    per_impl = []
+    for side, other in ((a, b), (b, a)):
+        if len(labels[side]) < 2:
+            continue
+        yo = _tasks(runs, other, col, envs)
+        for lb in labels[side]:
+            xl = _tasks(runs, lb, col, envs)
+            if all(t.size for t in xl) and all(t.size for t in yo):
+                per_impl.append(f"{lb} − {other} = {float(agg(xl) - agg(yo)):+.3g}")
+        firsts = [_tasks(runs, lb, col, envs) for lb in labels[side][:2]]
+        if all(t.size for f in firsts for t in f):
+            per_impl.append(f"{labels[side][0]} − {labels[side][1]} = {float(agg(firsts[0]) - agg(firsts[1])):+.3g}")
+    if per_impl:
+        out += "; by implementation: " + ", ".join(per_impl)
+    return out
+
+
+def _heterogeneity(x: list[np.ndarray], y: list[np.ndarray]) -> float:
+    """Cochran's Q test of equal per-env mean differences (χ² on k − 1 df): its p-value; NaN below 2 envs."""
+    from scipy import stats as st
+
+    eff, se = generalise.env_effects(x, y)
+    if eff.size < 2:
+        return float("nan")
+    w = 1.0 / se**2
+    q = float(np.sum(w * (eff - np.sum(w * eff) / w.sum()) ** 2))
+    return float(st.chi2.sf(q, eff.size - 1))
+
+
 def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n_boot: int = scoring.N_BOOT) -> Check:
     """The verdict on one expectation ``{a, op, b, measure}`` (``A > B on MEASURE``) from ``runs``
     (see the module docstring)."""
     a, sign, b, measure = (expectation[k] for k in ("a", "op", "b", "measure"))
     line = f"{a} {sign} {b} on {measure}"
     col = MEASURES[measure]
-    x, y = _tasks(runs, a, col, envs), _tasks(runs, b, col, envs)
+    x, y = _pair(runs, a, b, col, envs)
     counts = [t.size for t in x], [t.size for t in y]
     runs_txt = f"{a} {'/'.join(map(str, counts[0]))} vs {b} {'/'.join(map(str, counts[1]))} runs per env"
+    if col in machines.TIME_COLUMNS:
+        runs_txt += " (time: each env's one shared machine, quiet cores only)"
     if not envs or min(counts[0] + counts[1]) == 0:
-        return Check(line, OPEN, runs=runs_txt, why="no runs of one side on some env (run the suite)")
+        why = "no runs of one side on some env (run the suite)"
+        if col in machines.TIME_COLUMNS and envs and all(_tasks(runs, n, col, envs)[i].size for n in (a, b)
+                                                         for i in range(len(envs))):
+            why = "on some env the two sides share no known machine on quiet cores (bench run --remeasure contended)"
+        return Check(line, OPEN, runs=runs_txt, why=why)
+    scope = _scope(runs, a, b, col, envs, x, y)
     if sign == "≈":
-        return _equivalence(line, x, y, envs, runs_txt)
+        out = _equivalence(line, x, y, envs, runs_txt)
+        out.scope = scope
+        return out
+    if col in DETERMINISTIC:
+        return _deterministic(line, x, y, envs, runs_txt, 1.0 if sign == ">" else -1.0, scope)
     test = stats.permutation_test(x, y, stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0)
-    per_env = [(e, float(stats.aggregate_task_mean_iqm([a]) - stats.aggregate_task_mean_iqm([b])),
-                float(stats.permutation_test([a], [b], stats.aggregate_task_mean_iqm, alternative="two-sided",
+    per_env = [(e, float(stats.aggregate_task_mean_iqm([xa]) - stats.aggregate_task_mean_iqm([yb])),
+                float(stats.permutation_test([xa], [yb], stats.aggregate_task_mean_iqm, alternative="two-sided",
                                              rng=0).p_value))
-               for e, a, b in zip(envs, x, y)] if len(envs) > 1 else []
+               for e, xa, yb in zip(envs, x, y)] if len(envs) > 1 else []
     few = min(counts[0] + counts[1]) < scoring.MIN_SEEDS
     if few:
         effect = float(stats.aggregate_task_mean_iqm(x) - stats.aggregate_task_mean_iqm(y))
-        out = Check(line, OPEN, effect=effect, p_value=test.p_value, runs=runs_txt,
-                    why=f"fewer than {scoring.MIN_SEEDS} runs per side and env", per_env=per_env)
-        return out
+        return Check(line, OPEN, effect=effect, p_value=test.p_value, runs=runs_txt,
+                     why=f"fewer than {scoring.MIN_SEEDS} runs per side and env", per_env=per_env, scope=scope)
     effect, lo, hi = _difference(x, y, n_boot)
     out = Check(line, OPEN, effect=effect, lo=lo, hi=hi, kind="ci", p_value=test.p_value, runs=runs_txt,
-                per_env=per_env)
+                per_env=per_env, scope=scope)
     out.verdict, out.why = verdict(test.p_value, effect, lo, hi, 1.0 if sign == ">" else -1.0)
-    if out.verdict != OPEN and col not in MACHINE_VARIANTS and (mixed := _equal_compute_across_machines(
+    if len(envs) > 1:
+        out.p_heterogeneity = _heterogeneity(x, y)
+        ahead = {np.sign(d) for _, d, pv in per_env if pv < scoring.ALPHA and d != 0}
+        if out.p_heterogeneity < scoring.ALPHA and ahead == {-1.0, 1.0}:
+            out.verdict = DEPENDS
+            out.why = (f"the per-env effects disagree (Cochran's Q p = {out.p_heterogeneity:.2g}; significant on "
+                       "envs in both directions): no one direction holds for the next env")
+    if out.verdict not in (OPEN, DEPENDS) and (mixed := _equal_compute_across_machines(
             _side(runs, a, col), _side(runs, b, col), envs)):
         out.verdict, out.why = OPEN, (
             f"equal-compute runs on {', '.join(mixed)} ran on more than one machine: what a CPU budget buys depends "
             "on the machine, so no verdict on any measure until both sides ran on one")
-    if out.verdict != OPEN and col in MACHINE_VARIANTS:
-        _machine_check(out, runs, a, b, col, envs, n_boot)
+    return out
+
+
+def _deterministic(line: str, x: list[np.ndarray], y: list[np.ndarray], envs: list[str], runs_txt: str,
+                   wanted: float, scope: str) -> Check:
+    """A measure that is the same for every seed: medians compared env by env, no p-value (a test of a
+    constant measures only the trimming of the aggregate)."""
+    mx, my = [float(np.median(t)) for t in x], [float(np.median(t)) for t in y]
+    diffs = [p - q for p, q in zip(mx, my)]
+    spread = max(float(np.ptp(t)) for t in x + y)
+    out = Check(line, OPEN, effect=float(np.mean(diffs)), runs=runs_txt, scope=scope,
+                per_env=[(e, d, float("nan")) for e, d in zip(envs, diffs)] if len(envs) > 1 else [])
+    signs = {float(np.sign(d)) for d in diffs}
+    note = "" if spread == 0 else f" (it varies by up to {spread:.3g} across seeds)"
+    if signs == {wanted}:
+        out.verdict, out.why = HOLDS, f"on every env, compared directly without a p-value: the same for every seed{note}"
+    elif signs == {-wanted}:
+        out.verdict, out.why = FAILS, f"the other way on every env, compared directly{note}"
+    else:
+        out.why = "equal, or different directions on different envs" + note
     return out
 
 
@@ -223,30 +319,6 @@ def _equal_compute_across_machines(x: pd.DataFrame, y: pd.DataFrame, envs: list[
         if capped and both["hardware"].nunique() > 1:
             out.append(e)
     return out
-
-
-def _machine_check(out: Check, runs: pd.DataFrame, a: str, b: str, col: str, envs: list[str], n_boot: int) -> None:
-    """A time verdict stands only if it survives the doubt of machines and contention
-    (:func:`bench.analysis.scoring.machine_adverse`): where the two sides' runs on an env ran on more than
-    one machine, the side found ahead is tested again with every run off the most common machine there
-    taken the store's machine factor slower or faster, whichever is worse for it, and the contended runs
-    that could narrow the gap taken as if on a quiet core. If the verdict is not reproduced, it is not
-    settled, with both figures."""
-    lead, other = (a, b) if out.effect > 0 else (b, a)
-    x, y, doubted = scoring.machine_adverse(_side(runs, lead, col), _side(runs, other, col), col, envs,
-                                            MACHINE_VARIANTS[col])
-    if not doubted:
-        return
-    p = stats.permutation_test(x, y, stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0).p_value
-    effect, lo, hi = _difference(x, y, n_boot)
-    quiet_side = lead if MACHINE_VARIANTS[col].quiet_side == "x" else other
-    words = scoring.doubt_words(doubted, float(runs["machine_factor"].iloc[0]), float(runs["contention_factor"].iloc[0]),
-                                lead, quiet_side)
-    doubt = f"{words}, {lead} − {other} = {effect:+.3g} [{lo:+.3g}, {hi:+.3g}], p = {p:.2g}"
-    if verdict(p, effect, lo, hi, 1.0)[0] == HOLDS:
-        out.why = f"holds despite that doubt ({doubt})"
-    else:
-        out.verdict, out.why = OPEN, f"the verdict does not outlast what machines and contention do to CPU seconds: {doubt}"
 
 
 def verdict(p: float, effect: float, lo: float, hi: float, wanted: float) -> tuple[str, str]:
@@ -275,12 +347,28 @@ def verdict(p: float, effect: float, lo: float, hi: float, wanted: float) -> tup
 EQUIVALENCE_MARGIN = 0.05
 
 
+def _outside(xa: np.ndarray, yb: np.ndarray, margin: float) -> bool:
+    """Whether one env's difference of means is shown *outside* ±``margin``: a one-sided Welch test at ALPHA
+    rejects ``diff ≤ margin`` (or ``diff ≥ −margin``), the mirror image of the TOST's two tests."""
+    from scipy import stats as st
+
+    from bench.analysis.parity import welch
+
+    if xa.size < 2 or yb.size < 2:
+        return False
+    diff, se, df = welch(xa, yb)
+    if se == 0.0:  # every run of each side scored the same: the difference is exact
+        return abs(diff) > margin
+    return bool(st.t.sf((abs(diff) - margin) / se, df) < scoring.ALPHA)
+
+
 def _equivalence(line: str, x: list[np.ndarray], y: list[np.ndarray], envs: list[str], runs_txt: str) -> Check:
-    """``A ≈ B``: on every env, two one-sided Welch tests put the difference of means within
+    """``A ≈ B``: on every env, two one-sided Welch tests (TOST) put the difference of means within
     ±:data:`EQUIVALENCE_MARGIN` (bench.analysis.parity). Holds when every env is equivalent (an
-    intersection-union test, valid at α without correction); does not hold when any env is
-    *different*; otherwise not settled. The effect shown is the mean over envs of each env's
-    difference of means, with the widest of the envs' 95% intervals."""
+    intersection-union test, valid at α without correction); does not hold when some env is shown
+    *outside* the margin (:func:`_outside`); otherwise not settled, including a difference that is
+    significant but may lie inside the margin. The effect shown is the mean over envs of each env's
+    difference of means, with the widest of the envs' 95% intervals; ``p_value`` is the largest TOST p."""
     from bench.analysis.parity import compare
 
     comps = [compare(a, b, margin=EQUIVALENCE_MARGIN) for a, b in zip(x, y)]
@@ -289,16 +377,19 @@ def _equivalence(line: str, x: list[np.ndarray], y: list[np.ndarray], envs: list
     per_env = [(e, c.diff, c.p_equiv) for e, c in zip(envs, comps)]
     out = Check(line, OPEN, effect=effect, lo=lo, hi=hi, kind="ci" if np.isfinite(lo) else "none",
                 p_value=max(c.p_equiv for c in comps), runs=runs_txt, per_env=per_env if len(envs) > 1 else [])
-    verdicts = [c.verdict for c in comps]
-    if all(v == "equivalent" for v in verdicts):
+    outside = [e for e, xa, yb in zip(envs, x, y) if _outside(xa, yb, EQUIVALENCE_MARGIN)]
+    if all(c.verdict == "equivalent" for c in comps):
         out.verdict, out.why = HOLDS, f"equivalent within ±{EQUIVALENCE_MARGIN:g} on every env (TOST)"
-    elif "different" in verdicts:
+    elif outside:
         out.verdict = FAILS
-        out.why = "different on " + ", ".join(e for e, v in zip(envs, verdicts) if v == "different")
+        out.why = f"the difference lies outside ±{EQUIVALENCE_MARGIN:g} on " + ", ".join(outside)
     else:
         need = max((c.seeds_needed or 0) for c in comps)
-        out.why = f"neither equivalent nor different; about {need} runs per side would settle it" if need else \
-            "neither equivalent nor different"
+        inside = [e for e, c in zip(envs, comps) if c.verdict == "different"]
+        out.why = (f"TOST p = {out.p_value:.2g}: not shown within ±{EQUIVALENCE_MARGIN:g}, nor outside it"
+                   + (f" (significantly different from 0 on {', '.join(inside)}, but maybe inside the margin)"
+                      if inside else "")
+                   + (f"; about {need} runs per side would settle it" if need else ""))
     return out
 
 
@@ -326,7 +417,8 @@ def evaluate(store_url: str, suites: list[str] | None = None, *, n_boot: int = s
         envs = sorted(runs["env"].unique()) if len(runs) else []
         checks = [check(runs, ex, envs, n_boot=n_boot) for ex in claim["expect"]]
         verdicts = {c.verdict for c in checks}
-        verdict = FAILS if FAILS in verdicts else HOLDS if verdicts == {HOLDS} else OPEN
+        verdict = FAILS if FAILS in verdicts else DEPENDS if DEPENDS in verdicts else \
+            HOLDS if verdicts == {HOLDS} else OPEN
         out.append(ClaimResult(name, claim["text"], claim.get("source"), verdict, checks, envs))
     return out
 
@@ -342,8 +434,10 @@ def rows(results: list[ClaimResult]) -> list[dict[str, Any]]:
                 effect = "—" if c.effect != c.effect else f"{c.effect:+.3g} (no interval: {c.why})"
             out.append(dict(suite=r.suite, claim=r.text, source=r.source or "", claim_verdict=r.verdict, line=c.line,
                             verdict=c.verdict, effect=effect, p="—" if c.p_value is None else f"{c.p_value:.2g}",
-                            runs=c.runs, why=c.why, envs=", ".join(r.envs),
-                            per_env="; ".join(f"{e} {d:+.3g} (p {pv:.2g})" for e, d, pv in c.per_env)))
+                            p_heterogeneity="" if c.p_heterogeneity is None else f"{c.p_heterogeneity:.2g}",
+                            runs=c.runs, why=c.why, envs=", ".join(r.envs), scope=c.scope,
+                            per_env="; ".join(f"{e} {d:+.3g}" + ("" if pv != pv else f" (p {pv:.2g})")
+                                             for e, d, pv in c.per_env)))
     return out
 
 

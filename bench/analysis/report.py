@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from bench.analysis import answers as ans
 from bench.analysis import scoring as an
 from bench.analysis import stats
 from bench.analysis.published import SOURCE
@@ -591,7 +592,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     decision = [dict(category=cat, envs=", ".join(envs), figure=fig_decision(dm, cat), criteria=_criteria_of(dm, cat),
                      wall_warning=sorted(e for e in envs if e in warn), rows=_decision_rows(dm, cat))
                 for cat, envs in cats.items()]
-    recs = an.recommend(scored)
+    recs = ans.recommend(scored)
     inventory, failures = _inventory(data)
     stage("variants")
     variants = variant_sections(store_url, data, suites, anchors=anchors, log=log)
@@ -616,11 +617,10 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         store=_describe(data.store_url), suites=data.suites, inventory=inventory, failures=failures,
         provenance=_provenance(data), warnings=warn,
-        machines=dict(factor=scored.machine_factor, pairs=scored.machine_pairs),
-        contention=dict(factor=scored.contention_factor, pairs=scored.contention_pairs), notes=data.notes, envs=env_sections, across=across,
+        notes=data.notes, envs=env_sections, across=across, correction=ans.CORRECTION,
         decision=decision, criteria=[(k, v.meaning) for k, v in an.CRITERIA.items()], sensitivity=an.SENSITIVITY,
         lm_criteria=list(cl.LM_CRITERIA.items()) if lm else [],
-        recs=an.recommendation_rows(recs), n_runs=len(data.runs), n_pooled=int(len(runs)),
+        recs=ans.recommendation_rows(recs), n_runs=len(data.runs), n_pooled=int(len(runs)),
         n_boot=an.N_BOOT, anchors=data.anchors, rules=_rules(), contended=int(runs["contended"].sum()) if len(runs) else 0,
         hardware_line=an.hardware_line(scored), track=_track_record(recs), claims=claim_rows,
         published_source=SOURCE, parity=parity_rows, parity_margin=f"{par.MARGIN:g}", variants=variants,
@@ -689,7 +689,7 @@ def variant_sections(store_url: str, data: an.Data, suites: list[str] | None, *,
                  (variant, _only(both, envs, lambda r: r["label"].isin(ours)))]
         answers = []
         for side, d in sides:
-            for row in an.recommendation_rows(an.recommend(an.score(d))):
+            for row in ans.recommendation_rows(ans.recommend(an.score(d))):
                 if row.get("envs"):
                     answers.append(dict(row, side=side))
         out.append(dict(
@@ -834,12 +834,15 @@ def _interval(point: float, lo: float, hi: float, kind: str) -> str:
 def _rules() -> dict[str, Any]:
     from bench.analysis import collapse
 
+    from bench.analysis.generalise import MIN_ENVS_GENERALISE
+
     return dict(alpha=an.ALPHA, min_seeds=an.MIN_SEEDS, min_envs=an.MIN_ENVS, min_ci=stats.MIN_CI_RUNS,
+                min_envs_generalise=MIN_ENVS_GENERALISE,
                 min_cvar=stats.MIN_CVAR_CI_RUNS, contention=an.CONTENTION_RATIO, cvar=an.CVAR_ALPHA,
                 log_std_drop=collapse.LOG_STD_DROP, stall=collapse.STALL, spike=collapse.SPIKE_FACTOR)
 
 
-def _track_record(recs: list[an.Recommendation]) -> dict[str, Any]:
+def _track_record(recs: list[ans.Recommendation]) -> dict[str, Any]:
     """Leave-one-env-out hit rates: per priority over the profiles that have one, and overall."""
     per = {}
     for p in an.PRIORITIES:

@@ -13,7 +13,7 @@ What counts
   *label* (``ppo-sb3``, ``ppo-bench``, or the suite's own label: one
   implementation and configuration of the algorithm).
 - One comparison, one budget and one threshold per env: each env is compared at
-  the largest budget its done runs have, and at the threshold of the first suite
+  the budget most of its done runs have (ties: the larger), and at the threshold of the first suite
   that names it. Runs at another budget or threshold are set aside, with a note
   saying so, never held flat to a longer budget or mixed into another scale.
 - Scores are normalised per env with fixed anchors (:mod:`bench.analysis.anchors`):
@@ -54,17 +54,13 @@ Across runs
   p-value is shown; interval overlap alone never decides. A profile's winner also
   needs :data:`MIN_SEEDS` runs per candidate on each env and :data:`MIN_ENVS`
   envs; below that the answer is "leaning X", with the counts.
-- Time across machines: CPU seconds per step differ by CPU model, and not by one factor for all
-  code (own A2C ran 1.22x faster on an Intel Xeon than on an AMD EPYC, SB3 PPO 1.03x slower, both
-  on HalfCheetah-v5). Where a time comparison's runs on an env ran on more than one machine
-  (:func:`hardware_of`), a winner must survive the worst case: every run off the env's most
-  common machine there taken :data:`MACHINE_FACTOR` slower or faster, against the leader
-  (:func:`machine_adverse`). Otherwise the answer is "leaning", and says why.
-- Time under contention: a run that shared its core (wall > :data:`CONTENTION_RATIO` × CPU seconds)
-  has inflated CPU seconds, never deflated ones. So a time winner must also survive the
-  challenger's contended runs taken as if run on a quiet core: their CPU seconds divided by the
-  store's **contention factor** (:func:`contention_factor`, measured from runs that
-  ``bench run --remeasure contended`` ran again; never below :data:`CONTENTION_FACTOR`).
+- Time by design (:mod:`bench.analysis.machines`): a time comparison uses, on each env, only runs that
+  had their core to themselves and whose machine is known (speed-probe class), on the one machine both
+  sides share most. No store-wide correction factor: nothing depends on other labels' runs.
+- Answers generalise over envs (:mod:`bench.analysis.generalise`): from
+  :data:`bench.analysis.generalise.MIN_ENVS_GENERALISE` envs on, a profile's winner comes from a
+  random-effects test of per-env effects (HKSJ); below that, the answer names the envs it was measured
+  on. The headline p-values of one call are Holm-adjusted.
 - Recommendations answer by algorithm first, with its implementations pooled
   (every run of every label of the algorithm, each run once, each env weighted
   once), then say which implementation of it did better, or that they tie.
@@ -80,19 +76,19 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from bench.analysis import stats
+from bench.analysis import generalise, machines, stats
 from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossing, normalised_auc, running_mean
 # One rule: the analysis flags what --remeasure re-runs, and reads a run's CPU budget as the run layer does.
 from bench.run.store import CONTENTION_RATIO, cpu_budget, is_contended
 
 __all__ = [
-    "ACTIONS", "ALPHA", "CONTENTION_FACTOR", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID",
-    "MACHINE_FACTOR", "MACHINE_VARIANTS", "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PROBE_SPAN", "PRIORITIES",
-    "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves", "Recommendation",
-    "SCORE_COLUMNS", "Scored", "Variants", "across_envs", "categories", "category_of", "contention_factor",
-    "decision_matrix", "doubt_words", "final_table", "hardware_line", "hardware_of", "hardware_warnings",
-    "improvement_matrix", "leave_one_env_out", "load", "machine_adverse", "machine_factor", "normalised_envs",
-    "probe_class_ms", "probe_classes", "recommend", "recommendation_rows", "running_mean", "score", "score_matrices",
+    "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID",
+    "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PROBE_SPAN", "PRIORITIES",
+    "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves",
+    "SCORE_COLUMNS", "Scored", "across_envs", "categories", "category_of",
+    "decision_matrix", "final_table", "hardware_line", "hardware_of", "hardware_warnings",
+    "improvement_matrix", "load", "normalised_envs",
+    "probe_class_ms", "probe_classes", "running_mean", "score", "score_matrices",
 ]
 
 #: Bootstrap replicates for intervals in tables, the decision matrix and recommendations.
@@ -102,47 +98,6 @@ ALPHA = 0.05
 #: Least runs per candidate on each env, and least envs, for a profile's winner (else "leaning").
 MIN_SEEDS = 5
 MIN_ENVS = 2
-#: The least factor by which a run's CPU seconds per step may differ between two machines, taken
-#: against a time winner whose comparison mixes machines. The store's own measurements raise it
-#: (:func:`machine_factor`): the largest ratio of one label's median CPU seconds per step on two
-#: machines, on one env. The shipped reference, HalfCheetah-v5 (medians, 2026-11-25): own A2C 240 µs per
-#: step on an AMD EPYC, 197 on an Intel Xeon (1.22); SB3 A2C 835 and 753 (1.11); SB3 PPO 1,254 and 1,288
-#: (the Xeon 1.03 slower): machines differ by label, so no one rescaling fits.
-MACHINE_FACTOR = 1.25
-#: The least factor by which contention may have inflated a contended run's CPU seconds, taken in favour
-#: of a time winner's challenger. The store's own re-measurements raise it (:func:`contention_factor`).
-#: Measured: the shipped reference's 175 contended classic-control runs, run again on a quiet core with
-#: ``--remeasure contended`` (2026-11-26, AMD EPYC, both cores running one run each): per-label medians of
-#: the CPU-seconds ratio 1.03 (REINFORCE on MountainCar-v0) to 1.56 (SB3 A2C on MountainCar-v0, 10 runs),
-#: single runs up to 1.82; the labels that update a network often, from many small batches, suffer most.
-#: Those earlier runs predate the speed probe, so a ratio may hold a machine's difference too: the 55
-#: contended sequence runs, measured again the same way with the same returns, gave 0.68-1.13 (below 1:
-#: the VM of 2026-11-24 that ran them was faster than today's, under the same CPU name).
-CONTENTION_FACTOR = 1.5
-
-
-@dataclass(frozen=True)
-class Variants:
-    """The per-run columns that hold a time measure as if the run had been measured elsewhere, which
-    :func:`machine_adverse` reads to set the doubt against a leader ``x`` and for its challenger ``y``.
-
-    ``x_machine`` / ``y_machine``: x's and y's runs off the reference machine, the machine factor worse
-    for x and better for y. ``quiet_side`` (``"x"`` or ``"y"``): the side whose contended runs are
-    taken as if on a quiet core (their CPU seconds ÷ the contention factor), the side that helps:
-    the challenger for a higher-is-better score, the leader for a CPU cost that the leader has more
-    of. ``quiet`` and ``quiet_machine``: that side's contended runs on and off the reference machine.
-    """
-
-    x_machine: str
-    y_machine: str
-    quiet_side: str
-    quiet: str
-    quiet_machine: str
-
-
-#: Time measures → the columns of their variants (:class:`Variants`).
-MACHINE_VARIANTS: dict[str, Variants] = {"auc_time_norm": Variants(
-    "auc_time_norm_slow", "auc_time_norm_fast", "y", "auc_time_norm_quiet", "auc_time_norm_fast_quiet")}
 #: Lower-tail fraction for the reliability criterion (CVaR of the worst 25% of runs).
 CVAR_ALPHA = 0.25
 ACTIONS = ("discrete", "continuous")
@@ -380,9 +335,10 @@ def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]],
           notes: list[str]) -> tuple[pd.Series, dict[str, int], dict[str, float]]:
     """Which runs are compared: done runs with an episode, at each env's comparison budget and threshold.
 
-    The budget is the largest step budget the env's runs have, and with it the largest CPU-seconds budget
-    (none counts as the largest): runs that stop at an equal-compute budget are compared only with runs
-    stopped at the same one. Returns the pooled flags, env → step budget, and env → CPU-seconds budget
+    The budget is the step budget most of the env's done runs have (ties: the larger), and with it the
+    CPU-seconds budget most of those runs have (none counts as the largest; ties: the larger): runs that
+    stop at an equal-compute budget are compared only with runs stopped at the same one. One stray run at
+    another budget cannot move the comparison (issue 40: a largest-budget rule let one run set aside 70). Returns the pooled flags, env → step budget, and env → CPU-seconds budget
     (only the envs compared at one).
     """
     ok = (runs["status"] == "done") & runs["final_return"].notna()
@@ -392,8 +348,8 @@ def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]],
     cpu = pd.Series([_cpu_limit(c) for c in runs["config"]], index=runs.index, dtype=float) \
         if "config" in runs else pd.Series(np.inf, index=runs.index)
     for env_id, g in runs[ok].groupby("env", sort=True):
-        budget = int(g["timesteps"].max())
-        limit = float(cpu[g.index[g["timesteps"] == budget]].max())
+        budget = int(_most_runs(g["timesteps"]))
+        limit = float(_most_runs(cpu[g.index[g["timesteps"] == budget]]))
         thr = traits[env_id].get("threshold")
         same_thr = g["threshold"].isna() if thr is None else np.isclose(g["threshold"].astype(float), float(thr))
         keep = (g["timesteps"] == budget) & same_thr & (cpu[g.index] == limit)
@@ -413,6 +369,12 @@ def _pool(runs: pd.DataFrame, traits: dict[str, dict[str, Any]],
                          f"Runs are compared at one budget ({at}) and one threshold per env; "
                          "report their suites apart to see them.")
     return pooled, budgets, cpu_budgets
+
+
+def _most_runs(values: pd.Series) -> float:
+    """The value most runs have (``values``: one per run), ties broken towards the larger."""
+    counts = values.value_counts()
+    return float(max(counts.index[counts == counts.max()]))
 
 
 def _sensitivity(db: Any) -> pd.DataFrame | None:
@@ -463,23 +425,15 @@ class Scored:
 
     ``runs`` columns: key, env, label, algo, impl, seed, timesteps, total_steps, wall_s, cpu_s,
     final_return, solved (bool), solved_f (0/1), t_steps, t_cpu, final_norm, auc_steps_norm,
-    auc_time_norm (NaN where the env has no anchors or time scale), auc_time_norm_slow and
-    auc_time_norm_fast (the same with the run's CPU seconds × and ÷ ``machine_factor``, where the env's runs
-    came from more than one machine; else equal to auc_time_norm), auc_time_norm_quiet (a contended
-    run's, with its CPU seconds ÷ ``contention_factor``; else auc_time_norm) and auc_time_norm_fast_quiet
-    (both), cpu_estimated, contended, hardware (:func:`hardware_of`), meta.
-    ``machine_factor`` and ``machine_pairs``: what :func:`machine_factor` gives for these runs;
-    ``contention_factor`` and ``contention_pairs``: what :func:`contention_factor` gives.
+    auc_time_norm (NaN where the env has no anchors or time scale), cpu_estimated, contended, hardware
+    (:func:`hardware_of`), machine (the hardware string where the run has a speed-probe class, else ``None``:
+    an unknown machine, :mod:`bench.analysis.machines`), meta.
     """
 
     runs: pd.DataFrame
     curves: dict[str, EnvCurves]
     traits: dict[str, dict[str, Any]]
     horizons: dict[str, float] = field(default_factory=dict)
-    machine_factor: float = MACHINE_FACTOR
-    machine_pairs: list[dict[str, Any]] = field(default_factory=list)
-    contention_factor: float = CONTENTION_FACTOR
-    contention_pairs: list[dict[str, Any]] = field(default_factory=list)
     _cells: dict[tuple[str, str], dict[tuple[str, str], np.ndarray]] = field(default_factory=dict, repr=False)
 
     def cells(self, col: str, by: str = "label") -> dict[tuple[str, str], np.ndarray]:
@@ -498,6 +452,18 @@ class Scored:
         """Whether ``name`` has scored runs of ``col`` on every one of ``envs``."""
         return all(t.size for t in self.tasks(name, col, envs, by))
 
+    def pair(self, x: str, y: str, col: str, envs: list[str], by_x: str = "label",
+             by_y: str | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per env of ``envs``, the runs of ``x`` and ``y`` that a test of the two compares: every scored
+        run, except on a time measure, where only the runs of the one machine both share most on each env
+        (:func:`bench.analysis.machines.one_machine`; empty where they share none)."""
+        by_y = by_y or by_x
+        if col not in machines.TIME_COLUMNS:
+            return self.tasks(x, col, envs, by_x), self.tasks(y, col, envs, by_y)
+        r = self.runs[self.runs["final_norm"].notna() & self.runs[col].notna()]
+        xt, yt, _ = machines.one_machine(r[r[by_x] == x], r[r[by_y] == y], col, envs)
+        return xt, yt
+
 
 def score(data: Data) -> Scored:
     """Curves on fixed grids and normalised per-run scores (see the module docstring)."""
@@ -514,8 +480,7 @@ def score(data: Data) -> Scored:
     step_a, wall_a, ret_a = (ep[c].to_numpy(dtype=float) for c in ("step", "wall_s", "ret"))
     cpu_a = pd.to_numeric(ep["cpu_s"], errors="coerce").to_numpy(dtype=float)
 
-    for c in ("final_norm", "auc_steps_norm", "auc_time_norm", "auc_time_norm_slow", "auc_time_norm_fast",
-              "auc_time_norm_quiet", "auc_time_norm_fast_quiet", "t_cpu"):
+    for c in ("final_norm", "auc_steps_norm", "auc_time_norm", "t_cpu"):
         runs[c] = np.nan
     runs["solved"] = runs["steps_to_threshold"].notna()
     runs["solved_f"] = runs["solved"].astype(float)
@@ -524,8 +489,8 @@ def score(data: Data) -> Scored:
     ratio = runs["wall_s"].astype(float) / runs["cpu_s"].astype(float).where(runs["cpu_s"] > 0)
     runs["contended"] = (ratio > CONTENTION_RATIO).fillna(False).astype(bool)
     runs["hardware"] = [hardware_of(m if isinstance(m, dict) else {}) for m in runs["meta"]]
-    factor, pairs = machine_factor(runs)
-    cfactor, cpairs = contention_factor(runs)
+    runs["machine"] = [h if isinstance(m, dict) and probe_class_ms(m) is not None else None
+                       for h, m in zip(runs["hardware"], runs["meta"])]
 
     curves: dict[str, EnvCurves] = {}
     horizons: dict[str, float] = {}
@@ -546,7 +511,6 @@ def score(data: Data) -> Scored:
         thr = data.traits.get(env_id, {}).get("threshold")
         by_steps: dict[str, list] = {}
         by_cpu: dict[str, list] = {}
-        mixed = g["hardware"].nunique() > 1  # only then can a comparison here need the machine variants
         for idx, r in g.iterrows():
             s0, s1 = bounds.get(r["key"], (0, 0))
             if s1 <= s0:
@@ -568,138 +532,10 @@ def score(data: Data) -> Scored:
                 if not equal_compute:
                     runs.at[idx, "auc_steps_norm"] = normalised_auc(steps, ret, window, upto=budget, low=lo, high=hi)
                 if horizon:
-                    auc = runs.at[idx, "auc_time_norm"] = normalised_auc(cpu, ret, window, upto=horizon, low=lo,
-                                                                         high=hi)
-                    # The same run as if its machine were `factor` slower or faster (machine_adverse), where the
-                    # env's runs came from more than one machine, and as if it had had a quiet core where it
-                    # was contended; elsewhere no comparison reads them.
-                    def at(scale: float) -> float:  # the run's AUC with its CPU seconds × scale (1: as measured)
-                        return auc if scale == 1.0 else normalised_auc(cpu * scale, ret, window, upto=horizon,
-                                                                        low=lo, high=hi)
-
-                    m = factor if mixed else 1.0
-                    q = 1.0 / cfactor if r["contended"] else 1.0
-                    runs.at[idx, "auc_time_norm_slow"] = at(m)
-                    runs.at[idx, "auc_time_norm_fast"] = at(1.0 / m)
-                    runs.at[idx, "auc_time_norm_quiet"] = at(q)
-                    runs.at[idx, "auc_time_norm_fast_quiet"] = at(q / m)
+                    runs.at[idx, "auc_time_norm"] = normalised_auc(cpu, ret, window, upto=horizon, low=lo, high=hi)
         curves[env_id] = EnvCurves(steps_grid, cpu_grid, {k: np.array(v) for k, v in by_steps.items()},
                                    {k: np.array(v) for k, v in by_cpu.items()})
-    return Scored(runs, curves, data.traits, horizons, factor, pairs, cfactor, cpairs)
-
-
-def machine_factor(runs: pd.DataFrame) -> tuple[float, list[dict[str, Any]]]:
-    """How far apart two machines' CPU seconds per step can be, from the runs themselves.
-
-    For every (env, label) that ran on more than one machine (``hardware``), the ratio of its
-    slowest machine's median CPU µs per step to its fastest's, over uncontended runs (contention
-    inflates CPU seconds too). Runs measured again with other returns than before count like any other:
-    their other returns came from the machine, not the code (2026-11-26, on one machine, the five commits
-    behind the reference's such runs gave today's code's very episodes over 100k steps, at 1.1-1.4× its
-    CPU seconds per step, a difference that the factor then counts as the machines').
-    Returns ``(factor, pairs)``: the largest ratio, never below
-    :data:`MACHINE_FACTOR`; and one dict per such (env, label): env, label, slow, fast (the
-    machines), slow_us, fast_us, ratio, runs (``"n v m"``), sorted by ratio, largest first.
-
-    :param runs: columns env, label, hardware, cpu_s, total_steps, contended; one row per run.
-    """
-    pairs: list[dict[str, Any]] = []
-    if len(runs):
-        r = runs[~runs["contended"].astype(bool).to_numpy()].copy()
-        r["us"] = r["cpu_s"].astype(float) / r["total_steps"].astype(float) * 1e6
-        r = r[np.isfinite(r["us"]) & (r["us"] > 0)]
-        for (env_id, label), g in r.groupby(["env", "label"], sort=True):
-            by_hw = g.groupby("hardware", sort=True)["us"]
-            if by_hw.ngroups < 2:
-                continue
-            med, n = by_hw.median(), by_hw.size()
-            slow, fast = med.idxmax(), med.idxmin()
-            pairs.append(dict(env=env_id, label=label, slow=slow, fast=fast, slow_us=float(med[slow]),
-                              fast_us=float(med[fast]), ratio=float(med[slow] / med[fast]),
-                              runs=f"{int(n[slow])} v {int(n[fast])}"))
-    pairs.sort(key=lambda d: (-d["ratio"], d["env"], d["label"]))
-    return max([MACHINE_FACTOR] + [d["ratio"] for d in pairs]), pairs
-
-
-def contention_factor(runs: pd.DataFrame) -> tuple[float, list[dict[str, Any]]]:
-    """How much sharing a core inflated CPU seconds, from runs measured twice.
-
-    ``bench run --remeasure contended`` keeps each replaced measurement in the run's
-    ``meta.earlier_measurements``. The last earlier measurement, where it was contended, of a run now
-    uncontended on the same CPU model (and CPUID, where both have one), whose returns were the same
-    (``meta.same_returns``: the same computation, so the code did not change its cost in between),
-    gives a ratio: the earlier CPU seconds over the new. Per (env, label), the median ratio. Returns ``(factor, pairs)``: the
-    largest median, never below :data:`CONTENTION_FACTOR`; and one dict per (env, label): env, label,
-    runs, median, max, sorted by median, largest first.
-
-    :param runs: columns env, label, cpu_s, wall_s, meta (dicts); one row per run.
-    """
-    ratios: dict[tuple[str, str], list[float]] = {}
-    for env_id, label, cpu, wall, meta in zip(runs.get("env", []), runs.get("label", []), runs.get("cpu_s", []),
-                                              runs.get("wall_s", []), runs.get("meta", [])):
-        if not isinstance(meta, dict) or not cpu or is_contended(wall, cpu) or meta.get("same_returns") is not True:
-            continue
-        e = (meta.get("earlier_measurements") or [{}])[-1]
-        same_cpu = e.get("cpu_model") == meta.get("cpu_model") and (
-            e.get("cpu_id") is None or meta.get("cpu_id") is None or e.get("cpu_id") == meta.get("cpu_id"))
-        if same_cpu and is_contended(e.get("wall_s"), e.get("cpu_s")):
-            ratios.setdefault((env_id, label), []).append(float(e["cpu_s"]) / float(cpu))
-    pairs = [dict(env=e, label=lb, runs=len(v), median=float(np.median(v)), max=float(np.max(v)))
-             for (e, lb), v in sorted(ratios.items())]
-    pairs.sort(key=lambda d: (-d["median"], d["env"], d["label"]))
-    return max([CONTENTION_FACTOR] + [d["median"] for d in pairs]), pairs
-
-
-def machine_adverse(x: pd.DataFrame, y: pd.DataFrame, col: str, envs: list[str],
-                    variants: Variants | tuple[str, str] | None = None
-                    ) -> tuple[list[np.ndarray], list[np.ndarray], dict[str, str]]:
-    """Per-env values of ``col`` for sides ``x`` and ``y``, with the doubt of machines and of
-    contention set against ``x``.
-
-    Machines: on an env where the two sides' runs ran on one machine, their values stand. Where they
-    ran on more than one, the runs on the most common of those machines (ties: the first by name)
-    stand, and every other run takes its value as if its machine were the factor slower or faster
-    than that one, whichever is worse for x (``variants.x_machine`` for x's runs, ``y_machine`` for
-    y's). Contention: the contended runs (column ``contended``) of ``variants.quiet_side`` take their
-    value as if run on a quiet core (``quiet``, or ``quiet_machine`` off the reference machine). A
-    test that still finds x ahead holds whatever each machine's speed within the factor, and however
-    much of their CPU seconds the contended runs owe to sharing a core, within the contention factor.
-
-    :param x, y: one row per run, columns env, hardware, ``col``, the variants' columns and (for
-        contention) contended.
-    :param variants: default :data:`MACHINE_VARIANTS` of ``col``; a ``(x_machine, y_machine)`` pair
-        leaves contention out.
-    :returns: ``(x_tasks, y_tasks, doubted)``: per-env arrays in ``envs`` order, and for each env where
-        a run was moved, why: ``"machines"``, ``"contention"`` or both.
-    """
-    v = variants or MACHINE_VARIANTS[col]
-    if isinstance(v, tuple):
-        v = Variants(v[0], v[1], "", "", "")
-    xt, yt, doubted = [], [], {}
-    for e in envs:
-        xe, ye = x[x["env"] == e], y[y["env"] == e]
-        hw = pd.concat([xe["hardware"], ye["hardware"]])
-        if hw.nunique() > 1:
-            counts = hw.value_counts()
-            ref = min(counts.index[counts == counts.max()])
-        else:
-            ref = hw.iloc[0] if len(hw) else None
-        why = ["machines"] if hw.nunique() > 1 else []
-        sides = []
-        for side, d, machine_col in (("x", xe, v.x_machine), ("y", ye, v.y_machine)):
-            on_ref = (d["hardware"] == ref).to_numpy()
-            contended = (d["contended"].astype(bool).to_numpy() if v.quiet_side == side and "contended" in d
-                         else np.zeros(len(d), bool))
-            if contended.any():
-                why.append("contention")
-            sides.append(np.select([on_ref & ~contended, on_ref & contended, ~on_ref & ~contended],
-                                   [d[col], d[v.quiet] if v.quiet else d[col], d[machine_col]],
-                                   d[v.quiet_machine] if v.quiet_machine else d[machine_col]).astype(float))
-        xt.append(sides[0])
-        yt.append(sides[1])
-        if why:
-            doubted[e] = ", ".join(dict.fromkeys(why))
-    return xt, yt, doubted
+    return Scored(runs, curves, data.traits, horizons)
 
 
 # --------------------------------------------------------------------------- #
@@ -718,47 +554,6 @@ def estimate(tasks: list[np.ndarray], crit: Criterion, *, n_boot: int = N_BOOT) 
 def compare(x: list[np.ndarray], y: list[np.ndarray], crit: Criterion) -> stats.PermutationTest:
     """Stratified permutation test of ``x`` against ``y`` on the criterion's aggregate (two-sided)."""
     return stats.permutation_test(x, y, crit.aggregate, alternative="two-sided", rng=0)
-
-
-def _machine_doubt(scored: Scored, lead: str, other: str, crit: Criterion, envs: list[str],
-                   by: str = "label") -> tuple[stats.PermutationTest, dict[str, str]] | None:
-    """``lead`` against ``other`` with the doubt of machines and contention set against ``lead``
-    (:func:`machine_adverse`): the test and the envs it moved runs on (with why), for a time criterion
-    whose runs mix machines or include the challenger's contended runs on some env of ``envs``; else
-    ``None`` (nothing to doubt)."""
-    if crit.column not in MACHINE_VARIANTS:
-        return None
-    r = scored.runs[scored.runs["final_norm"].notna() & scored.runs[crit.column].notna()]
-    xt, yt, doubted = machine_adverse(r[r[by] == lead], r[r[by] == other], crit.column, envs)
-    return (compare(xt, yt, crit), doubted) if doubted else None
-
-
-def _survives(doubt: tuple[stats.PermutationTest, dict[str, str]] | None) -> bool:
-    """Whether a winner stands against the doubt: none, or the test still rejects, same side."""
-    return doubt is None or (doubt[0].p_value < ALPHA and doubt[0].statistic > 0)
-
-
-def doubt_words(doubted: dict[str, str], machine: float, contention: float, lead: str, other: str = "") -> str:
-    """What :func:`machine_adverse` did, in words: ``"E mixes machines: with the runs off the most common one
-    there 1.25× slower or faster against ppo"``, ``"E has contended runs of a2c: taken 1.5× faster (as on a
-    quiet core) against ppo"``, or both."""
-    m = [e for e, w in doubted.items() if "machines" in w]
-    c = [e for e, w in doubted.items() if "contention" in w]
-    whose = f" of {other}" if other else ""
-    if m and not c:
-        return (f"{', '.join(m)} mix{'es' if len(m) == 1 else ''} machines: with the runs off the most common one "
-                f"there {machine:.2f}× slower or faster against {lead}")
-    if c and not m:
-        return (f"{', '.join(c)} ha{'s' if len(c) == 1 else 've'} contended runs{whose}: taken {contention:.2f}× "
-                f"faster (as on a quiet core) against {lead}")
-    return (f"{', '.join(m)} mix{'es' if len(m) == 1 else ''} machines and {', '.join(c)} ha{'s' if len(c) == 1 else 've'}"
-            f" contended runs{whose}: with the runs off the most common machine {machine:.2f}× slower or faster and "
-            f"the contended runs {contention:.2f}× faster, against {lead}")
-
-
-def _doubt_note(scored: Scored, doubt: tuple[stats.PermutationTest, dict[str, str]], lead: str, other: str = "") -> str:
-    t, doubted = doubt
-    return f"{doubt_words(doubted, scored.machine_factor, scored.contention_factor, lead, other)}, p = {t.p_value:.2g}"
 
 
 def _enough(scored: Scored, names: list[str], col: str, envs: list[str], by: str) -> bool:
@@ -909,14 +704,18 @@ def _mark(rows: list[dict], tasks: dict[str, list[np.ndarray]], crit: Criterion,
     for r in live:
         if r is top:
             continue
-        t = compare(tasks[top["label"]], tasks[r["label"]], crit)
-        r["p"] = t.p_value
-        if t.p_value < ALPHA and not lower_is_better and not _survives(
-                doubt := _machine_doubt(scored, top["label"], r["label"], crit, envs)):
-            # Separated by the runs as measured, but not once their machines may differ in speed.
-            r["p"] = max(t.p_value, doubt[0].p_value)
-            r["note"] = (r["note"] + "; " if r["note"] else "") + _doubt_note(scored, doubt, top["label"], r["label"])
-        if r["p"] >= ALPHA:
+        if crit.column in machines.TIME_COLUMNS:  # time: each env's one shared machine, quiet cores only
+            xt, yt = scored.pair(top["label"], r["label"], crit.column, envs)
+            both = [i for i, (a, b) in enumerate(zip(xt, yt)) if a.size and b.size]
+            if len(both) < len(envs):
+                r["note"] = (r["note"] + "; " if r["note"] else "") + (
+                    f"time compared on {len(both)} of {len(envs)} envs (the rest share no known machine with "
+                    f"{top['label']} on quiet cores)")
+            xt, yt = [xt[i] for i in both], [yt[i] for i in both]
+        else:
+            xt, yt = tasks[top["label"]], tasks[r["label"]]
+        r["p"] = compare(xt, yt, crit).p_value if xt else float("nan")
+        if not r["p"] < ALPHA:
             tied.append(r)
     for r in tied:
         r["mark"] = "tie"
@@ -953,7 +752,10 @@ def decision_matrix(scored: Scored, sensitivity: pd.DataFrame | None = None, *, 
                                      note="no time scale for these envs" if crit.column == "auc_time_norm" else "no runs"))
                     continue
                 ci = estimate(scored.tasks(lb, crit.column, mine), crit, n_boot=n_boot)
-                rows.append(dict(base, point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind))
+                # A score over fewer envs is not set beside one over all of them without saying so (issue 40).
+                fewer = (f"over {len(mine)} of the {len(envs)} envs only; not marked against the labels that ran "
+                         "all of them") if len(mine) < len(envs) else ""
+                rows.append(dict(base, point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind, note=fewer))
                 if len(mine) == len(envs):
                     full[lb] = scored.tasks(lb, crit.column, envs)
             _mark([x for x in rows if x["label"] in full], full, crit, scored, envs)
@@ -989,238 +791,6 @@ def _sensitivity_cell(cat: str, label: str, rc: pd.DataFrame, envs: list[str], s
     row.update(point=float(s["score_iqr"].mean()), n_envs=int(s["env_id"].nunique()), n_runs=int(s["n_trials"].sum()),
                note=note)
     return row
-
-
-# --------------------------------------------------------------------------- #
-# Recommendations: by algorithm, then by implementation
-# --------------------------------------------------------------------------- #
-@dataclass
-class Recommendation:
-    """One problem profile's answer.
-
-    :param verdict: ``recommended`` (a winner by test, with enough evidence), ``tie``
-        (the test cannot separate the best two), ``leaning`` (ahead, without the
-        evidence a winner needs) or ``insufficient evidence`` (no or one candidate).
-    :param algorithm: the recommended (or leading) algorithm; ``runner_up`` the next one.
-    :param p_value: the two-sided permutation test of the two, on the priority's criterion.
-    :param implementation: which implementation (label) of ``algorithm`` did better, or that they tie,
-        as a sentence; ``impl`` holds it as ``(verdict, first, second, p)`` with verdict ``better``,
-        ``tie``, ``leaning`` or ``only``.
-    :param envs: the profile's measured envs; ``runs``: algorithm → runs on them.
-    :param loo: leave-one-env-out track record ``(hits, trials)`` of this profile's rule, if ≥ 2 envs.
-    :param hardware: where the profile's time figures come from (time priority only; :func:`hardware_line`).
-    """
-
-    action: str
-    obs: str
-    reward: str
-    priority: str
-    verdict: str
-    algorithm: str | None = None
-    runner_up: str | None = None
-    best_score: stats.Interval | None = None
-    runner_up_score: stats.Interval | None = None
-    p_value: float | None = None
-    implementation: str = ""
-    impl: tuple[str, str, str | None, float | None] | None = None
-    #: Envs of the profile where ``bench parity`` calls the algorithm's implementations different
-    #: (``"env (a vs b)"``): there, pooling them mixes two algorithms, and the note says so.
-    parity_different: list[str] = field(default_factory=list)
-    envs: list[str] = field(default_factory=list)
-    runs: dict[str, str] = field(default_factory=dict)
-    message: str = ""
-    loo: tuple[int, int] | None = None
-    hardware: str = ""
-
-    @property
-    def profile(self) -> str:
-        return f"{self.action} · {self.obs} · {self.reward}"
-
-    @property
-    def evidence(self) -> str:
-        if not self.envs:
-            return "no measured environment covers this profile"
-        return f"{', '.join(self.envs)}; runs per env: " + ", ".join(f"{k} {v}" for k, v in self.runs.items())
-
-
-def _profile_envs(scored: Scored, a: str, o: str, rw: str) -> list[str]:
-    r = scored.runs[scored.runs["final_norm"].notna()]
-    return sorted(e for e in r["env"].unique()
-                  if (scored.traits[e]["action"], scored.traits[e]["obs"], scored.traits[e]["reward"]) == (a, o, rw))
-
-
-def _rank(scored: Scored, names: list[str], crit: Criterion, envs: list[str], by: str,
-          n_boot: int) -> tuple[list[str], dict[str, stats.Interval]]:
-    est = {n: estimate(scored.tasks(n, crit.column, envs, by), crit, n_boot=n_boot) for n in names}
-    return sorted(names, key=lambda n: (-est[n].point, n)), est
-
-
-def _implementation(scored: Scored, algo: str, crit: Criterion, envs: list[str],
-                    n_boot: int) -> tuple[tuple[str, str, str | None, float | None] | None, str]:
-    """Second level: which label (implementation) of ``algo`` did better on ``envs``, or that they tie:
-    ``((verdict, first, second, p), why)``, verdict ``better`` | ``tie`` | ``leaning`` (fewer than
-    :data:`MIN_SEEDS` runs per env, or a time lead that does not outlast the doubt of machines and contention: ``why``
-    says which) | ``only`` (one label ran every env); ``(None, "")`` when none did."""
-    r = scored.runs
-    labels = sorted(lb for lb in r.loc[r["algo"] == algo, "label"].unique() if scored.covers(lb, crit.column, envs))
-    if len(labels) < 2:
-        return (("only", labels[0], None, None) if labels else None), ""
-    ranked, _ = _rank(scored, labels, crit, envs, "label", n_boot)
-    a, b = ranked[0], ranked[1]
-    t = compare(scored.tasks(a, crit.column, envs), scored.tasks(b, crit.column, envs), crit)
-    if any(x.size < MIN_SEEDS for n in (a, b) for x in scored.tasks(n, crit.column, envs)):
-        return ("leaning", a, b, t.p_value), f"fewer than {MIN_SEEDS} runs per env"
-    if t.p_value < ALPHA and not _survives(doubt := _machine_doubt(scored, a, b, crit, envs)):
-        return ("leaning", a, b, t.p_value), _doubt_note(scored, doubt, a, b)
-    return (("tie" if t.p_value >= ALPHA else "better"), a, b, t.p_value), ""
-
-
-def _parity_differences(scored: Scored, algo: str, envs: list[str]) -> list[str]:
-    """``"env (a vs b)"`` for each env of ``envs`` where two implementations of ``algo`` are *different*
-    by :func:`bench.analysis.parity.parity` (either metric)."""
-    from bench.analysis import parity
-
-    out = []
-    for al, a, b in parity.implementation_pairs(scored.runs):
-        if al == algo:
-            out += [f"{ep.env} ({a} vs {b})" for ep in parity.parity(scored.runs, a, b, envs=envs)
-                    if ep.verdict == "different"]
-    return out
-
-
-def _impl_sentence(impl: tuple[str, str, str | None, float | None] | None, why: str = "") -> str:
-    """The implementation answer as a sentence; a "leaning" says which evidence it lacks (``why``)."""
-    if impl is None:
-        return ""
-    verdict, a, b, p = impl
-    if verdict == "only":
-        return f"only {a} ran every env"
-    return {"tie": f"{a} ≈ {b} (p = {p:.2g})",
-            "better": f"{a} better than {b} (p = {p:.2g})",
-            "leaning": f"leaning {a} over {b} (p = {p:.2g}; {why})"}[verdict]
-
-
-def _answer(scored: Scored, crit: Criterion, envs: list[str], n_boot: int) -> dict[str, Any]:
-    """The algorithm-level answer on ``envs``: verdict, best, runner-up, their estimates and the test."""
-    algos = sorted(a for a in scored.runs["algo"].unique() if scored.covers(a, crit.column, envs, "algo"))
-    out: dict[str, Any] = dict(algos=algos, verdict="insufficient evidence", best=None, second=None, est={}, p=None)
-    if not algos:
-        out["message"] = "insufficient evidence: no algorithm ran every env of this profile"
-        return out
-    ranked, est = _rank(scored, algos, crit, envs, "algo", n_boot)
-    out.update(best=ranked[0], est=est)
-    if len(ranked) < 2:
-        out["message"] = f"insufficient evidence: only {ranked[0]} ran every env of this profile"
-        return out
-    best, second = ranked[0], ranked[1]
-    t = compare(scored.tasks(best, crit.column, envs, "algo"), scored.tasks(second, crit.column, envs, "algo"), crit)
-    out.update(second=second, p=t.p_value)
-    counts = f"{len(envs)} env(s), {_counts(scored, best, crit.column, envs, 'algo')} vs " \
-             f"{_counts(scored, second, crit.column, envs, 'algo')} runs per env"
-    if _enough(scored, [best, second], crit.column, envs, "algo"):
-        doubt = _machine_doubt(scored, best, second, crit, envs, "algo") if t.p_value < ALPHA else None
-        if t.p_value < ALPHA and not _survives(doubt):
-            out.update(verdict="leaning", message=(
-                f"leaning {best} over {second} (p = {t.p_value:.2g}; {_doubt_note(scored, doubt, best, second)}: "
-                "a winner by time must outlast what machines and contention do to CPU seconds)"))
-        elif t.p_value < ALPHA:
-            held = f"; holds though {_doubt_note(scored, doubt, best, second)}" if doubt else ""
-            out.update(verdict="recommended", message=f"{best}, then {second} (p = {t.p_value:.2g}{held})")
-        else:
-            out.update(verdict="tie", message=f"tie: {best} ≈ {second} (p = {t.p_value:.2g})")
-    elif est[best].point > est[second].point:
-        out.update(verdict="leaning", message=(
-            f"leaning {best} over {second} (p = {t.p_value:.2g}; {counts}; a winner needs ≥ {MIN_SEEDS} runs per "
-            f"env on ≥ {MIN_ENVS} envs)"))
-    else:
-        out["message"] = f"insufficient evidence: {best} and {second} score the same ({counts})"
-    return out
-
-
-#: Why a profile has no answer: no env of it was measured, or (by samples) its envs ran only at an equal CPU budget.
-NO_ENV = "insufficient evidence: no measured environment covers this profile"
-EQUAL_COMPUTE_ONLY = ("insufficient evidence: its envs ran only at an equal CPU budget (cpu_seconds), where sample "
-                      "efficiency is not scored")
-
-
-def recommend(scored: Scored, *, action: str | None = None, obs: str | None = None, reward: str | None = None,
-              priority: str | None = None, n_boot: int = N_BOOT, track_record: bool = True) -> list[Recommendation]:
-    """A recommendation for every profile matching the given traits (``None`` = every value).
-
-    For a profile, the envs are those whose action, observation and reward traits
-    all match. Candidates are algorithms with runs on *every* one of those envs
-    (any of their implementations), so all are compared on the same tasks. Each is
-    scored on the priority's criterion (:data:`PRIORITY_CRITERION`) with its
-    implementations pooled; the best two by point estimate are tested against
-    each other (stratified permutation test, two-sided). A winner is named only
-    when the test rejects at :data:`ALPHA` *and* both have ≥ :data:`MIN_SEEDS` runs
-    on each of ≥ :data:`MIN_ENVS` envs; a tie when the evidence suffices but the
-    test does not reject; otherwise "leaning". Then, for the named algorithm, its
-    implementations are compared the same way.
-    """
-    out = []
-    for a, o, rw, p in itertools.product(ACTIONS, OBS, REWARDS, PRIORITIES):
-        if a == "continuous" and o == "sequence":
-            continue  # tokens are discrete actions: no such problem
-        if (action and a != action) or (obs and o != obs) or (reward and rw != reward) or (priority and p != priority):
-            continue
-        profile = _profile_envs(scored, a, o, rw)
-        crit = CRITERIA[PRIORITY_CRITERION[p]]
-        # Envs without a time axis have no time score, and envs run at an equal CPU budget no sample score.
-        scored_on = set(scored.runs.loc[scored.runs[crit.column].notna(), "env"])
-        envs = [e for e in profile if e in scored_on]
-        rec = Recommendation(a, o, rw, p, "insufficient evidence", envs=envs,
-                             hardware=hardware_line(scored, envs) if p == "time" else "")
-        if not envs:
-            # A profile env has anchors (final_norm), so by samples the only way to lack a score is equal compute.
-            rec.message = EQUAL_COMPUTE_ONLY if profile and crit.column == "auc_steps_norm" else NO_ENV
-            out.append(rec)
-            continue
-        ans = _answer(scored, crit, envs, n_boot)
-        rec.verdict, rec.message, rec.p_value = ans["verdict"], ans["message"], ans["p"]
-        rec.algorithm, rec.runner_up = ans["best"], ans["second"]
-        rec.runs = {al: _counts(scored, al, crit.column, envs, "algo") for al in ans["algos"]}
-        if ans["best"]:
-            rec.best_score = ans["est"][ans["best"]]
-            rec.impl, why = _implementation(scored, ans["best"], crit, envs, n_boot)
-            rec.implementation = _impl_sentence(rec.impl, why)
-            rec.parity_different = _parity_differences(scored, ans["best"], envs)
-            if rec.parity_different:
-                rec.implementation += ("; " if rec.implementation else "") + (
-                    f"but bench parity finds its implementations different on {', '.join(rec.parity_different)}: "
-                    "there the pooled score mixes two algorithms, so pick the implementation, not only the algorithm")
-        if ans["second"]:
-            rec.runner_up_score = ans["est"][ans["second"]]
-        if track_record and len(envs) >= 2:
-            rec.loo = leave_one_env_out(scored, crit, envs, n_boot=n_boot)
-        out.append(rec)
-    return out
-
-
-def leave_one_env_out(scored: Scored, crit: Criterion, envs: list[str], *, n_boot: int = 200) -> tuple[int, int]:
-    """How often the table would have been right on an env it had not seen: ``(hits, trials)``.
-
-    For each env E of the profile: the algorithm the rule names (or leans to) from the
-    other envs is a hit if it is tied-best on E: the best on E by point estimate, or
-    not significantly worse than it there (the same permutation test at :data:`ALPHA`).
-    An E where the rule names nothing, or where that algorithm did not run, is not a trial.
-    """
-    hits = trials = 0
-    for held in envs:
-        rest = [e for e in envs if e != held]
-        pick = _answer(scored, crit, rest, n_boot)["best"]
-        on_e = sorted(a for a in scored.runs["algo"].unique() if scored.covers(a, crit.column, [held], "algo"))
-        if pick is None or pick not in on_e:
-            continue
-        trials += 1
-        ranked, _ = _rank(scored, on_e, crit, [held], "algo", n_boot)
-        if ranked[0] == pick:
-            hits += 1
-            continue
-        t = compare(scored.tasks(ranked[0], crit.column, [held], "algo"), scored.tasks(pick, crit.column, [held], "algo"),
-                    crit)
-        hits += int(t.p_value >= ALPHA)
-    return hits, trials
 
 
 # --------------------------------------------------------------------------- #
@@ -1318,30 +888,23 @@ def hardware_of(meta: dict[str, Any]) -> str:
 
 def hardware_line(scored: Scored, envs: list[str] | None = None) -> str:
     """One line for every time figure: the machines the runs' CPU seconds come from (of ``envs``' runs, where
-    given), what a time winner must survive where there are several, and how many runs were contended."""
+    given), how time comparisons use them (:mod:`bench.analysis.machines`), and how many runs were contended
+    or have no speed probe (both left out of time comparisons)."""
     r = scored.runs if envs is None else scored.runs[scored.runs["env"].isin(envs)]
     if r.empty:
         return ""
     hw = sorted({hardware_of(m) for m in r["meta"]})
     n = int(r["contended"].sum())
+    unknown = int(r["machine"].isna().sum())
     est = int(r["cpu_estimated"].sum())
     line = "CPU seconds on " + "; ".join(hw)
     if len(hw) > 1:
-        top = scored.machine_pairs[0] if scored.machine_pairs else None
-        basis = (f"the largest measured: {top['label']} on {top['env']}, {top['slow_us']:,.0f} v "
-                 f"{top['fast_us']:,.0f} µs per step" if top else "none measured here")
-        if scored.machine_factor == MACHINE_FACTOR and (top is None or top["ratio"] < MACHINE_FACTOR):
-            basis = f"the least assumed; {basis}"
-        line += (f"; a time winner must hold with each env's runs off its most common machine "
-                 f"{scored.machine_factor:.2f}× slower or faster ({basis})")
+        line += "; a time comparison uses, on each env, the one machine both sides share most"
     if n:
-        top = scored.contention_pairs[0] if scored.contention_pairs else None
-        basis = (f"the largest measured: {top['label']} on {top['env']}, median of {top['runs']} run(s) measured "
-                 f"again on a quiet core" if top else "none measured again here")
-        if top is None or top["median"] < CONTENTION_FACTOR:
-            basis = f"the least assumed; {basis}"
-        line += (f"; {n} of {len(r)} runs contended (wall > {CONTENTION_RATIO:g} × CPU): a time winner must hold "
-                 f"with its challenger's contended runs {scored.contention_factor:.2f}× faster ({basis})")
+        line += (f"; {n} of {len(r)} runs contended (wall > {CONTENTION_RATIO:g} × CPU), left out of time comparisons "
+                 "until `bench run --remeasure contended` measures them again")
+    if unknown:
+        line += f"; {unknown} of {len(r)} runs have no speed probe (an unknown machine), left out of time comparisons"
     if est:
         line += f"; {est} runs' CPU time estimated from wall time (recorded before per-episode CPU seconds)"
     return line
@@ -1359,59 +922,3 @@ def hardware_warnings(data: Data) -> dict[str, list[str]]:
         if len(hw) > 1:
             out[env_id] = hw
     return out
-
-
-def recommendation_rows(recs: list[Recommendation]) -> list[dict[str, Any]]:
-    """Flat rows of the recommendation table, for ``bench recommend --format`` and the report.
-
-    Keys: action, obs, reward, priority, verdict, answer (one short phrase), algorithm, runner_up,
-    score, runner_up_score (as printed, with what kind of interval they carry; their numbers as
-    ``score_point, score_lo, score_hi, score_kind`` and likewise), p_value,
-    implementation (a sentence), impl (a short form: labels without the algorithm's prefix), envs, runs (algorithm → runs per env), track_record ("hits/trials" or ""),
-    hardware, message, evidence (``2 envs, 20 v 20 runs``).
-    """
-    rows = []
-    for r in recs:
-        answer = {
-            "recommended": f"{r.algorithm}",
-            "tie": f"{r.algorithm} ≈ {r.runner_up}",
-            "leaning": f"leaning {r.algorithm}",
-        }.get(r.verdict, "insufficient evidence")
-        rows.append(dict(
-            action=r.action, obs=r.obs, reward=r.reward, priority=r.priority, verdict=r.verdict, answer=answer,
-            algorithm=r.algorithm, runner_up=r.runner_up,
-            score=str(r.best_score) if r.best_score else "", runner_up_score=str(r.runner_up_score) if r.runner_up_score else "",
-            **_interval_fields("score", r.best_score), **_interval_fields("runner_up_score", r.runner_up_score),
-            p_value=r.p_value, implementation=r.implementation, impl=_impl_short(r), envs=list(r.envs), runs=dict(r.runs),
-            parity_different=list(r.parity_different),
-            track_record=f"{r.loo[0]}/{r.loo[1]}" if r.loo and r.loo[1] else "", hardware=r.hardware, message=r.message,
-            evidence=_evidence(r),
-        ))
-    return rows
-
-
-def _evidence(r: Recommendation) -> str:
-    """The row's evidence in a few words: ``2 envs, 20 v 20 runs`` (the answer's runs, then the runner-up's)."""
-    if not r.envs:
-        return "no env"
-    n = len(r.envs)
-    pair = [str(r.runs[x]) for x in (r.algorithm, r.runner_up) if x in r.runs]
-    return f"{n} env{'s' if n > 1 else ''}, {' v '.join(pair)} runs"
-
-
-def _impl_short(r: Recommendation) -> str:
-    """The implementation answer in a few characters: ``sb3 ≈ bench``, ``bench > sb3``, ``leaning sb3``."""
-    if r.impl is None:
-        return ""
-    verdict, a, b, _ = r.impl
-    short = {x: x[len(r.algorithm) + 1:] if x and r.algorithm and x.startswith(r.algorithm + "-") else x for x in (a, b)}
-    if verdict == "only":
-        return f"only {short[a]}"
-    return {"tie": f"{short[a]} ≈ {short[b]}", "better": f"{short[a]} > {short[b]}", "leaning": f"leaning {short[a]}"}[verdict]
-
-
-def _interval_fields(prefix: str, iv: stats.Interval | None) -> dict[str, Any]:
-    if iv is None:
-        return {f"{prefix}_{k}": None for k in ("point", "lo", "hi", "kind")}
-    nan = lambda v: None if v != v else float(v)  # noqa: E731 - JSON has no NaN
-    return {f"{prefix}_point": nan(iv.point), f"{prefix}_lo": nan(iv.lo), f"{prefix}_hi": nan(iv.hi), f"{prefix}_kind": iv.kind}

@@ -112,6 +112,11 @@ MIN_CI_RUNS = 5
 #: Freedman 1981, "Some asymptotic theory for the bootstrap", Ann. Statist.). At
 #: n = 10 it averages 3 runs; the cut-off 10 itself is a judgement, not a cited rule.
 MIN_CVAR_CI_RUNS = 10
+#: Below this many runs on some task, a 95% interval is t-based (:func:`t_bootstrap_ci`): the percentile
+#: bootstrap of a mean over envs of IQMs of 5 runs per env covered about 90% in simulation (one env, normal
+#: runs; issue 40), since a bootstrap spread is narrower than the sampling spread by about sqrt((n − 1) / n)
+#: and its quantiles ignore that the spread itself is estimated. tests/test_stats.py checks the coverage.
+T_CI_RUNS = 10
 
 _INTERVAL_KINDS = ("ci", "range", "none")
 
@@ -339,6 +344,35 @@ def stratified_bootstrap_ci(
     return Interval(point, float(lo), float(hi), level)
 
 
+def t_bootstrap_ci(
+    scores: np.ndarray | Tasks,
+    aggregate: Aggregate = aggregate_task_mean_iqm,
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator | int | None = 0,
+) -> Interval:
+    """An aggregate ± a t quantile times its stratified bootstrap standard deviation, for few runs.
+
+    The bootstrap spread of a mean of ``n`` runs is ``sqrt((n − 1) / n)`` times its sampling spread, so the
+    standard deviation is scaled back by ``sqrt(n / (n − 1))`` (``n``: the fewest runs of any task), and the
+    quantile is Student's t on ``Σ (n_k − 1)`` degrees of freedom, which accounts for the spread being
+    estimated (Efron & Tibshirani 1993, "An Introduction to the Bootstrap", §12.2, the bootstrap-t idea with
+    a t table). In simulation it covers at least the nominal level at 5 runs per task (tests/test_stats.py).
+
+    :param scores: ``(n_runs, n_tasks)`` or per-task arrays ``(n_k,)``, every ``n_k ≥ 2``.
+    """
+    from scipy import stats as st
+
+    tasks = as_tasks(scores)
+    point = float(aggregate(tasks))
+    reps = np.asarray(aggregate(stratified_resample(tasks, n_boot, rng)))
+    n = min(t.size for t in tasks)
+    sd = float(reps.std(ddof=1)) * np.sqrt(n / (n - 1))
+    half = float(st.t.ppf(0.5 + level / 2, sum(t.size - 1 for t in tasks))) * sd
+    return Interval(point, point - half, point + half, level)
+
+
 def bootstrap_ci(
     x: np.ndarray,
     statistic: Callable[[np.ndarray], np.ndarray] = iqm,
@@ -367,8 +401,9 @@ def interval(
 ) -> Interval:
     """An aggregate with the interval its run counts can support.
 
-    If every task has at least ``min_runs`` runs: the stratified percentile
-    bootstrap CI (:func:`stratified_bootstrap_ci`, ``kind="ci"``). Otherwise
+    If every task has at least ``min_runs`` runs: a 95% CI (``kind="ci"``), the stratified
+    percentile bootstrap (:func:`stratified_bootstrap_ci`) from :data:`T_CI_RUNS` runs on every
+    task, and below that the t-based :func:`t_bootstrap_ci`, which keeps its coverage there. Otherwise
     ``kind="range"``: the point is still ``aggregate(tasks)``, and ``[lo, hi]`` is
     the min and max over all runs of all tasks, which is what the data show
     and makes no coverage claim. The reason is :data:`MIN_CI_RUNS`: at n = 3 the
@@ -381,8 +416,10 @@ def interval(
     if min_runs < 1:
         raise ValueError(f"min_runs must be at least 1, got {min_runs}")
     ts = as_tasks(tasks)
-    if min(t.size for t in ts) >= min_runs:
+    if min(t.size for t in ts) >= max(min_runs, T_CI_RUNS):
         return stratified_bootstrap_ci(ts, aggregate, n_boot=n_boot, level=level, rng=rng)
+    if min(t.size for t in ts) >= min_runs:
+        return t_bootstrap_ci(ts, aggregate, n_boot=n_boot, level=level, rng=rng)
     runs = np.concatenate(ts)
     return Interval(float(aggregate(ts)), float(runs.min()), float(runs.max()), level, kind="range")
 

@@ -1,0 +1,415 @@
+"""Recommendations: per problem profile, an answer about the next env of its kind (issue 40).
+
+For a profile (action × observations × reward) and a priority (samples or time):
+
+1. **Candidates.** Algorithms with runs on every env of the profile, their implementations pooled,
+   but only where they agree: where ``bench parity`` (:mod:`bench.analysis.parity`) calls two
+   implementations of an algorithm *different* on one of the profile's envs, or cannot check them
+   (fewer than :data:`~bench.analysis.scoring.MIN_SEEDS` runs of one there), they are ranked apart,
+   as labels. Two algorithms whose runs have identical returns on every env and seed they ran (the
+   same computation under two names: ``ac_mc`` is REINFORCE with its default value baseline) are
+   counted once, under the first name, and the answer says so.
+2. **The best two** by the priority's score (mean over envs of each env's IQM).
+3. **One headline test**, fixed by the number of envs before any score is read
+   (:mod:`bench.analysis.generalise`): from :data:`~bench.analysis.generalise.MIN_ENVS_GENERALISE`
+   envs, a random-effects test (HKSJ) of the per-env effects, whose answer is a claim about the next
+   env of the kind; with fewer, the stratified permutation test over the envs measured, whose answer
+   names them ("on CartPole-v1, LunarLander-v3: ppo"). Time is compared on one machine per env, on
+   quiet cores only (:mod:`bench.analysis.machines`).
+4. **Holm** across the headline tests of one call (:func:`bench.analysis.generalise.holm`): the
+   adjusted p is what decides and what is printed. It depends on the call's headline tests only.
+5. **Verdict.** Adjusted p < :data:`~bench.analysis.scoring.ALPHA` with ≥ MIN_SEEDS runs per side and
+   env: ``recommended`` (profile-level) or ``measured`` (on the named envs). Adjusted p < ALPHA with
+   fewer runs: ``leaning``. Otherwise ``no difference`` ("no difference measured").
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.analysis import generalise, parity, stats
+from bench.analysis.scoring import (ACTIONS, ALPHA, CRITERIA, MIN_SEEDS, N_BOOT, OBS, PRIORITIES, PRIORITY_CRITERION,
+                                    REWARDS, Criterion, Scored, compare, estimate, hardware_line)
+
+__all__ = ["CORRECTION", "EQUAL_COMPUTE_ONLY", "NO_ENV", "Candidate", "Recommendation", "leave_one_env_out",
+           "recommend", "recommendation_rows"]
+
+#: The multiplicity correction across the headline answers of one call, as the footer names it.
+CORRECTION = "Holm"
+#: Why a profile has no answer: no env of it was measured, or (by samples) its envs ran only at an equal CPU budget.
+NO_ENV = "insufficient evidence: no measured environment covers this profile"
+EQUAL_COMPUTE_ONLY = ("insufficient evidence: its envs ran only at an equal CPU budget (cpu_seconds), where sample "
+                      "efficiency is not scored")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What a profile ranks: an algorithm with its implementations pooled (``by="algo"``), or one label
+    (``by="label"``) where the implementations were ranked apart."""
+
+    name: str
+    by: str
+    algo: str
+
+
+@dataclass
+class Recommendation:
+    """One problem profile's answer (see the module docstring).
+
+    :param verdict: ``recommended`` | ``measured`` | ``leaning`` | ``no difference`` | ``insufficient evidence``.
+    :param algorithm: the winner (or the leader by score); ``runner_up`` the other of the two tested.
+    :param p_value: the headline test's raw p; ``p_adjusted`` after Holm over the call; ``p_floor`` the
+        least p the test can give where it is a Monte Carlo test (else ``None``); ``test``: ``random effects``
+        or ``permutation``.
+    :param tested_envs: the envs the test used (time: those where both share a known machine);
+        ``effects``: per tested env, mean(algorithm) − mean(runner-up).
+    :param pooling: notes on candidates ranked apart or counted once.
+    :param loo: leave-one-env-out track record ``(hits, trials)``, if ≥ 2 envs.
+    """
+
+    action: str
+    obs: str
+    reward: str
+    priority: str
+    verdict: str
+    algorithm: str | None = None
+    runner_up: str | None = None
+    best_score: stats.Interval | None = None
+    runner_up_score: stats.Interval | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    p_floor: float | None = None
+    test: str = ""
+    meta: generalise.Meta | None = None
+    implementation: str = ""
+    impl: tuple[str, str, str | None, float | None] | None = None
+    pooling: list[str] = field(default_factory=list)
+    envs: list[str] = field(default_factory=list)
+    tested_envs: list[str] = field(default_factory=list)
+    effects: list[float] = field(default_factory=list)
+    runs: dict[str, str] = field(default_factory=dict)
+    enough: bool = False
+    message: str = ""
+    loo: tuple[int, int] | None = None
+    hardware: str = ""
+
+    @property
+    def profile(self) -> str:
+        return f"{self.action} · {self.obs} · {self.reward}"
+
+
+def _profile_envs(scored: Scored, a: str, o: str, rw: str) -> list[str]:
+    r = scored.runs[scored.runs["final_norm"].notna()]
+    return sorted(e for e in r["env"].unique()
+                  if (scored.traits[e]["action"], scored.traits[e]["obs"], scored.traits[e]["reward"]) == (a, o, rw))
+
+
+# --------------------------------------------------------------------------- #
+# Candidates: pool only implementations that agree; one computation counts once
+# --------------------------------------------------------------------------- #
+def _disagree(scored: Scored, labels: list[str], envs: list[str]) -> list[str]:
+    """Why ``labels`` (of one algorithm) may not be pooled on ``envs``: ``"env (a vs b)"`` where parity calls
+    them different, ``"env (a: n runs)"`` where one has too few runs for parity to check."""
+    out = []
+    for a, b in itertools.combinations(labels, 2):
+        for ep in parity.parity(scored.runs, a, b, envs=envs):
+            n = {c.n_a for c in ep.comparisons} | {c.n_b for c in ep.comparisons}
+            if min(n) < MIN_SEEDS:
+                out.append(f"{ep.env} ({a} v {b}: fewer than {MIN_SEEDS} runs to check parity)")
+            elif ep.verdict == "different":
+                out.append(f"{ep.env} ({a} v {b} different)")
+    return out
+
+
+def _returns(scored: Scored, c: Candidate, envs: list[str]) -> dict[tuple[str, Any], float]:
+    r = scored.runs[(scored.runs[c.by] == c.name) & scored.runs["env"].isin(envs)]
+    return {(e, s): float(v) for e, s, v in zip(r["env"], r["seed"], r["final_return"])}
+
+
+def _candidates(scored: Scored, crit: Criterion, envs: list[str]) -> tuple[list[Candidate], list[str]]:
+    """The profile's candidates on ``envs`` and notes on how they were formed (module docstring, step 1)."""
+    r = scored.runs
+    cands, notes = [], []
+    for al in sorted(a for a in r["algo"].unique() if scored.covers(a, crit.column, envs, "algo")):
+        labels = sorted(lb for lb in r.loc[r["algo"] == al, "label"].unique()
+                        if any(t.size for t in scored.tasks(lb, crit.column, envs)))
+        apart = _disagree(scored, labels, envs) if len(labels) > 1 else []
+        if apart:
+            notes.append(f"{al} ranked by implementation: {'; '.join(apart)}")
+            cands += [Candidate(lb, "label", al) for lb in labels if scored.covers(lb, crit.column, envs)]
+        else:
+            cands.append(Candidate(al, "algo", al))
+    kept: list[Candidate] = []
+    for c in cands:
+        mine = _returns(scored, c, envs)
+        twin = next((k for k in kept if _returns(scored, k, envs) == mine), None)
+        if twin is None:
+            kept.append(c)
+        else:
+            notes.append(f"{c.name} is the same computation as {twin.name} (identical returns on every env and "
+                         "seed): counted once")
+    return kept, notes
+
+
+def _rank(scored: Scored, cands: list[Candidate], crit: Criterion, envs: list[str],
+          n_boot: int) -> tuple[list[Candidate], dict[str, stats.Interval]]:
+    est = {c.name: estimate(scored.tasks(c.name, crit.column, envs, c.by), crit, n_boot=n_boot) for c in cands}
+    return sorted(cands, key=lambda c: (-est[c.name].point, c.name)), est
+
+
+def _counts(scored: Scored, c: Candidate, col: str, envs: list[str]) -> str:
+    n = [t.size for t in scored.tasks(c.name, col, envs, c.by)]
+    return f"{min(n)}" if min(n) == max(n) else f"{min(n)}–{max(n)}"
+
+
+# --------------------------------------------------------------------------- #
+# The headline test, and the second level (implementations)
+# --------------------------------------------------------------------------- #
+def _headline(scored: Scored, crit: Criterion, envs: list[str], best: Candidate, second: Candidate) -> dict[str, Any]:
+    """The one test of ``best`` against ``second``: ``p``, its Monte Carlo ``floor``, ``stat`` (its sign says
+    who is ahead), ``test``, ``meta``, ``tested`` envs, per-env ``effects`` and whether the runs are ``enough``."""
+    xt, yt = scored.pair(best.name, second.name, crit.column, envs, best.by, second.by)
+    used = [i for i, (a, b) in enumerate(zip(xt, yt)) if a.size and b.size]
+    xt, yt = [xt[i] for i in used], [yt[i] for i in used]
+    out: dict[str, Any] = dict(tested=[envs[i] for i in used], p=None, floor=None, stat=0.0, test="", meta=None,
+                               effects=[], enough=bool(used) and all(a.size >= MIN_SEEDS for a in xt + yt))
+    if not used:
+        return out
+    effects, ses = generalise.env_effects(xt, yt)
+    out["effects"] = [float(e) for e in effects]
+    if len(used) >= generalise.MIN_ENVS_GENERALISE:
+        m = generalise.hksj(effects, ses)
+        out.update(p=m.p, stat=m.mu, test="random effects", meta=m)
+    else:
+        t = compare(xt, yt, crit)
+        out.update(p=t.p_value, stat=t.statistic, test="permutation",
+                   floor=None if t.exact else 1.0 / (1 + t.n_permutations))
+    return out
+
+
+def _implementation(scored: Scored, c: Candidate, crit: Criterion, envs: list[str],
+                    n_boot: int) -> tuple[str, str, str | None, float | None] | None:
+    """Which label of candidate ``c`` did better on ``envs``: ``(verdict, first, second, p)``, verdict ``better``
+    | ``tie`` | ``leaning`` (fewer than MIN_SEEDS runs per env) | ``only``; ``("apart", c.name, None, None)``
+    where the candidate is one label because its implementations were ranked apart. Not Holm-adjusted: it
+    is no headline answer."""
+    if c.by == "label":
+        return ("apart", c.name, None, None)
+    r = scored.runs
+    labels = sorted(lb for lb in r.loc[r["algo"] == c.name, "label"].unique() if scored.covers(lb, crit.column, envs))
+    if len(labels) < 2:
+        return ("only", labels[0], None, None) if labels else None
+    ranked, _ = _rank(scored, [Candidate(lb, "label", c.name) for lb in labels], crit, envs, n_boot)
+    a, b = ranked[0].name, ranked[1].name
+    xt, yt = scored.pair(a, b, crit.column, envs)
+    both = [i for i, (x, y) in enumerate(zip(xt, yt)) if x.size and y.size]
+    if not both:
+        return ("leaning", a, b, None)
+    t = compare([xt[i] for i in both], [yt[i] for i in both], crit)
+    if any(min(xt[i].size, yt[i].size) < MIN_SEEDS for i in both):
+        return ("leaning", a, b, t.p_value)
+    return ("tie" if t.p_value >= ALPHA else "better", a, b, t.p_value)
+
+
+def _finish(rec: Recommendation, stat: float) -> None:
+    """Set the verdict and message of ``rec`` from its adjusted p (module docstring, step 5)."""
+    p = rec.p_adjusted
+    if p is None:
+        rec.verdict = "insufficient evidence"
+        rec.message = rec.message or (f"insufficient evidence: {rec.algorithm} and {rec.runner_up} share no known "
+                                      "machine on quiet cores on any env" if rec.runner_up else rec.message)
+        return
+    if stat < 0:  # the test's mean effect has the other sign than the IQM ranking: the test decides
+        rec.algorithm, rec.runner_up = rec.runner_up, rec.algorithm
+        rec.best_score, rec.runner_up_score = rec.runner_up_score, rec.best_score
+        rec.effects = [-e for e in rec.effects]
+    shown = _p_text(rec)
+    sign = -1.0 if stat < 0 else 1.0
+    where = ", ".join(rec.tested_envs)
+    if not p < ALPHA:
+        rec.verdict = "no difference"
+        rec.message = f"no difference measured between {rec.algorithm} and {rec.runner_up} (adjusted p {shown})"
+    elif not rec.enough:
+        rec.verdict = "leaning"
+        rec.message = (f"leaning {rec.algorithm} over {rec.runner_up} (adjusted p {shown}; a winner needs ≥ "
+                       f"{MIN_SEEDS} runs per side and env)")
+    elif rec.test == "random effects":
+        rec.verdict = "recommended"
+        m = rec.meta
+        lo, hi = sorted((sign * m.lo, sign * m.hi))
+        rec.message = (f"{rec.algorithm}, then {rec.runner_up}: mean effect over envs of this kind {sign * m.mu:+.3f} "
+                       f"[{lo:+.3f}, {hi:+.3f}] (random effects, HKSJ, {m.k} envs; between-env sd {m.tau:.3f}), "
+                       f"adjusted p {shown}")
+    else:
+        rec.verdict = "measured"
+        rec.message = (f"on {where}: {rec.algorithm} ahead of {rec.runner_up} (adjusted p {shown}); fewer than "
+                       f"{generalise.MIN_ENVS_GENERALISE} envs make no claim about the next env of this kind")
+
+
+def recommend(scored: Scored, *, action: str | None = None, obs: str | None = None, reward: str | None = None,
+              priority: str | None = None, n_boot: int = N_BOOT, track_record: bool = True) -> list[Recommendation]:
+    """A recommendation for every profile matching the given traits (``None`` = every value); see the module
+    docstring. The headline p-values are Holm-adjusted over the profiles this call answers."""
+    out: list[Recommendation] = []
+    stats_of: list[float] = []
+    for a, o, rw, p in itertools.product(ACTIONS, OBS, REWARDS, PRIORITIES):
+        if a == "continuous" and o == "sequence":
+            continue  # tokens are discrete actions: no such problem
+        if (action and a != action) or (obs and o != obs) or (reward and rw != reward) or (priority and p != priority):
+            continue
+        profile = _profile_envs(scored, a, o, rw)
+        crit = CRITERIA[PRIORITY_CRITERION[p]]
+        # Envs without a time axis have no time score, and envs run at an equal CPU budget no sample score.
+        scored_on = set(scored.runs.loc[scored.runs[crit.column].notna(), "env"])
+        envs = [e for e in profile if e in scored_on]
+        rec = Recommendation(a, o, rw, p, "insufficient evidence", envs=envs,
+                             hardware=hardware_line(scored, envs) if p == "time" else "")
+        out.append(rec)
+        stats_of.append(0.0)
+        if not envs:
+            # A profile env has anchors (final_norm), so by samples the only way to lack a score is equal compute.
+            rec.message = EQUAL_COMPUTE_ONLY if profile and crit.column == "auc_steps_norm" else NO_ENV
+            continue
+        cands, rec.pooling = _candidates(scored, crit, envs)
+        rec.runs = {c.name: _counts(scored, c, crit.column, envs) for c in cands}
+        if len(cands) < 2:
+            rec.message = ("insufficient evidence: " + (f"only {cands[0].name} ran every env of this profile" if cands
+                           else "no algorithm ran every env of this profile"))
+            rec.algorithm = cands[0].name if cands else None
+            continue
+        ranked, est = _rank(scored, cands, crit, envs, n_boot)
+        best, second = ranked[0], ranked[1]
+        rec.algorithm, rec.runner_up = best.name, second.name
+        rec.best_score, rec.runner_up_score = est[best.name], est[second.name]
+        h = _headline(scored, crit, envs, best, second)
+        rec.p_value, rec.p_floor, rec.test, rec.meta = h["p"], h["floor"], h["test"], h["meta"]
+        rec.tested_envs, rec.effects, rec.enough = h["tested"], h["effects"], h["enough"]
+        stats_of[-1] = h["stat"]
+        rec.impl = _implementation(scored, best if h["stat"] >= 0 else second, crit, envs, n_boot)
+        rec.implementation = _impl_sentence(rec.impl)
+        if track_record and len(envs) >= 2:
+            rec.loo = leave_one_env_out(scored, crit, envs, n_boot=min(n_boot, 200))
+    for rec, adj, stat in zip(out, generalise.holm([r.p_value for r in out]), stats_of):
+        rec.p_adjusted = adj
+        if rec.algorithm and rec.runner_up:
+            _finish(rec, stat)
+    return out
+
+
+def _impl_sentence(impl: tuple[str, str, str | None, float | None] | None) -> str:
+    if impl is None:
+        return ""
+    verdict, a, b, p = impl
+    if verdict == "only":
+        return f"only {a} ran every env"
+    if verdict == "apart":
+        return f"{a} alone: its algorithm's implementations differ (bench parity), so they are ranked apart"
+    ps = "no shared machine" if p is None else f"p = {p:.2g}"
+    return {"tie": f"{a} ≈ {b} ({ps})", "better": f"{a} better than {b} ({ps})",
+            "leaning": f"leaning {a} over {b} ({ps}; fewer than {MIN_SEEDS} runs per env)"}[verdict]
+
+
+def leave_one_env_out(scored: Scored, crit: Criterion, envs: list[str], *, n_boot: int = 200) -> tuple[int, int]:
+    """How often the ranking would have been right on an env it had not seen: ``(hits, trials)``.
+
+    For each env E of the profile: the candidate ranked first on the other envs is a hit if it is
+    tied-best on E: the best there by point estimate, or not significantly worse than it (the
+    permutation test at :data:`ALPHA`; time on one machine). An E where the rule names nothing, or
+    where that candidate did not run, is not a trial.
+    """
+    hits = trials = 0
+    for held in envs:
+        rest = [e for e in envs if e != held]
+        cands, _ = _candidates(scored, crit, rest)
+        if not cands:
+            continue
+        pick = _rank(scored, cands, crit, rest, n_boot)[0][0]
+        on_e = [c for c in cands if scored.covers(c.name, crit.column, [held], c.by)]
+        if pick not in on_e:
+            continue
+        trials += 1
+        top = _rank(scored, on_e, crit, [held], n_boot)[0][0]
+        if top == pick:
+            hits += 1
+            continue
+        xt, yt = scored.pair(top.name, pick.name, crit.column, [held], top.by, pick.by)
+        hits += int(not (xt[0].size and yt[0].size) or compare(xt, yt, crit).p_value >= ALPHA)
+    return hits, trials
+
+
+# --------------------------------------------------------------------------- #
+# Rows for the command and the report
+# --------------------------------------------------------------------------- #
+def _answer_text(r: Recommendation) -> str:
+    return {"recommended": f"{r.algorithm}", "measured": f"on {', '.join(r.tested_envs)}: {r.algorithm}",
+            "leaning": f"leaning {r.algorithm}", "no difference": "no difference measured"}.get(
+        r.verdict, "insufficient evidence")
+
+
+def _p_text(r: Recommendation) -> str:
+    """The adjusted p as printed: at the Monte Carlo floor, ``< floor × Holm's multiplier`` (an upper bound)."""
+    if r.p_adjusted is None:
+        return "—"
+    if r.p_floor is not None and r.p_value is not None and r.p_value <= r.p_floor * (1 + 1e-9):
+        return f"< {r.p_adjusted:.0e}" if r.p_adjusted < 1 else "1"
+    return f"{r.p_adjusted:.2g}"
+
+
+def recommendation_rows(recs: list[Recommendation]) -> list[dict[str, Any]]:
+    """Flat rows of the recommendation table, for ``bench recommend --format`` and the report.
+
+    Keys: action, obs, reward, priority, verdict, answer (one short phrase), algorithm, runner_up, score,
+    runner_up_score (as printed; their numbers as ``score_point, score_lo, score_hi, score_kind`` and likewise),
+    p_value (raw), p_adjusted (Holm over the call), p_text (as printed), test, correction, envs, tested_envs,
+    effects (env → mean difference, winner − runner-up), directions (``+ + −``, in ``tested_envs`` order),
+    implementation (a sentence), impl (short), pooling (notes), runs (candidate → runs per env), track_record
+    (``hits/trials`` or ""), hardware, message, evidence (``2 envs, 20 v 20 runs``).
+    """
+    rows = []
+    for r in recs:
+        rows.append(dict(
+            action=r.action, obs=r.obs, reward=r.reward, priority=r.priority, verdict=r.verdict,
+            answer=_answer_text(r), algorithm=r.algorithm, runner_up=r.runner_up,
+            score=str(r.best_score) if r.best_score else "", runner_up_score=str(r.runner_up_score) if r.runner_up_score else "",
+            **_interval_fields("score", r.best_score), **_interval_fields("runner_up_score", r.runner_up_score),
+            p_value=r.p_value, p_adjusted=r.p_adjusted, p_text=_p_text(r), test=r.test, correction=CORRECTION,
+            envs=list(r.envs), tested_envs=list(r.tested_envs), effects=dict(zip(r.tested_envs, r.effects)),
+            directions=generalise.directions(r.effects), implementation=r.implementation, impl=_impl_short(r),
+            pooling=list(r.pooling), runs=dict(r.runs),
+            track_record=f"{r.loo[0]}/{r.loo[1]}" if r.loo and r.loo[1] else "", hardware=r.hardware, message=r.message,
+            evidence=_evidence(r),
+        ))
+    return rows
+
+
+def _evidence(r: Recommendation) -> str:
+    """The row's evidence in a few words: ``2 envs, 20 v 20 runs`` (the answer's runs, then the runner-up's)."""
+    if not r.envs:
+        return "no env"
+    n = len(r.envs)
+    pair = [str(r.runs[x]) for x in (r.algorithm, r.runner_up) if x in r.runs]
+    return f"{n} env{'s' if n > 1 else ''}, {' v '.join(pair)} runs"
+
+
+def _impl_short(r: Recommendation) -> str:
+    """The implementation answer in a few characters: ``sb3 ≈ bench``, ``bench > sb3``, ``leaning sb3``."""
+    if r.impl is None:
+        return ""
+    verdict, a, b, _ = r.impl
+    algo = r.impl[1].split("-")[0] if verdict == "apart" else r.algorithm
+    short = {x: x[len(algo) + 1:] if x and algo and x.startswith(algo + "-") else x for x in (a, b)}
+    if verdict == "only":
+        return f"only {short[a]}"
+    if verdict == "apart":
+        return "ranked apart"
+    return {"tie": f"{short[a]} ≈ {short[b]}", "better": f"{short[a]} > {short[b]}", "leaning": f"leaning {short[a]}"}[verdict]
+
+
+def _interval_fields(prefix: str, iv: stats.Interval | None) -> dict[str, Any]:
+    if iv is None:
+        return {f"{prefix}_{k}": None for k in ("point", "lo", "hi", "kind")}
+    nan = lambda v: None if v != v else float(v)  # noqa: E731 - JSON has no NaN
+    return {f"{prefix}_point": nan(iv.point), f"{prefix}_lo": nan(iv.lo), f"{prefix}_hi": nan(iv.hi), f"{prefix}_kind": iv.kind}
+

@@ -1,0 +1,70 @@
+"""Time comparisons by design: both sides measured on one machine, each run with its core to itself (issue 40).
+
+CPU seconds per step depend on the machine, and not by one factor for all code (own A2C ran 1.22×
+faster on an Intel Xeon than on an AMD EPYC, SB3 PPO 1.03× slower, both on HalfCheetah-v5:
+docs/statistics.md), and a run that shared its core has inflated CPU seconds. Earlier versions
+corrected for both with store-wide factors (the largest same-label ratio, the largest re-measured
+contention ratio). Those were maxima without uncertainty, grew with the number of pairs, and made one
+answer depend on unrelated labels. Instead, a time comparison is designed so that neither arises:
+
+- only runs that had their core to themselves count (:func:`bench.run.store.is_contended`; a contended
+  run counts once ``bench run --remeasure contended`` has measured it again on a quiet core);
+- only runs whose machine is known: a CPU name can hide virtual machines of different speeds, so a run
+  needs its speed-probe class (:func:`bench.analysis.scoring.probe_classes`). A run without a probe (from
+  before the probe existed) is an unknown machine: it is matched with no other run;
+- on each env, the two sides are compared on the one machine on which both have the most runs (the
+  larger of the two sides' least counts; ties: the first machine by name). That choice reads only the two
+  sides' runs, so no other label can change it.
+
+Effects on different envs may come from different machines: the env-level effect is a difference on one
+machine, and what is left of the machine's part (a machine × algorithm interaction) is spread across envs,
+where the random-effects test (:mod:`bench.analysis.generalise`) counts it as heterogeneity.
+
+Pure: frames in, arrays out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["TIME_COLUMNS", "known_machine", "one_machine"]
+
+#: Per-run columns that measure time: compared only as :func:`one_machine` selects.
+TIME_COLUMNS = frozenset({"auc_time_norm", "cpu_per_msteps"})
+
+
+def known_machine(runs: pd.DataFrame) -> np.ndarray:
+    """Which runs may enter a time comparison: uncontended, with a known machine. ``(n_runs,)`` booleans.
+
+    :param runs: columns ``contended`` (bool) and ``machine`` (the speed-probe class's hardware string, or
+        ``None`` / NaN for a run without a probe).
+    """
+    m = runs["machine"]
+    return (~runs["contended"].astype(bool) & m.notna() & (m.astype(str) != "")).to_numpy()
+
+
+def one_machine(x: pd.DataFrame, y: pd.DataFrame, col: str, envs: list[str]
+                ) -> tuple[list[np.ndarray], list[np.ndarray], list[str | None]]:
+    """Per env, the values of ``col`` of both sides' runs on the one machine they share most.
+
+    :param x, y: one row per run, columns ``env``, ``machine``, ``contended`` and ``col``.
+    :returns: ``(x_tasks, y_tasks, machines)`` in ``envs`` order: arrays ``(n_i,)`` and ``(m_i,)`` (empty
+        where the two share no known machine on that env) and the machine used (``None`` there).
+    """
+    xt, yt, used = [], [], []
+    xs, ys = x[known_machine(x)] if len(x) else x, y[known_machine(y)] if len(y) else y
+    for e in envs:
+        xe, ye = xs[xs["env"] == e], ys[ys["env"] == e]
+        nx, ny = xe["machine"].value_counts(), ye["machine"].value_counts()
+        shared = sorted(set(nx.index) & set(ny.index))
+        if not shared:
+            xt.append(np.empty(0))
+            yt.append(np.empty(0))
+            used.append(None)
+            continue
+        best = max(shared, key=lambda m: (min(nx[m], ny[m]), -shared.index(m)))
+        xt.append(xe.loc[xe["machine"] == best, col].to_numpy(float))
+        yt.append(ye.loc[ye["machine"] == best, col].to_numpy(float))
+        used.append(str(best))
+    return xt, yt, used
