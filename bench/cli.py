@@ -1215,15 +1215,11 @@ def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Option
 
     n_tests = sum(r["p_value"] is not None for r in rows)
     print(textwrap.fill(
-        f"A profile's winner (from {MIN_ENVS_GENERALISE} envs) comes from a random-effects test over envs (HKSJ), a "
-        f"claim about the next env of the kind; with fewer envs the answer names the envs measured (stratified "
-        f"permutation test). p: {answers.CORRECTION}-adjusted over the {n_tests} headline tests of this call, "
-        f"winner at p < {scoring.ALPHA:g} with ≥ {scoring.MIN_SEEDS} runs per env ('leaning' with fewer). envs: "
-        "count, then the sign of winner minus runner-up on each env tested, envs in alphabetical order (--verbose "
-        "names them). LOO: leave-one-env-out hits/trials. Runs and scores: --verbose. Time: one machine per env, quiet "
-        "cores only. Scores: "
-        "normalised area under the learning curve (0 = random policy, 1 = threshold) vs env steps (samples) or "
-        "training CPU seconds (time).", width=100))
+        f"Winner from ≥ {MIN_ENVS_GENERALISE} envs: a random-effects test over envs (HKSJ), a claim about the next env "
+        f"of the kind; with fewer, the answer names the envs measured. p: {answers.CORRECTION} over the {n_tests} "
+        f"headline tests; winner at p < {scoring.ALPHA:g}, ≥ {scoring.MIN_SEEDS} runs per env. envs: count, then the "
+        "sign per env tested (alphabetical). LOO: leave-one-env-out hits/trials. Scores: normalised AUC vs steps or "
+        "CPU s. Details: --verbose, docs/statistics.md.", width=100))
 
 
 @app.command()
