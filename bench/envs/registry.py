@@ -233,6 +233,8 @@ REGISTRY: dict[str, EnvSpec] = {
 #: ``results/reference/minigrid``, 2026-11-27), the slowest label (sb3-contrib TRPO 524, SB3 A2C 480, own TRPO 369,
 #: own A2C 338, own PPO 313, REINFORCE 273). MiniGrid-Unlock-v0 900: SB3 PPO's mean 820 (798-849; sb3-contrib TRPO 573,
 #: SB3 A2C 460, REINFORCE 345, own PPO 333, own TRPO 323, own A2C 278; same pack and VM, none contended).
+#: MiniGrid-LavaGapS5-v0 900: SB3 PPO's mean 847 (776-908; sb3-contrib TRPO 709, SB3 A2C 547, own TRPO 405,
+#: REINFORCE 381, own A2C 358, own PPO 338; same pack and VM, none contended).
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
     "ALE/Pong-v5": 3400.0,
@@ -254,6 +256,7 @@ TIME_SCALE_US: dict[str, float] = {
     "Walker2d-v5": 2100.0,
     "MiniGrid-DoorKey-5x5-v0": 900.0,
     "MiniGrid-Unlock-v0": 900.0,
+    "MiniGrid-LavaGapS5-v0": 900.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
