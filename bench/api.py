@@ -245,16 +245,9 @@ def pack_suite(store: Any, suite: str, out: Path, log: Callable[[str], None] | N
     """Pack one suite of ``store`` (a :class:`bench.run.store.Store`) into the folder ``out``, with its envs'
     normalisation anchors computed first where missing (so the pack has them); returns the pack's manifest.
     Runs already in a sibling pack (a claim suite sharing the reference's cells) are not stored twice."""
-    import json
-
-    import sqlalchemy as sa
-
     from bench.analysis.anchors import ensure_anchors
-    from bench.run import store as st
 
-    if suite in store.suite_names():
-        with store.engine.connect() as c:
-            meta = json.loads(c.execute(sa.select(st.suites.c.env_meta).where(st.suites.c.name == suite)).scalar_one())
+    if (meta := store.suite_env_meta(suite)) is not None:
         ensure_anchors(store, {e: m.get("threshold") for e, m in meta.items()}, log=log,
                        families={e: m.get("family") for e, m in meta.items()})
     return packed.pack(store.url, suite, out, beside=packed.packs_under(out.resolve().parent))

@@ -998,6 +998,12 @@ class Store:
         with self.engine.connect() as c:
             return [r.name for r in c.execute(sa.select(suites.c.name).order_by(suites.c.name))]
 
+    def suite_env_meta(self, name: str) -> dict[str, dict[str, Any]] | None:
+        """The registered suite's env facts as validated (env key → threshold, traits, ...), ``None`` if absent."""
+        with self.engine.connect() as c:
+            raw = c.execute(sa.select(suites.c.env_meta).where(suites.c.name == name)).scalar_one_or_none()
+        return None if raw is None else json.loads(raw)
+
     def runs_frame(self, suite: str | None = None):
         """One row per (suite, run): the export table."""
         import pandas as pd
