@@ -68,6 +68,27 @@ class TupleObs(DictObs):
     observation_space = gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,), np.float32)))
 
 
-for _cls in (NanReward, InfObservation, WrongShape, Raises, DictObs, TupleObs):
+class Fault(_Base):
+    """One fault, chosen by ``gym.make`` kwargs (the fuzz test's env): ``kind`` (``reward``: the reward is
+    ``value``; ``observation``: component ``index`` of the observation is ``value``; ``shape``: an observation
+    of ``size`` numbers; ``raises``: an exception with ``text``), at step ``at`` of the first episode. ``value``
+    is a string (``"nan"``, ``"inf"``, ``"-inf"``): env keys carry kwargs as JSON, which has no such numbers."""
+
+    def __init__(self, kind="reward", at=5, value="nan", index=0, size=4, text="boom"):
+        self.kind, self.bad_at, self.index, self.size, self.text = kind, at, index, size, text
+        self.value = float(value)
+
+    def go_wrong(self, obs, reward):
+        if self.kind == "reward":
+            return obs, self.value
+        if self.kind == "observation":
+            obs[self.index] = self.value
+            return obs, reward
+        if self.kind == "shape":
+            return np.zeros(self.size, np.float32), reward
+        raise RuntimeError(self.text)
+
+
+for _cls in (NanReward, InfObservation, WrongShape, Raises, DictObs, TupleObs, Fault):
     if f"{_cls.__name__}-v0" not in gym.registry:
         gym.register(f"{_cls.__name__}-v0", entry_point=_cls, max_episode_steps=50)

@@ -278,3 +278,39 @@ def test_fuzz_no_password_in_any_output(existing_store, case):
         code, out, err = invoke([*args, "--store", url])
         assert MARK not in out + err, (url, command, out, err)
         assert code != 0 or command in ("dry-run", "status"), (url, command, out)
+
+
+# --------------------------------------------------------------------------- #
+# An env's faults: whatever goes wrong, one line naming the env, the step and what was wrong
+# --------------------------------------------------------------------------- #
+_VALUES = st.sampled_from(["nan", "inf", "-inf"])
+_FAULT = st.one_of(
+    st.fixed_dictionaries({"kind": st.just("reward"), "value": _VALUES}),
+    st.fixed_dictionaries({"kind": st.just("observation"), "value": _VALUES, "index": st.integers(0, 2)}),
+    st.fixed_dictionaries({"kind": st.just("shape"), "size": st.sampled_from([1, 2, 4, 9])}),
+    st.fixed_dictionaries({"kind": st.just("raises"), "text": st.text(min_size=1, max_size=60)}),
+)
+
+
+@settings(max_examples=max(8, settings().max_examples // 50))
+@given(fault=_FAULT, at=st.integers(1, 40), algo=st.sampled_from(["a2c", "ppo", "reinforce", "trpo"]))
+def test_fuzz_env_faults_are_one_line_naming_env_step_and_quantity(fault, at, algo):
+    """A misbehaving env (issue 44): a non-finite reward or observation, a wrong shape or an exception, at any
+    step and under any of these own algorithms, fails the cell with one line that names the env and the step,
+    never with a traceback or the algorithm's own divergence message."""
+    import bad_envs  # noqa: F401 - registers Fault-v0
+
+    from bench.algos.hyperparams import PARAMS
+    from bench.envs import env_key
+    from bench.run.runner import record_cell
+    from bench.suites.suite import Cell
+
+    key = env_key("bad_envs:Fault-v0", {**fault, "at": at})
+    params = PARAMS[algo]().model_dump(mode="json") | {"n_envs": 1, "n_steps": 8}
+    if algo in ("ppo", "trpo"):
+        params |= {"batch_size": 8}
+    _, error = record_cell(Cell("s", key, algo, "bench", algo, 0, 200, None, 5, None, params))
+    assert error is not None and "\n" not in error and "Traceback" not in error, error
+    assert error.startswith(f"env {key} ") and f"at step {at}" in error, error
+    what = {"reward": "reward", "observation": "observation", "shape": "shape", "raises": "raised RuntimeError"}
+    assert what[fault["kind"]] in error, error
