@@ -78,8 +78,8 @@ minatar = pytest.importorskip("minatar")
 def test_registry_traits_and_inference_call_bool_frames_pixels():
     s = registry.get_spec("MinAtar/Freeway-v1")
     assert (s.family, s.action, s.obs, s.reward, s.threshold) == ("minatar", "discrete", "pixels", "sparse", 50.0)
-    # Seaquest is not in the registry: inferred from its (10, 10, 10) bool box, which is pixels, not a vector.
-    inferred = registry.get_spec("MinAtar/Seaquest-v1")
+    # Space Invaders is not in the registry: inferred from its (10, 10, 6) bool box, which is pixels, not a vector.
+    inferred = registry.get_spec("MinAtar/SpaceInvaders-v1")
     assert (inferred.family, inferred.obs, inferred.registered) == ("minatar", "pixels", False)
 
 

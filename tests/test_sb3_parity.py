@@ -407,7 +407,8 @@ def a2c_trained_state(env_id: str, steps: int, *, seed: int = 0, over: dict | No
     rec = Capture()
     torch.manual_seed(seed)
     a2c.train(env_id, p, seed=seed, timesteps=steps, recorder=rec)
-    (col,) = [c.cell_contents for c in rec.policy_fn.__closure__ if isinstance(c.cell_contents, Collector)]
+    act = getattr(rec.policy_fn, "act", rec.policy_fn)  # a SavablePolicy wraps the collector's policy function
+    (col,) = [c.cell_contents for c in act.__closure__ if isinstance(c.cell_contents, Collector)]
     pol, norm = col.policy, col.norm
     return {
         "policy": {k: v.detach().clone() for k, v in pol.state_dict().items()},
