@@ -34,6 +34,13 @@ def learning(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def heavy(session: nox.Session) -> None:
+    """The long end-to-end checks that the default tier leaves out for CI's time (docs/testing.md)."""
+    _install(session)
+    session.run("pytest", "-m", "heavy", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session(python="3.11")
 def benchmark(session: nox.Session) -> None:
     _install(session)
     session.run("pytest", "-o", "addopts=", "tests/benchmarks", "--benchmark-only", "-s", *session.posargs)

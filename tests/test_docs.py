@@ -50,9 +50,11 @@ def reference_cwd(tmp_path_factory):
     return d
 
 
-@pytest.mark.parametrize("doc, marker", [("README.md", "**Consult the recommendation table.**"),
-                                         ("docs/statistics.md", "**Regenerated example.**"),
-                                         ("docs/getting-started.md", "**Its answer for vector observations.**")])
+@pytest.mark.parametrize("doc, marker", [
+    ("README.md", "**Consult the recommendation table.**"),
+    # Each builds the reference cache and scores it, a minute or two of CPU: the heavy tier (`nox -s heavy`).
+    pytest.param("docs/statistics.md", "**Regenerated example.**", marks=pytest.mark.heavy),
+    pytest.param("docs/getting-started.md", "**Its answer for vector observations.**", marks=pytest.mark.heavy)])
 def test_recommend_examples_are_what_the_command_prints(reference_cwd, doc, marker):
     """The README's and docs/statistics.md's examples are pasted from real runs (scripts/readme_recommend.py):
     rerun each command on the shipped reference."""

@@ -195,6 +195,7 @@ def _section(body: str, section_id: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_fourteen_label_report_in_headless_chromium(fourteen, tmp_path):
     """Load the 14-label page in Chromium: every figure decodes, none is shrunk below its drawn size (so
     8 pt stays 8 pt), the folded rows have their one line; then screenshot it. ``BENCH_SCREENSHOTS=DIR``
