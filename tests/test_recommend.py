@@ -443,7 +443,8 @@ def test_recommend_table_fits_100_columns_and_answers_by_algorithm(clear, tmp_pa
     assert len(rows) == 2 and all(" ppo " in x and "≈" in x for x in rows), p.stdout  # ppo; implementations tie
     # Per answer: Holm-adjusted p, envs with the direction on each, the leave-one-env-out record.
     assert all(" 3: + + + " in x and " 3/3 " in x for x in rows), p.stdout
-    assert "insufficient evidence (no measured env)" in p.stdout and "Holm-adjusted over the 2 headline tests" in \
+    # The footer's shortened wording (f91266f): "p: Holm over the N headline tests".
+    assert "insufficient evidence (no measured env)" in p.stdout and "p: Holm over the 2 headline tests" in \
         " ".join(p.stdout.split())
 
 
@@ -467,7 +468,9 @@ def test_recommend_formats_for_scripts(clear, tmp_path, fmt):
         assert len(df) == 10 and df.loc[df["envs"].notna(), "algorithm"].tolist() == ["ppo"]
     else:
         lines = p.stdout.splitlines()
-        assert lines[0].startswith("| problem | priority | answer") and lines[1].startswith("|---|")
+        # The table is titled with its source (issue 43), then a blank line, then the Markdown table.
+        assert lines[0] == f"bench recommend — {clear}" and lines[1] == ""
+        assert lines[2].startswith("| problem | priority | answer") and lines[3].startswith("|---|")
         assert any("| ppo |" in x for x in lines)
 
 

@@ -71,7 +71,7 @@ def test_recommend_cli_prints_the_winner_and_its_evidence(planted, tmp_path):
     # One env: an answer about it only, named; its envs (1, the sign), no track record.
     row = next(x for x in p.stdout.splitlines() if x.startswith(" continuous "))
     assert " 1: + " in row and "Pendulum-v1:" in p.stdout, p.stdout
-    assert "trpo" in text and "Holm-adjusted over the 1 headline tests" in text
+    assert "trpo" in text and "p: Holm over the 1 headline tests" in text  # the shortened footer (f91266f)
 
 
 def test_recommend_says_tie_for_indistinguishable_algorithms(twins, tmp_path):
