@@ -225,7 +225,10 @@ def test_report_warns_when_wall_clock_comes_from_different_hardware(tmp_path):
     write_store(url, ENVS[:1], [WINNER], seeds=3, suite="here")
     write_store(url, ENVS[:1], OTHERS[:1], seeds=3, suite="there", meta_extra={"cpu_model": "Other CPU", "torch_threads": 4})
     html = build(url, tmp_path / "out").read_text()
-    assert "Wall-clock warning" in html and "Other CPU · 4 torch thread(s)" in html
+    # A machine is named with its speed-probe class since issue 40 (scoring.hardware_of), and time comparisons
+    # use the one machine both sides share most.
+    assert "Wall-clock warning" in html and re.search(r"Other CPU \(probe ≈[0-9.]+ ms\) · 4 torch thread\(s\)", html)
+    assert "the one machine both sides share most" in html
     steps: list[str] = []
     single = build(url, tmp_path / "one", ["here"], stage=steps.append).read_text()
     assert "Wall-clock warning" not in single
