@@ -145,6 +145,9 @@ def test_recommend_says_when_the_recommended_algorithms_implementations_differ(t
     write_store(url, ["Pendulum-v1"], labels, seeds=6).dispose()
     p = _bench("recommend", "--store", url, "--format", "json", "--action", "continuous", cwd=tmp_path)
     rows = [r for r in json.loads(p.stdout) if r["envs"]]
-    assert rows and all(r["algorithm"] == "ppo" for r in rows), rows
-    assert all(r["parity_different"] == ["Pendulum-v1 (ppo-bench vs ppo-sb3)"] for r in rows)
-    assert all("bench parity finds its implementations different" in r["implementation"] for r in rows)
+    # Issue 40: implementations are pooled only where parity finds them alike; here it finds them different, so
+    # ppo's labels are ranked apart, the answer names the better one, and the row says why (no pooled "ppo").
+    assert rows and all(r["algorithm"] == "ppo-bench" and r["impl"] == "ranked apart" for r in rows), rows
+    assert all(r["pooling"] == ["ppo ranked by implementation: Pendulum-v1 (ppo-bench v ppo-sb3 different)"]
+               for r in rows), rows
+    assert all("its algorithm's implementations differ (bench parity)" in r["implementation"] for r in rows), rows
