@@ -23,7 +23,7 @@ from synthetic import Planted, write_store
 
 from bench.cli import app
 from bench.run import packed
-from bench.run.store import StoreError, check_url, describe_url, hide_password, redact
+from bench.run.store import Store, StoreError, check_url, describe_url, hide_password, redact
 from bench.suites.cost import CONFIRM_CPU_HOURS, estimate
 from bench.suites.suite import SuiteError, load_suite
 
@@ -212,8 +212,11 @@ def test_commands_run_with_stdout_or_stderr_closed(tmp_path, fd):
     suite.write_text("name: s\nseeds: [0]\ndefaults: {timesteps: 300}\nenvs: [{id: CartPole-v1}]\n"
                      "algorithms: [{algo: a2c, impl: bench}]\n")
     url = f"sqlite:///{tmp_path / 's.db'}"
-    for args, rc in ((["schema"], 0), (["envs"], 0), (["status", str(suite), "--store", url], 0),
-                     (["run", str(suite), "--dry-run", "--store", url], 0), (["status", "nope.yaml"], 2)):
+    empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    Store(empty).dispose()  # status needs a store to show a table; on a missing one it is one line, exit 2 (issue 43)
+    for args, rc in ((["schema"], 0), (["envs"], 0), (["status", str(suite), "--store", empty], 0),
+                     (["status", str(suite), "--store", url], 2), (["run", str(suite), "--dry-run", "--store", url], 0),
+                     (["status", "nope.yaml"], 2)):
         p = bench(*args, cwd=tmp_path, preexec_fn=_closing(fd))  # was: 'NoneType' object has no attribute 'isatty'
         assert p.returncode == rc, (args, p.stdout, p.stderr)
         assert "Traceback" not in p.stdout + p.stderr, (args, p.stderr)
@@ -241,7 +244,9 @@ def test_status_shows_whole_env_keys(tmp_path):
                                  "algorithms": [{"algo": "a2c", "impl": "bench", "label": "a-rather-long-label-x" * 3}]}))
     keys = sorted({c.env_id for c in load_suite(suite).cells})
     assert len(keys) == 7
-    res = cli(["status", str(suite), "--store", f"sqlite:///{tmp_path / 's.db'}"])
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    Store(url).dispose()  # an empty store: every cell pending (status refuses a store that is not there)
+    res = cli(["status", str(suite), "--store", url])
     assert res.exit_code == 0, res.stderr
     text = "".join(ln.split("│")[1].strip() if "│" in ln else "" for ln in res.stdout.splitlines())
     for k in keys:  # each key read whole from its folded lines (was: cut with "…", all 7 alike)
