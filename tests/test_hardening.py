@@ -143,8 +143,12 @@ def test_case01_aliases_that_share_a_block_still_work(tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text("name: shared\nseeds: [0]\ndefaults: {timesteps: 300}\nenvs: [{id: CartPole-v1}]\n"
                  "algorithms:\n  - {algo: a2c, impl: bench, label: one, hyperparams: &hp {n_envs: 1, n_steps: 8}}\n"
-                 "  - {algo: a2c, impl: bench, label: two, hyperparams: *hp}\n")
-    assert len(load_suite(f).cells) == 2
+                 "  - {algo: a2c, impl: sb3, label: two, hyperparams: *hp}\n")
+    # Two implementations share one block (one implementation twice with one block would run the same
+    # experiment twice, which a suite refuses); an alias that is not recursive is no "billion laughs".
+    cells = load_suite(f).cells
+    assert [(c.label, c.impl) for c in cells] == [("one", "bench"), ("two", "sb3")]
+    assert all(c.hyperparams["n_envs"] == 1 and c.hyperparams["n_steps"] == 8 for c in cells)
 
 
 # --------------------------------------------------------------------------- #
