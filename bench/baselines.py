@@ -398,14 +398,7 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
             # created by the first step and measured when the run ends.
             recorder.note_models(model.policy.parameters(), [model.policy.optimizer])
 
-            def act(obs: np.ndarray) -> np.ndarray:
-                x = np.asarray(obs)
-                if vecnorm is not None and vecnorm.norm_obs:
-                    x = vecnorm.normalize_obs(x)
-                action, _ = model.predict(x, deterministic=True)
-                return action
-
-            policy_fn = SavablePolicy(act, partial(sb3_checkpoint, model, vecnorm))
+            policy_fn = SavablePolicy(_acting(model, vecnorm, True), partial(sb3_checkpoint, model, vecnorm))
             callback = _callback_class()(recorder, policy_fn, continuous)
             model.learn(total_timesteps=int(timesteps), log_interval=1, callback=callback, progress_bar=False)
             # The callback dumps after every update, the last one included (on_training_end);
@@ -435,6 +428,20 @@ def sb3_checkpoint(model: Any, vecnorm: Any | None) -> dict[str, Any]:
     return {"format": SB3, "files": files}
 
 
+
+def _acting(model: Any, vecnorm: Any, deterministic: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """An SB3 model as a policy on raw observations: normalised as in training (its VecNormalize, if any),
+    then ``model.predict``; a batch in, a batch of actions out."""
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        x = np.asarray(obs)
+        if vecnorm is not None and vecnorm.norm_obs:
+            x = vecnorm.normalize_obs(x)
+        action, _ = model.predict(x, deterministic=deterministic)
+        return action
+
+    return act
+
 def restore_sb3(files: dict[str, bytes], algo: str, *, deterministic: bool = True) -> Callable[[np.ndarray], np.ndarray]:
     """A saved SB3 policy (:func:`sb3_checkpoint`) on raw observations: a batch in, a batch of actions out
     (``model.predict``, which clips continuous actions to the action space as the training run's evaluation did).
@@ -446,11 +453,4 @@ def restore_sb3(files: dict[str, bytes], algo: str, *, deterministic: bool = Tru
         "learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0})
     vecnorm = pickle.loads(files["vecnormalize.pkl"]) if "vecnormalize.pkl" in files else None
 
-    def act(obs: np.ndarray) -> np.ndarray:
-        x = np.asarray(obs)
-        if vecnorm is not None and vecnorm.norm_obs:
-            x = vecnorm.normalize_obs(x)
-        action, _ = model.predict(x, deterministic=deterministic)
-        return action
-
-    return act
+    return _acting(model, vecnorm, deterministic)
