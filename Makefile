@@ -24,7 +24,7 @@ quickstart: $(STAMP)
 	exit $$status
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest --durations=30
 
 clean:
 	rm -rf $(VENV) .nox .pytest_cache
