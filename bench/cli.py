@@ -13,7 +13,6 @@ is off on both consoles, and styled words are built as :class:`rich.text.Text`.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -704,8 +703,6 @@ def import_(
 ) -> None:
     """Load packed results into a store (SQLite or PostgreSQL): to go on with a packed suite
     (`bench run` then skips its done cells), or to put the shipped reference beside your own runs."""
-    import json
-
     from bench.run import packed
     from bench.run.store import Store, describe_url
 
