@@ -560,6 +560,11 @@ def check_url(url: str) -> str:
     if backend == "sqlite" and (u.username or u.password or u.host or u.port):
         raise StoreError(f"{shown!r} names a user, password or host, which a SQLite file has none of; allowed: "
                          "sqlite:///PATH (three slashes, then the path)")
+    if backend == "postgresql" and "connect_timeout" in u.query:
+        value = u.query["connect_timeout"]
+        if not (isinstance(value, str) and value.isascii() and value.isdigit()):
+            raise StoreError(f"{shown!r} has connect_timeout={value!r}; allowed: one whole number of seconds, "
+                             "e.g. ?connect_timeout=10")
     if backend == "sqlite":
         for ch, why in _SQLITE_RESERVED.items():
             if ch in url:
