@@ -1,6 +1,8 @@
 """One public function per everyday job, for notebooks and scripts, below the command line (``bench.cli``
 parses, calls these, renders).
 
+- :func:`plan_run`, :func:`run_suite`: a suite checked against a store (what would run), then run, with
+  callbacks for progress; the result's :meth:`SuiteRun.frame` is one row per cell run.
 - :func:`reference`: the shipped reference results (``results/reference/`` packs), verified, as a store to read.
 - :func:`record_env_facts`: what a store records of each env at run time, so it is read without the env's package.
 - :func:`resolved_hyperparams`: each label's resolved hyperparameters on each env, and where each value came from.
@@ -8,22 +10,32 @@ parses, calls these, renders).
 - :func:`load_policy`: a run's saved policy, ready to act (``pi.act(obs)``);
 - :func:`evaluate`: N episodes of a loaded policy on a fresh evaluation env, optionally filmed to an MP4.
 
-Nothing here prints: messages go to a ``log`` callable the caller passes.
+Nothing here prints: messages go to a ``log`` callable the caller passes. A user's error is
+:class:`BadInput` (one line per problem; the command line prints them and exits with status 2).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from bench.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load_policy, video_missing
 from bench.run import packed
 
-__all__ = ["REFERENCE_DIR", "Reference", "reference", "reference_dir", "record_env_facts", "resolved_hyperparams",
+__all__ = ["BadInput", "RunPlan", "SuiteRun", "plan_run", "run_suite", "REFERENCE_DIR", "Reference", "reference", "reference_dir", "record_env_facts", "resolved_hyperparams",
            "HyperparamRow", "hyperparams_lines", "NothingToExport", "export_scores", "pack_suite",
            "Evaluation", "LoadedPolicy", "PolicyError", "evaluate", "load_policy", "video_missing"]
+
+class BadInput(ValueError):
+    """A user's error, found before anything was written: ``lines``, one per problem, each naming what was
+    wrong and what is allowed."""
+
+    def __init__(self, lines: str | list[str]):
+        self.lines = [lines] if isinstance(lines, str) else list(lines)
+        super().__init__("; ".join(self.lines))
+
 
 #: The project's shipped reference results: one packed folder per category (`bench export --format pack`),
 #: in the working directory's checkout or else in the checkout this package runs from (an editable
@@ -251,3 +263,210 @@ def pack_suite(store: Any, suite: str, out: Path, log: Callable[[str], None] | N
         ensure_anchors(store, {e: m.get("threshold") for e, m in meta.items()}, log=log,
                        families={e: m.get("family") for e, m in meta.items()})
     return packed.pack(store.url, suite, out, beside=packed.packs_under(out.resolve().parent))
+
+
+# --------------------------------------------------------------------------- #
+# Running a suite
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class RunPlan:
+    """A suite checked against its store, nothing written yet: what :func:`run_suite` would run.
+
+    ``cells`` are the suite's cells ``only`` selected (their keys, envs, labels, seeds and budgets);
+    ``cost`` is the estimate :mod:`bench.suites.cost` makes of them.
+    """
+
+    loaded: Any
+    url: str
+    cells: list
+    cost: Any
+    executor: str = "local"
+    address: str | None = None
+    workers: int = 1
+    #: With a Ray cluster address: at most this many cells at once (``None``: as many as the cluster takes).
+    max_in_flight: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.loaded.suite.name
+
+    def with_outputs(self, outputs: Any) -> "RunPlan":
+        """This plan with every cell writing ``outputs`` (:class:`bench.suites.suite.Outputs`)."""
+        import dataclasses
+
+        return dataclasses.replace(self, cells=[dataclasses.replace(c, outputs=outputs) for c in self.cells])
+
+
+@dataclass
+class SuiteRun:
+    """What one :func:`run_suite` call did. ``results``: ``(cell, outcome)`` in the order the cells ended;
+    ``interrupted``: the signal that stopped it (its finished cells are kept), else ``None``."""
+
+    suite: str
+    url: str
+    cells: int
+    done_before: int
+    busy: int
+    remeasured: int
+    results: list = field(default_factory=list)
+    seconds: float = 0.0
+    interrupted: int | None = None
+
+    @property
+    def failed(self) -> list:
+        return [(c, o) for c, o in self.results if o.status == "failed"]
+
+    def frame(self):
+        """One row per cell this call ran: ``key, env, label, seed, status, final_return, steps_to_threshold,
+        wall_s, error``."""
+        import pandas as pd
+
+        return pd.DataFrame([{"key": c.key, "env": c.env_id, "label": c.label, "seed": c.seed, "status": o.status,
+                              "final_return": o.summary.get("final_return"),
+                              "steps_to_threshold": o.summary.get("steps_to_threshold"), "wall_s": o.wall_s,
+                              "error": o.error} for c, o in self.results],
+                            columns=["key", "env", "label", "seed", "status", "final_return", "steps_to_threshold",
+                                     "wall_s", "error"])
+
+
+def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = None,
+             overrides: list[str] | tuple[str, ...] = (), workers: int | None = None, executor: str = "local",
+             address: str | None = None, outputs: Any = None) -> RunPlan:
+    """Check ``suite`` (a YAML file) and the ``store`` URL (default ``sqlite:///results/bench.db``), select the
+    cells ``only`` names (e.g. ``"env=CartPole-v1,algo=ppo"``), and estimate their cost. Writes nothing.
+
+    :param overrides: ``PATH=VALUE`` changes to the file (``bench run --set``), checked as the file is.
+    :param outputs: the cells' :class:`bench.suites.suite.Outputs` (saved policies, TensorBoard, W&B);
+        default: policies beside a SQLite store, else under ``results/policies``.
+    :raises BadInput: the suite, ``only``, the URL or the executor options are wrong (one line each).
+    """
+    import dataclasses
+
+    import sqlalchemy as sa
+
+    from bench.run.saving import policies_dir
+    from bench.run.store import DEFAULT_URL, StoreError, check_url
+    from bench.suites.cost import estimate
+    from bench.suites.suite import Outputs, SuiteError, load_suite, parse_only, select
+
+    try:
+        loaded = load_suite(Path(suite), overrides)
+    except SuiteError as e:
+        raise BadInput(e.lines) from None
+    try:
+        filt = parse_only(only)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+    try:
+        url = check_url(store or DEFAULT_URL)
+    except StoreError as e:
+        raise BadInput(f"--store: {e}") from None
+    if outputs is None:
+        outputs = Outputs(policies=str(policies_dir(url).resolve()))
+    cells = [dataclasses.replace(c, outputs=outputs) for c in select(loaded.cells, filt)]
+    if not cells:
+        raise BadInput(f"--only: {only!r} matches none of the {len(loaded.cells)} cells of {suite}")
+    if executor not in ("local", "ray"):
+        raise BadInput(f"--executor: {executor!r} is not allowed; allowed: local, ray")
+    if address is not None:
+        from bench.run.ray_executor import check_address
+
+        if executor != "ray":
+            raise BadInput(f"--address: only used with --executor ray (got --address {address!r} with --executor "
+                           f"{executor})")
+        if (why := check_address(address)) is not None:
+            raise BadInput(f"--address: {why}")
+        if sa.engine.make_url(url).get_backend_name() == "sqlite":
+            # Every worker must reach the store, and SQLite's locking is only safe on one host.
+            raise BadInput(f"--store: SQLite is not for several hosts; with --executor ray --address give a "
+                           f"PostgreSQL store, e.g. postgresql+psycopg://USER@HOST:5432/DB (got {store!r})")
+    return RunPlan(loaded, url, cells, estimate(cells, loaded.env_meta), executor, address,
+                   workers or os.cpu_count() or 1, workers if address else None)
+
+
+def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: str | None = None,
+              overrides: list[str] | tuple[str, ...] = (), workers: int | None = None, executor: str = "local",
+              address: str | None = None, replace: bool = False, remeasure: bool = False, yes: bool = False,
+              on_start: Callable[[SuiteRun, list], None] | None = None,
+              on_done: Callable[[Any, Any], None] | None = None,
+              on_poll: Callable[[dict[str, float]], None] | None = None,
+              log: Callable[[str], None] | None = None) -> SuiteRun:
+    """Run a suite's cells that are not done yet (``bench run``), and return what happened.
+
+    ``suite`` is a YAML file (checked with :func:`plan_run`, which takes ``store``, ``only``, ``overrides``,
+    ``workers``, ``executor`` and ``address``) or a :class:`RunPlan`. Cells another runner holds are left to it;
+    with ``remeasure``, done runs that shared their core are run again and replaced only if the new run had its
+    core to itself. Callbacks: ``on_start(run, todo)`` once the store is registered, ``on_done(cell, outcome)``
+    as each cell ends, ``on_poll({key: fraction})`` every few seconds for the cells in flight.
+
+    :raises BadInput: as :func:`plan_run`; the store already holds another suite of that name (unless
+        ``replace``); the estimated cost needs confirming (over 1,000 CPU-hours) and ``yes`` is not set;
+        Ray is not installed or its cluster cannot be reached.
+    """
+    import time
+
+    from bench.run.progress import LiveProgress
+    from bench.run.runner import HEARTBEAT_EVERY_S, Interrupted, run_local
+    from bench.run.store import Store, SuiteConflict, contended_done, is_claimable, this_owner
+
+    plan = suite if isinstance(suite, RunPlan) else plan_run(
+        suite, store, only=only, overrides=overrides, workers=workers, executor=executor, address=address)
+    if plan.cost.needs_confirmation() and not yes:
+        raise BadInput(f"{plan.loaded.path}: the cells to run would take {plan.cost.line()}; to start it, run again "
+                       "with --yes (or lower the budgets)")
+    if plan.executor == "ray":
+        from bench.run.ray_executor import RayUnavailable, connect
+
+        try:  # a cluster that cannot be reached is found out before anything is written
+            import ray  # noqa: F401
+
+            if plan.address is not None:
+                connect(plan.address)  # stopped at exit: ray.init registers ray.shutdown with atexit
+        except ImportError:
+            raise BadInput("--executor: ray is not installed; install it with pip install 'bench[ray]' (allowed: "
+                           "local, ray)") from None
+        except RayUnavailable as e:
+            raise BadInput(f"--address: {e}") from None
+    db = Store(plan.url)
+    try:
+        db.register(plan.name, str(plan.loaded.path), plan.loaded.suite.model_dump(mode="json"),
+                    plan.loaded.env_meta, plan.loaded.cells, replace=replace)
+    except SuiteConflict as e:
+        raise BadInput(f"{plan.loaded.path}: name: {e}") from None
+    # The store describes its envs (traits, spaces, threshold, anchor, time scale), so it is read later
+    # without importing them: recorded here, where the env's package is importable.
+    record_env_facts(db, {c.env_id: plan.loaded.env_meta[c.env_id] for c in plan.cells}, log=log)
+    cells = plan.cells
+    rows = db.rows([c.key for c in cells])
+    todo = [c for c in cells if is_claimable(rows[c.key])]
+    done_before = sum(rows[c.key].status == "done" for c in cells)
+    again = frozenset(contended_done(rows) if remeasure else ())
+    todo += [c for c in cells if c.key in again]
+    run = SuiteRun(plan.name, plan.url, len(cells), done_before, len(cells) - len(todo) - done_before + len(again),
+                   len(again))
+    if on_start is not None:
+        on_start(run, todo)
+    if not todo:
+        return run
+
+    def finished(cell, outcome) -> None:
+        run.results.append((cell, outcome))
+        live.finished(cell.key)
+        if on_done is not None:
+            on_done(cell, outcome)
+
+    live = LiveProgress(db.rows, [c.key for c in todo], on_poll or (lambda _: None), every=HEARTBEAT_EVERY_S)
+    t0 = time.perf_counter()
+    try:
+        with live:
+            if plan.executor == "ray":
+                from bench.run.ray_executor import run_ray
+
+                run_ray(plan.url, todo, finished, num_cpus=plan.workers,
+                        max_in_flight=plan.max_in_flight, remeasure=again)
+            else:
+                run_local(plan.url, todo, this_owner(), plan.workers, finished, remeasure=again)
+    except Interrupted as e:
+        run.interrupted = e.signum
+    run.seconds = time.perf_counter() - t0
+    return run

@@ -222,13 +222,20 @@ def _load(suite_path: Path, overrides: Optional[list[str]] = None):
         raise _bad_input(e.lines) from None
 
 
-def _check_url(url: str, flag: str = "--store") -> str:
-    """The normalised store URL; a bad or in-memory URL is bad input (one line, exit 2)."""
-    global _STORE_IN_USE
-    from bench.run.store import check_url, describe_url, url_secret
+def _keep_secret(url: str) -> None:
+    """Remember ``url``'s password, so that no line this command prints shows it (:func:`_redact`)."""
+    from bench.run.store import url_secret
 
     if (secret := url_secret(url)) is not None:
         _SECRETS.add(secret)
+
+
+def _check_url(url: str, flag: str = "--store") -> str:
+    """The normalised store URL; a bad or in-memory URL is bad input (one line, exit 2)."""
+    global _STORE_IN_USE
+    from bench.run.store import check_url, describe_url
+
+    _keep_secret(url)
     try:
         url = check_url(url)
     except StoreError as e:
@@ -306,202 +313,134 @@ def run(
     overrides: Optional[list[str]] = SetOpt,
 ) -> None:
     """Run a suite: every env × algorithm × seed cell, skipping cells already done."""
-    import dataclasses
-    import os
+    from bench import api
 
-    from bench.suites.suite import parse_only, select
-
-    loaded = _load(suite, overrides)
+    _keep_secret(store)
     try:
-        filt = parse_only(only)
-    except ValueError as e:
-        raise _bad_input(str(e)) from None
-    url = _check_url(store)
-    outputs = _outputs(url, tensorboard, wandb, artifacts)
-    cells = [dataclasses.replace(c, outputs=outputs) for c in select(loaded.cells, filt)]
-    if not cells:
-        raise _bad_input(f"--only: {only!r} matches none of the {len(loaded.cells)} cells of {suite}")
-    n_workers = workers or os.cpu_count() or 1
+        plan = api.plan_run(suite, store, only=only, overrides=overrides or (), workers=workers,
+                            executor=executor.value, address=address)
+    except api.BadInput as e:
+        raise _bad_input(e.lines) from None
+    url = _check_url(plan.url)
+    plan = plan.with_outputs(_outputs(url, tensorboard, wandb, artifacts))
     if address is not None:
-        from bench.run.ray_executor import check_address
-
-        if executor is not Executor.ray:
-            raise _bad_input(f"--address: only used with --executor ray (got --address {address!r} with --executor {executor.value})")
-        if (why := check_address(address)) is not None:
-            raise _bad_input(f"--address: {why}")
-        if url.startswith("sqlite"):
-            # Every worker must reach the store, and SQLite's locking is only safe on one host.
-            raise _bad_input(
-                f"--store: SQLite is not for several hosts; with --executor ray --address give a PostgreSQL store, "
-                f"e.g. postgresql+psycopg://USER@HOST:5432/DB (got {store!r})"
-            )
         import sqlalchemy as sa
 
         if (host := sa.engine.make_url(url).host) in ("localhost", "127.0.0.1", "::1"):
             err.print(_styled("yellow", "warning", f": the store's host {host} is this machine's loopback; Ray workers "
                               "on other hosts will not reach it (give the address other hosts see)"))
-
-    from bench.suites.cost import estimate
-
-    cost = estimate(cells, loaded.env_meta)
-    if dry_run and len(cells) > DRY_RUN_TABLE_MAX:
-        contended = _contended_done(url, cells) if remeasure else set()
-        _plain_dry_run(f"{loaded.suite.name}: {len(cells)} cells (dry run, nothing written)", cells,
-                       contended if remeasure else None)
-        out.print(f"estimated cost: {cost.line()}")
-        return
     if dry_run:
-        t = Table(title=f"{loaded.suite.name}: {len(cells)} cells (dry run, nothing written)")
-        for col in ("key", "env", "label", "seed", "timesteps", "threshold"):
-            t.add_column(col)
-        contended = _contended_done(url, cells) if remeasure else set()
-        if remeasure:
-            t.add_column("re-measure")
-        for c in cells:
-            t.add_row(c.key, c.env_id, c.label, str(c.seed), f"{c.timesteps:,}", _fmt(c.threshold),
-                      *(["contended"] if c.key in contended else [""] if remeasure else []))
-        out.print(t)
-        from bench.api import hyperparams_lines
-
-        print("\n".join(hyperparams_lines(loaded, {(c.label, c.env_id) for c in cells})))
-        out.print(f"estimated cost: {cost.line()}")
-        return
-    if cost.needs_confirmation() and not yes:
-        raise _bad_input(f"{suite}: the cells to run would take {cost.line()}; to start it, run again with --yes "
-                         "(or lower the budgets)")
-
-    from bench.run.runner import HEARTBEAT_EVERY_S, Interrupted, run_local
-    from bench.run.store import Store, contended_done, describe_url, is_claimable, this_owner
-
-    if executor is Executor.ray:
-        from bench.run.ray_executor import RayUnavailable, connect
-
-        try:  # a cluster that cannot be reached is found out before anything is written
-            import ray  # noqa: F401
-
-            if address is not None:
-                connect(address)  # stopped at exit: ray.init registers ray.shutdown with atexit
-        except ImportError:
-            raise _bad_input("--executor: ray is not installed; install it with pip install 'bench[ray]' (allowed: local, ray)") from None
-        except RayUnavailable as e:
-            raise _bad_input(f"--address: {e}") from None
-
-    from bench.run.store import SuiteConflict
-
-    db = Store(url)
-    try:
-        db.register(loaded.suite.name, str(suite), loaded.suite.model_dump(mode="json"), loaded.env_meta, loaded.cells,
-                    replace=replace)
-    except SuiteConflict as e:
-        raise _bad_input(f"{suite}: name: {e}") from None
-    from bench.api import record_env_facts
-
-    # The store describes its envs (traits, spaces, threshold, anchor, time scale), so it is read later
-    # without importing them: recorded here, where the env's package is importable.
-    record_env_facts(db, {c.env_id: loaded.env_meta[c.env_id] for c in cells}, log=lambda s: err.print(s))
-    rows = db.rows([c.key for c in cells])
-    todo = [c for c in cells if is_claimable(rows[c.key])]
-    done_before = sum(rows[c.key].status == "done" for c in cells)
-    busy = len(cells) - len(todo) - done_before
-    again = frozenset(contended_done(rows) if remeasure is Remeasure.contended else ())
-    todo += [c for c in cells if c.key in again]
-    err.print(_styled(
-        "bold", loaded.suite.name,
-        f": {len(cells)} cells — {done_before} done already"
-        + (f" ({len(again)} of them contended, to measure again)" if remeasure else "")
-        + f", {busy} running elsewhere, {len(todo)} to run on "
-        + (f"{min(n_workers, max(len(todo), 1))} worker(s) " if executor is Executor.local
-           else f"the Ray cluster at {address} " if address else f"a local Ray instance with {n_workers} CPUs ")
-        + f"→ {describe_url(url)}"
-    ))
-    if not todo:
-        _closing(loaded.suite.name, [], done_before, busy, 0.0)
+        _dry_run(plan, remeasure is not None)
         return
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     import threading
 
-    from bench.run.progress import LiveProgress, progress_line
+    from bench.run.progress import progress_line
+    from bench.run.store import describe_url
 
-    owner = this_owner()
-    t0 = time.perf_counter()
-    results = []
-    names = {c.key: f"{c.env_id} {c.label} seed {c.seed}" for c in todo}
+    n_workers = plan.workers
+    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("cells"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=err, transient=False)
     # The bar counts finished cells plus the fractions of those in flight (their heartbeats report
     # their steps); a log, which has no bar, gets a line every PROGRESS_LINE_EVERY_S instead.
-    shown: dict[str, Any] = {"finished": set(), "partial": {}, "line_at": t0}
+    shown: dict[str, Any] = {"finished": set(), "partial": {}, "line_at": time.perf_counter(), "task": None,
+                             "names": {}, "t0": time.perf_counter()}
     lock = threading.Lock()
-    with Progress(
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("cells"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err,
-        transient=False,
-    ) as progress:
-        task = progress.add_task(loaded.suite.name, total=len(todo))
 
-        def on_poll(partial: dict[str, float]) -> None:
-            with lock:  # a poll read before a cell finished must not count it again
-                shown["partial"] = {k: f for k, f in partial.items() if k not in shown["finished"]}
-                progress.update(task, completed=len(shown["finished"]) + sum(shown["partial"].values()))
-                now = time.perf_counter()
-                if (not err.is_terminal and now - shown["line_at"] >= PROGRESS_LINE_EVERY_S
-                        and len(shown["finished"]) < len(todo)):
-                    shown["line_at"] = now
-                    running = sorted((names[k], f) for k, f in shown["partial"].items())
-                    # One log line each, however many cells run: a wrapped line breaks grep and tail.
-                    progress.console.print(progress_line(loaded.suite.name, len(todo), len(shown["finished"]),
-                                                         running, now - t0), soft_wrap=True)
+    def on_start(r, todo) -> None:
+        err.print(_styled(
+            "bold", r.suite,
+            f": {r.cells} cells — {r.done_before} done already"
+            + (f" ({r.remeasured} of them contended, to measure again)" if remeasure else "")
+            + f", {r.busy} running elsewhere, {len(todo)} to run on "
+            + (f"{min(n_workers, max(len(todo), 1))} worker(s) " if executor is Executor.local
+               else f"the Ray cluster at {address} " if address else f"a local Ray instance with {n_workers} CPUs ")
+            + f"→ {describe_url(url)}"
+        ))
+        if todo:
+            shown["names"] = {c.key: f"{c.env_id} {c.label} seed {c.seed}" for c in todo}
+            shown["total"] = len(todo)
+            progress.start()
+            shown["task"] = progress.add_task(r.suite, total=len(todo))
+            shown["t0"] = shown["line_at"] = time.perf_counter()
 
-        live = LiveProgress(db.rows, names, on_poll, every=HEARTBEAT_EVERY_S)
+    def on_poll(partial: dict[str, float]) -> None:
+        with lock:  # a poll read before a cell finished must not count it again
+            shown["partial"] = {k: f for k, f in partial.items() if k not in shown["finished"]}
+            progress.update(shown["task"], completed=len(shown["finished"]) + sum(shown["partial"].values()))
+            now = time.perf_counter()
+            if (not err.is_terminal and now - shown["line_at"] >= PROGRESS_LINE_EVERY_S
+                    and len(shown["finished"]) < shown["total"]):
+                shown["line_at"] = now
+                running = sorted((shown["names"][k], f) for k, f in shown["partial"].items())
+                # One log line each, however many cells run: a wrapped line breaks grep and tail.
+                progress.console.print(progress_line(plan.name, shown["total"], len(shown["finished"]),
+                                                     running, now - shown["t0"]), soft_wrap=True)
 
-        def on_done(cell, outcome) -> None:
-            results.append((cell, outcome))
-            live.finished(cell.key)
-            with lock:
-                shown["finished"].add(cell.key)
-                shown["partial"].pop(cell.key, None)
-                progress.update(task, completed=len(shown["finished"]) + sum(shown["partial"].values()))
-            s = outcome.summary
-            if outcome.status == "done":
-                stt = s.get("steps_to_threshold")
-                solved = f"solved at {stt:,} steps" if stt is not None else "not solved"
-                progress.console.print(_styled(
-                    "green", "done", f"   {cell.env_id} {cell.label} seed {cell.seed}: final return "
-                    f"{_fmt(s.get('final_return'))}, {solved}, {outcome.wall_s:.1f}s"
-                    + (f"; {outcome.note}" if outcome.note else "")
-                ))
-            elif outcome.status == "failed":
-                progress.console.print(_styled("red", "failed", f" {cell.env_id} {cell.label} seed {cell.seed}: {outcome.error}"))
-            else:
-                progress.console.print(_styled("yellow", "skipped", f" {cell.env_id} {cell.label} seed {cell.seed}: "
-                                               f"{outcome.error or 'taken by another runner'}"))
-
-        try:
-            with live:
-                if executor is Executor.ray:
-                    from bench.run.ray_executor import run_ray
-
-                    run_ray(url, todo, on_done, num_cpus=n_workers, max_in_flight=workers if address else None,
-                            remeasure=again)
-                else:
-                    run_local(url, todo, owner, n_workers, on_done, remeasure=again)
-        except Interrupted as e:
-            progress.stop()
-            n_done = sum(o.status == "done" for _, o in results)
-            err.print(_styled(
-                "yellow", "Interrupted.", f" {n_done} cells finished and are kept; in-flight runs are marked "
-                "interrupted and will re-run with the next `bench run`."
+    def on_done(cell, outcome) -> None:
+        with lock:
+            shown["finished"].add(cell.key)
+            shown["partial"].pop(cell.key, None)
+            progress.update(shown["task"], completed=len(shown["finished"]) + sum(shown["partial"].values()))
+        s = outcome.summary
+        if outcome.status == "done":
+            stt = s.get("steps_to_threshold")
+            solved = f"solved at {stt:,} steps" if stt is not None else "not solved"
+            progress.console.print(_styled(
+                "green", "done", f"   {cell.env_id} {cell.label} seed {cell.seed}: final return "
+                f"{_fmt(s.get('final_return'))}, {solved}, {outcome.wall_s:.1f}s"
+                + (f"; {outcome.note}" if outcome.note else "")
             ))
-            raise typer.Exit(128 + e.signum) from None
-    failed = _closing(loaded.suite.name, results, done_before, busy, time.perf_counter() - t0)
-    if failed:
+        elif outcome.status == "failed":
+            progress.console.print(_styled("red", "failed", f" {cell.env_id} {cell.label} seed {cell.seed}: {outcome.error}"))
+        else:
+            progress.console.print(_styled("yellow", "skipped", f" {cell.env_id} {cell.label} seed {cell.seed}: "
+                                           f"{outcome.error or 'taken by another runner'}"))
+
+    try:
+        result = api.run_suite(plan, replace=replace, remeasure=remeasure is Remeasure.contended, yes=yes,
+                               on_start=on_start, on_done=on_done, on_poll=on_poll, log=lambda s: err.print(s))
+    except api.BadInput as e:
+        raise _bad_input(e.lines) from None
+    finally:
+        progress.stop()
+    if result.interrupted is not None:
+        n_done = sum(o.status == "done" for _, o in result.results)
+        err.print(_styled(
+            "yellow", "Interrupted.", f" {n_done} cells finished and are kept; in-flight runs are marked "
+            "interrupted and will re-run with the next `bench run`."
+        ))
+        raise typer.Exit(128 + result.interrupted)
+    if _closing(result.suite, result.results, result.done_before, result.busy, result.seconds):
         raise typer.Exit(1)
+
+
+def _dry_run(plan, remeasure: bool) -> None:
+    """``bench run --dry-run``: the cells that would run (a table, or plain lines above
+    :data:`DRY_RUN_TABLE_MAX`), their hyperparameters' sources and the estimated cost."""
+    cells = plan.cells
+    contended = _contended_done(plan.url, cells) if remeasure else set()
+    title = f"{plan.name}: {len(cells)} cells (dry run, nothing written)"
+    if len(cells) > DRY_RUN_TABLE_MAX:
+        _plain_dry_run(title, cells, contended if remeasure else None)
+        out.print(f"estimated cost: {plan.cost.line()}")
+        return
+    t = Table(title=title)
+    for col in ("key", "env", "label", "seed", "timesteps", "threshold"):
+        t.add_column(col)
+    if remeasure:
+        t.add_column("re-measure")
+    for c in cells:
+        t.add_row(c.key, c.env_id, c.label, str(c.seed), f"{c.timesteps:,}", _fmt(c.threshold),
+                  *(["contended"] if c.key in contended else [""] if remeasure else []))
+    out.print(t)
+    from bench.api import hyperparams_lines
+
+    print("\n".join(hyperparams_lines(plan.loaded, {(c.label, c.env_id) for c in cells})))
+    out.print(f"estimated cost: {plan.cost.line()}")
 
 
 def _outputs(url: str, tensorboard: Optional[Path], wandb: Optional[str], artifacts: Optional[Path]):
