@@ -292,7 +292,10 @@ def test_the_cost_estimate_by_hand_and_for_envs_without_a_time_scale():
              C(env_id="b", timesteps=10**9, cpu_seconds=None)]
     cost = estimate(cells, {"a": {"time_scale_us": 300.0}, "b": {"time_scale_us": None}})
     assert cost.cpu_hours == pytest.approx((300.0 + 60.0) / 3600) and cost.unknown == ("b",)
-    assert cost.needs_confirmation() and "unknown for b" in cost.line()  # 1e9 steps of an env never timed
+    assert cost.needs_confirmation()  # 1e9 steps of an env never timed
+    assert cost.line().startswith("about 0.1 CPU-hours for 2 cells (") and "unknown for 1 cell on b (" in cost.line()
+    only_b = estimate(cells[2:], {"b": {}})
+    assert only_b.line().startswith("unknown for 1 cell on b (") and "CPU-hours" not in only_b.line()
     small = estimate(cells[:2], {"a": {"time_scale_us": 300.0}})
     assert not small.needs_confirmation() and small.cpu_hours < CONFIRM_CPU_HOURS
 

@@ -27,15 +27,23 @@ class Cost:
     cells: int
     unknown: tuple[str, ...] = ()
     unknown_max_steps: int = 0
+    #: How many of ``cells`` are on the ``unknown`` envs (not in ``cpu_hours``).
+    unknown_cells: int = 0
 
     def line(self) -> str:
         """The estimate in words, e.g. ``about 3.2 CPU-hours for 280 cells``."""
+        def n_cells(n: int) -> str:
+            return f"{n:,} cell{'s' if n != 1 else ''}"
+
         hours = f"{self.cpu_hours:.2g}" if self.cpu_hours < 10 else f"{self.cpu_hours:,.0f}"
-        known = f"about {hours} CPU-hours for {self.cells:,} cell{'s' if self.cells != 1 else ''}"
+        why = (f"{', '.join(self.unknown)} (no time scale; give the env time_scale_us in the suite for an "
+               "estimate)")
         if not self.unknown:
-            return f"{known} (from the envs' time scales)"
-        return (f"{known} (from the envs' time scales), and unknown for {', '.join(self.unknown)} (no time scale; "
-                "give the env time_scale_us in the suite for an estimate)")
+            return f"about {hours} CPU-hours for {n_cells(self.cells)} (from the envs' time scales)"
+        if self.unknown_cells == self.cells:
+            return f"unknown for {n_cells(self.cells)} on {why}"
+        return (f"about {hours} CPU-hours for {n_cells(self.cells - self.unknown_cells)} (from the envs' time "
+                f"scales), and unknown for {n_cells(self.unknown_cells)} on {why}")
 
     def needs_confirmation(self) -> bool:
         """Whether the run is large enough that starting it must be confirmed."""
@@ -45,7 +53,7 @@ class Cost:
 def estimate(cells: Iterable[Any], env_meta: dict[str, dict[str, Any]]) -> Cost:
     """The cost of ``cells`` (:class:`bench.suites.suite.Cell`), with ``env_meta`` (a loaded suite's:
     env key → its ``time_scale_us``)."""
-    seconds, n, unknown, unknown_max = 0.0, 0, {}, 0
+    seconds, n, unknown, unknown_max, n_unknown = 0.0, 0, {}, 0, 0
     for c in cells:
         n += 1
         scale = (env_meta.get(c.env_id) or {}).get("time_scale_us")
@@ -56,5 +64,7 @@ def estimate(cells: Iterable[Any], env_meta: dict[str, dict[str, Any]]) -> Cost:
             seconds += c.cpu_seconds
         else:
             unknown[c.env_id] = True
+            n_unknown += 1
             unknown_max = max(unknown_max, c.timesteps)
-    return Cost(cpu_hours=seconds / 3600, cells=n, unknown=tuple(unknown), unknown_max_steps=unknown_max)
+    return Cost(cpu_hours=seconds / 3600, cells=n, unknown=tuple(unknown), unknown_max_steps=unknown_max,
+                unknown_cells=n_unknown)
