@@ -13,20 +13,18 @@ Where a mark goes
   priority marks the labels its two tested candidates stand for (``Recommendation.labels``: an
   algorithm's pooled implementations, or the one label where they were ranked apart):
 
-  ============== ======================= =========================
-  verdict        the winner's labels      the runner-up's labels
-  ============== ======================= =========================
-  recommended    ``answer`` (★)           ``runner-up``
-  measured       ``measured`` (◆, the     ``runner-up``
-                 envs named)
-  leaning        ``leaning`` (▲)          ``runner-up``
-  no difference  ``no difference`` (≈)    ``no difference`` (≈)
-  ============== ======================= =========================
+  - ``recommended``: the winner's labels ``answer`` (★), the runner-up's ``runner-up``;
+  - ``measured`` (fewer envs than a claim about the next env needs): ``measured`` (◆) and ``runner-up``;
+  - ``leaning`` (fewer runs than a winner needs): ``leaning`` (▲) and ``runner-up``;
+  - ``no difference``: ``no difference`` (≈) on both;
+  - ``insufficient evidence``: no mark.
 
   Each marked cell also carries the answer's adjusted p and its per-env directions (the sign of
-  winner − runner-up on each env tested): per env, the direction only, never a test. A test per env
-  would be a second family of p-values beside the answer's, and at 5–20 runs per env most of them would
-  say nothing (docs/statistics.md, "The decision matrix").
+  winner − runner-up on each env tested): per env, the direction only, never a test, as a forest plot
+  sets each study's estimate beside the pooled one. Tests per env would be a second family of p-values
+  beside the answer's: unadjusted, the per-cell tests over fixed envs that issue 40 removed; adjusted over
+  the matrix (Holm 1979), their p-values would move with every label and env added
+  (docs/statistics.md, "The decision matrix").
 - Every other cell is an estimate with its interval and no mark: the other criteria (final
   performance, reliability, success rate, sensitivity), the labels outside an answer's best two, and the
   "all environments" category, which mixes profiles and is no answer. Marking those by tests would add
@@ -51,7 +49,7 @@ from bench.analysis.answers import Recommendation, p_text, recommend
 from bench.analysis.scoring import (CRITERIA, N_BOOT, PRIORITIES, PRIORITY_CRITERION, SENSITIVITY, Scored, categories,
                                     estimate)
 
-__all__ = ["COLUMNS", "MARKS", "criteria_of", "decision_matrix", "decision_rows", "interval_text", "mark",
+__all__ = ["COLUMNS", "GLYPHS", "MARKS", "criteria_of", "decision_matrix", "decision_rows", "interval_text", "mark",
            "track_record"]
 
 #: Columns of :func:`decision_matrix`.
@@ -61,6 +59,9 @@ COLUMNS = ["category", "label", "algo", "impl", "criterion", "point", "lo", "hi"
 MARKS = {"answer": "★ answer", "measured": "◆ ahead on these envs", "leaning": "▲ leaning",
          "no difference": "≈ no difference", "runner-up": "runner-up",
          "best": "★ best", "tie": "≈ tie", "lead": "▲ ahead"}
+#: Each mark as one glyph, for the heatmap's cells.
+GLYPHS = {"answer": "★", "measured": "◆", "leaning": "▲", "no difference": "≈", "runner-up": "·",
+          "best": "★", "tie": "≈", "lead": "▲"}
 #: The mark of the winner's labels, by verdict.
 _WINNER = {"recommended": "answer", "measured": "measured", "leaning": "leaning", "no difference": "no difference"}
 

@@ -407,7 +407,7 @@ def fig_decision(dm: pd.DataFrame, category: str) -> str:
             if r["point"] != r["point"]:
                 ann.loc[lb, crit] = r["note"] or "n/a"
                 continue
-            mark = " " + mx.MARKS[r["mark"]].split(" ")[0] if r["mark"] in mx.MARKS else ""
+            mark = f" {mx.GLYPHS[r['mark']]}" if r["mark"] in mx.GLYPHS else ""
             ci = "" if r["lo"] is None or r["lo"] != r["lo"] else (
                 f"\nrange {r['lo']:.2f}–{r['hi']:.2f}" if r["kind"] == "range" else f"\n[{r['lo']:.2f}, {r['hi']:.2f}]")
             cover = f"\n{r['n_envs']}/{r['cat_envs']} envs" if r["n_envs"] < r["cat_envs"] else ""
