@@ -591,7 +591,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
 
     across = None
     if an.normalised_envs(scored):
-        stage("across environments and the decision matrix")
+        stage("across environments")
         agg = an.across_envs(scored)
         pim = an.improvement_matrix(scored)
         # Best first (as the aggregate figure ranks them), so the top rows and first columns are the leaders.
@@ -606,7 +606,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
                    for r in agg.itertuples()],
         )
 
-    stage("the answers")
+    stage("the answers and the decision matrix")
     recs = ans.recommend(scored)
     view = answer_data(data, scored, recs)
     decision = [dict(d, figure=fig_decision(view["matrix"], d["category"]),
