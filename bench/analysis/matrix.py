@@ -118,8 +118,8 @@ def mark(dm: pd.DataFrame, recs: list[Recommendation]) -> pd.DataFrame:
         for side, name in (("winner", rec.algorithm), ("runner-up", rec.runner_up)):
             m = _WINNER[rec.verdict] if side == "winner" or rec.verdict == "no difference" else "runner-up"
             pooled = rec.labels.get(name, [])
-            how = name if pooled == [name] else f"{name} ({', '.join(pooled)})"
-            note = f"{'answer' if side == 'winner' else 'runner-up'} by {how}; {rec.message}"
+            how = name if pooled == [name] else f"{name} (pooled: {', '.join(pooled)})"
+            note = f"{'answer' if side == 'winner' else 'runner-up'}: {how}; {rec.message}"
             at = col & dm["label"].isin(pooled)
             dm.loc[at, "mark"] = m
             dm.loc[at, "p"] = np.nan if rec.p_adjusted is None else float(rec.p_adjusted)
