@@ -103,8 +103,8 @@ def test_three_seeds_never_make_a_winner(tmp_path):
     # here it does: the minimum-evidence rule is what holds the verdict back.
     assert rec.p_adjusted < analysis.ALPHA
     dm = analysis.decision_matrix(scored(url), n_boot=200)
-    cell = dm[(dm["criterion"] == "final performance") & (dm["label"] == "ppo-bench")].iloc[0]
-    assert cell["mark"] == "lead" and cell["kind"] == "range"  # ahead, but no ★ and no CI from 3 runs
+    cell = dm[(dm["criterion"] == "sample efficiency") & (dm["label"] == "ppo-bench")].iloc[0]
+    assert cell["mark"] == "leaning" and cell["kind"] == "range"  # the answer's mark: no ★, and no CI from 3 runs
 
 
 def test_one_env_answers_for_itself_only(tmp_path):

@@ -116,18 +116,25 @@ def test_recommend_without_a_covering_env_says_so(planted):
     assert all(r.verdict == "insufficient evidence" and "no measured environment" in r.message for r in recs)
 
 
-def test_decision_matrix_marks_the_winner_and_overlaps_as_ties(planted, twins):
+def test_decision_matrix_marks_are_the_answers(planted, twins):
+    # The matrix runs no test of its own (bench.analysis.matrix): the answer for a profile and priority marks
+    # its two candidates' labels on that priority's criterion; every other cell is an estimate, unmarked.
     dm = analysis.decision_matrix(scored(planted), n_boot=500)
-    cat = dm[(dm["category"] == "discrete · vector · dense") & (dm["criterion"] == "final performance")].set_index("label")
-    assert cat.loc["winner-bench", "mark"] == "best"
-    assert cat.loc["winner-bench", "lo"] > cat.loc["ppo-sb3", "hi"]
+    cat = dm[dm["category"] == "discrete · vector · dense"]
+    samples = cat[cat["criterion"] == "sample efficiency"].set_index("label")
+    assert samples.loc["winner-bench", "mark"] == "answer" and samples.loc["ppo-sb3", "mark"] == "runner-up"
+    assert samples.loc["a2c-bench", "mark"] == ""  # not among the answer's best two: no verdict
+    assert samples.loc["winner-bench", "directions"] == "+ + +" and samples.loc["winner-bench", "p"] < analysis.ALPHA
+    fp = cat[cat["criterion"] == "final performance"].set_index("label")
+    assert (fp["mark"] == "").all() and fp.loc["winner-bench", "lo"] > fp.loc["ppo-sb3", "hi"]
+    assert (dm.loc[dm["category"] == "all environments", "mark"] == "").all()
     success = dm[(dm["category"] == "all environments") & (dm["criterion"] == "success rate")].set_index("label")
     assert success.loc["winner-bench", "point"] == pytest.approx(1.0) and success.loc["a2c-bench", "point"] == 0.0
     sens = dm[dm["criterion"] == analysis.SENSITIVITY]
     assert (sens["note"] == "no tuning data").all()
     twin = analysis.decision_matrix(scored(twins), n_boot=500)
-    fp = twin[(twin["category"] == "discrete · vector · dense") & (twin["criterion"] == "final performance")]
-    assert set(fp["mark"]) == {"tie"}
+    se = twin[(twin["category"] == "discrete · vector · dense") & (twin["criterion"] == "sample efficiency")]
+    assert set(se["mark"]) == {"no difference"}
 
 
 def test_decision_matrix_takes_sensitivity_from_the_tuner_s_table(planted):

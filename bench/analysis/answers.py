@@ -34,7 +34,7 @@ from bench.analysis.scoring import (ACTIONS, ALPHA, CRITERIA, MIN_SEEDS, N_BOOT,
                                     REWARDS, Criterion, Scored, compare, estimate, hardware_line)
 
 __all__ = ["CORRECTION", "EQUAL_COMPUTE_ONLY", "NO_ENV", "Candidate", "Recommendation", "leave_one_env_out",
-           "recommend", "recommendation_rows"]
+           "p_text", "recommend", "recommendation_rows"]
 
 #: The multiplicity correction across the headline answers of one call, as the footer names it.
 CORRECTION = "Holm"
@@ -67,6 +67,8 @@ class Recommendation:
         ``effects``: per tested env, mean(algorithm) − mean(runner-up).
     :param pooling: notes on candidates ranked apart or counted once.
     :param loo: leave-one-env-out track record ``(hits, trials)``, if ≥ 2 envs.
+    :param labels: the labels each of the two tested candidates stands for (its implementations pooled, or
+        the one label it is where they were ranked apart): where the report's decision matrix puts the answer.
     """
 
     action: str
@@ -94,6 +96,7 @@ class Recommendation:
     message: str = ""
     loo: tuple[int, int] | None = None
     hardware: str = ""
+    labels: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def profile(self) -> str:
@@ -157,6 +160,14 @@ def _rank(scored: Scored, cands: list[Candidate], crit: Criterion, envs: list[st
           n_boot: int) -> tuple[list[Candidate], dict[str, stats.Interval]]:
     est = {c.name: estimate(scored.tasks(c.name, crit.column, envs, c.by), crit, n_boot=n_boot) for c in cands}
     return sorted(cands, key=lambda c: (-est[c.name].point, c.name)), est
+
+
+def _labels(scored: Scored, c: Candidate, col: str, envs: list[str]) -> list[str]:
+    """The labels whose runs candidate ``c`` pools on ``envs`` (those with a score of ``col`` there)."""
+    if c.by == "label":
+        return [c.name]
+    r = scored.runs
+    return sorted(lb for lb in r.loc[r["algo"] == c.name, "label"].unique() if any(t.size for t in scored.tasks(lb, col, envs)))
 
 
 def _counts(scored: Scored, c: Candidate, col: str, envs: list[str]) -> str:
@@ -225,7 +236,7 @@ def _finish(rec: Recommendation, stat: float) -> None:
         rec.algorithm, rec.runner_up = rec.runner_up, rec.algorithm
         rec.best_score, rec.runner_up_score = rec.runner_up_score, rec.best_score
         rec.effects = [-e for e in rec.effects]
-    shown = _p_text(rec)
+    shown = p_text(rec)
     sign = -1.0 if stat < 0 else 1.0
     where = ", ".join(rec.tested_envs)
     if not p < ALPHA:
@@ -283,6 +294,7 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
         best, second = ranked[0], ranked[1]
         rec.algorithm, rec.runner_up = best.name, second.name
         rec.best_score, rec.runner_up_score = est[best.name], est[second.name]
+        rec.labels = {c.name: _labels(scored, c, crit.column, envs) for c in (best, second)}
         h = _headline(scored, crit, envs, best, second)
         rec.p_value, rec.p_floor, rec.test, rec.meta = h["p"], h["floor"], h["test"], h["meta"]
         rec.tested_envs, rec.effects, rec.enough = h["tested"], h["effects"], h["enough"]
@@ -348,7 +360,7 @@ def _answer_text(r: Recommendation) -> str:
         r.verdict, "insufficient evidence")
 
 
-def _p_text(r: Recommendation) -> str:
+def p_text(r: Recommendation) -> str:
     """The adjusted p as printed: at the Monte Carlo floor, ``< floor × Holm's multiplier`` (an upper bound)."""
     if r.p_adjusted is None:
         return "—"
@@ -365,7 +377,8 @@ def recommendation_rows(recs: list[Recommendation]) -> list[dict[str, Any]]:
     p_value (raw), p_adjusted (Holm over the call), p_text (as printed), test, correction, envs, tested_envs,
     effects (env → mean difference, winner − runner-up), directions (``+ + −``, in ``tested_envs`` order),
     implementation (a sentence), impl (short), pooling (notes), runs (candidate → runs per env), track_record
-    (``hits/trials`` or ""), hardware, message, evidence (``2 envs, 20 v 20 runs``).
+    (``hits/trials`` or ""), hardware, message, evidence (``2 envs, 20 v 20 runs``), labels (each of the two
+    tested candidates → the labels it stands for).
     """
     rows = []
     for r in recs:
@@ -374,12 +387,12 @@ def recommendation_rows(recs: list[Recommendation]) -> list[dict[str, Any]]:
             answer=_answer_text(r), algorithm=r.algorithm, runner_up=r.runner_up,
             score=str(r.best_score) if r.best_score else "", runner_up_score=str(r.runner_up_score) if r.runner_up_score else "",
             **_interval_fields("score", r.best_score), **_interval_fields("runner_up_score", r.runner_up_score),
-            p_value=r.p_value, p_adjusted=r.p_adjusted, p_text=_p_text(r), test=r.test, correction=CORRECTION,
+            p_value=r.p_value, p_adjusted=r.p_adjusted, p_text=p_text(r), test=r.test, correction=CORRECTION,
             envs=list(r.envs), tested_envs=list(r.tested_envs), effects=dict(zip(r.tested_envs, r.effects)),
             directions=generalise.directions(r.effects), implementation=r.implementation, impl=_impl_short(r),
             pooling=list(r.pooling), runs=dict(r.runs),
             track_record=f"{r.loo[0]}/{r.loo[1]}" if r.loo and r.loo[1] else "", hardware=r.hardware, message=r.message,
-            evidence=_evidence(r),
+            evidence=_evidence(r), labels={k: list(v) for k, v in r.labels.items()},
         ))
     return rows
 

@@ -455,7 +455,7 @@ LM_CRITERIA: dict[str, str] = {
 
 def lm_criteria(scored: scoring.Scored, diagnostics: pd.DataFrame, category: str, envs: list[str], *,
                 n_boot: int = scoring.N_BOOT) -> list[dict[str, Any]]:
-    """Decision-matrix rows (columns of :func:`bench.analysis.scoring.decision_matrix`) for
+    """Decision-matrix rows (columns of :func:`bench.analysis.matrix.decision_matrix`) for
     :data:`LM_CRITERIA` on ``envs``, where they are all sequence tasks; else none (a mixed category,
     such as "all environments", would compare labels that ran no sequence task).
 

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from bench.analysis import answers as ans
+from bench.analysis import matrix as mx
 from bench.analysis import scoring as an
 from bench.analysis import stats
 from bench.analysis.published import SOURCE
@@ -391,7 +392,7 @@ def fig_decision(dm: pd.DataFrame, category: str) -> str:
     labels = sorted(d["label"].unique())
     from bench.analysis.claims import LM_CRITERIA
 
-    crits = _criteria_of(dm, category)
+    crits = mx.criteria_of(dm, category)
     lower_better = {an.SENSITIVITY, *LM_CRITERIA}
     colour = pd.DataFrame(np.nan, index=labels, columns=crits)
     ann = pd.DataFrame("", index=labels, columns=crits)
@@ -406,7 +407,7 @@ def fig_decision(dm: pd.DataFrame, category: str) -> str:
             if r["point"] != r["point"]:
                 ann.loc[lb, crit] = r["note"] or "n/a"
                 continue
-            mark = {"best": " ★", "tie": " ≈", "lead": " ▲"}.get(r["mark"], "")
+            mark = f" {mx.GLYPHS[r['mark']]}" if r["mark"] in mx.GLYPHS else ""
             ci = "" if r["lo"] is None or r["lo"] != r["lo"] else (
                 f"\nrange {r['lo']:.2f}–{r['hi']:.2f}" if r["kind"] == "range" else f"\n[{r['lo']:.2f}, {r['hi']:.2f}]")
             cover = f"\n{r['n_envs']}/{r['cat_envs']} envs" if r["n_envs"] < r["cat_envs"] else ""
@@ -425,7 +426,8 @@ def fig_decision(dm: pd.DataFrame, category: str) -> str:
                     color="white" if dark else "black")
     ax.set_xticks(np.arange(len(crits)) + 0.5, [c.replace(" ", "\n", 1) for c in crits], rotation=0)
     ax.set_ylabel("")
-    ax.set_title(f"Decision matrix: {category}  (★ best, ▲ ahead without enough runs, ≈ tie by test; colour = rank)")
+    ax.set_title(f"Decision matrix: {category}  (marks: the answers, ★ winner, ◆ ahead on these envs, ▲ leaning, "
+                 "≈ no difference, · runner-up; colour = rank)", fontsize=9)
     return _png(fig)
 
 
@@ -509,6 +511,30 @@ def _inventory(data: an.Data) -> tuple[list[dict], list[dict]]:
     return rows, failures
 
 
+def answer_data(data: an.Data, scored: an.Scored, recs: list[ans.Recommendation]) -> dict[str, Any]:
+    """What the page's verdicts are made of: "The answer", the recommendation table and the decision matrix,
+    from one list of answers (``recs``: :func:`bench.analysis.answers.recommend` on ``scored``, every profile
+    and priority, the rows ``bench recommend --format json`` prints). Figures are drawn apart from it.
+
+    :returns: ``recs`` (:func:`bench.analysis.answers.recommendation_rows`), ``matrix`` (the marked
+        :func:`bench.analysis.matrix.decision_matrix`, with the language-model track's criteria), ``decision``
+        (per category: category, envs as text, env_ids, criteria, rows), ``track`` (leave-one-env-out hit rates),
+        ``lm`` (whether the LM criteria are in the matrix).
+    """
+    from bench.analysis import claims as cl
+
+    cats = an.categories(scored) if an.normalised_envs(scored) else {}
+    dm = mx.decision_matrix(scored, data.sensitivity, recs=recs) if cats else pd.DataFrame(columns=mx.COLUMNS)
+    # Sequence tasks add the language-model track's criteria (model memory, reward hacking).
+    lm = [row for cat, envs in cats.items() for row in cl.lm_criteria(scored, data.diagnostics, cat, envs)]
+    if lm:
+        dm = pd.concat([dm, pd.DataFrame(lm, columns=dm.columns)], ignore_index=True)
+    decision = [dict(category=cat, envs=", ".join(envs), env_ids=envs, criteria=mx.criteria_of(dm, cat),
+                     rows=mx.decision_rows(dm, cat)) for cat, envs in cats.items()]
+    return dict(recs=ans.recommendation_rows(recs), matrix=dm, decision=decision, track=mx.track_record(recs),
+                lm=bool(lm))
+
+
 def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
           log: Callable[[str], None] | None = None, anchors: bool = True,
           stage: Callable[[str], None] | None = None) -> Path:
@@ -564,9 +590,8 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         ))
 
     across = None
-    dm = pd.DataFrame()
     if an.normalised_envs(scored):
-        stage("across environments and the decision matrix")
+        stage("across environments")
         agg = an.across_envs(scored)
         pim = an.improvement_matrix(scored)
         # Best first (as the aggregate figure ranks them), so the top rows and first columns are the leaders.
@@ -580,19 +605,12 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
             table=[dict(label=r.label, impl=r.impl, envs=r.envs, runs=r.runs, iqm=_interval(r.iqm, r.lo, r.hi, r.kind))
                    for r in agg.itertuples()],
         )
-        dm = an.decision_matrix(scored, data.sensitivity)
 
-    cats = an.categories(scored) if not dm.empty else {}
-    from bench.analysis import claims as cl
-
-    # Sequence tasks add the language-model track's criteria (model memory, reward hacking).
-    lm = [row for cat, envs in cats.items() for row in cl.lm_criteria(scored, data.diagnostics, cat, envs)]
-    if lm:
-        dm = pd.concat([dm, pd.DataFrame(lm, columns=dm.columns)], ignore_index=True)
-    decision = [dict(category=cat, envs=", ".join(envs), figure=fig_decision(dm, cat), criteria=_criteria_of(dm, cat),
-                     wall_warning=sorted(e for e in envs if e in warn), rows=_decision_rows(dm, cat))
-                for cat, envs in cats.items()]
+    stage("the answers and the decision matrix")
     recs = ans.recommend(scored)
+    view = answer_data(data, scored, recs)
+    decision = [dict(d, figure=fig_decision(view["matrix"], d["category"]),
+                     wall_warning=sorted(e for e in d["env_ids"] if e in warn)) for d in view["decision"]]
     inventory, failures = _inventory(data)
     stage("variants")
     variants = variant_sections(store_url, data, suites, anchors=anchors, log=log)
@@ -600,6 +618,8 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
     # The claims of the suites asked for; by default of every claim suite in the store (which the
     # rest of the report leaves out, see scoring.load).
     stage("claims")
+    from bench.analysis import claims as cl
+
     claim_rows = cl.rows(cl.evaluate(store_url, suites, anchors=anchors))
 
     from bench.analysis import parity as par
@@ -619,10 +639,10 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         provenance=_provenance(data), warnings=warn,
         notes=data.notes, envs=env_sections, across=across, correction=ans.CORRECTION,
         decision=decision, criteria=[(k, v.meaning) for k, v in an.CRITERIA.items()], sensitivity=an.SENSITIVITY,
-        lm_criteria=list(cl.LM_CRITERIA.items()) if lm else [],
-        recs=ans.recommendation_rows(recs), n_runs=len(data.runs), n_pooled=int(len(runs)),
+        lm_criteria=list(cl.LM_CRITERIA.items()) if view["lm"] else [],
+        recs=view["recs"], n_runs=len(data.runs), n_pooled=int(len(runs)),
         n_boot=an.N_BOOT, anchors=data.anchors, rules=_rules(), contended=int(runs["contended"].sum()) if len(runs) else 0,
-        hardware_line=an.hardware_line(scored), track=_track_record(recs), claims=claim_rows,
+        hardware_line=an.hardware_line(scored), track=view["track"], claims=claim_rows,
         published_source=SOURCE, parity=parity_rows, parity_margin=f"{par.MARGIN:g}", variants=variants,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -682,7 +702,7 @@ def variant_sections(store_url: str, data: an.Data, suites: list[str] | None, *,
             continue
         both = _only(an.load(store_url, [name, *base], anchors=anchors, diagnostics=[]), envs)
         scored = an.score(both)
-        dm = an.decision_matrix(scored, both.sensitivity)
+        dm = mx.decision_matrix(scored, both.sensitivity, recs=ans.recommend(scored, track_record=False))
         ours = set(mine["label"])
         # Each side named by what it is: the variant, and the suites whose runs it varies.
         sides = [(", ".join(base), _only(both, envs, lambda r: ~r["label"].isin(ours))),
@@ -694,7 +714,7 @@ def variant_sections(store_url: str, data: an.Data, suites: list[str] | None, *,
                     answers.append(dict(row, side=side))
         out.append(dict(
             name=name, variant=variant, envs=", ".join(envs), base=", ".join(base), answers=answers,
-            decision=[dict(category=cat, envs=", ".join(e), criteria=_criteria_of(dm, cat), rows=_decision_rows(dm, cat))
+            decision=[dict(category=cat, envs=", ".join(e), criteria=mx.criteria_of(dm, cat), rows=mx.decision_rows(dm, cat))
                       for cat, e in an.categories(scored).items()]))
     db.dispose()
     return out
@@ -774,39 +794,6 @@ def _published_rows(g: pd.DataFrame, env_id: str, budget: int, last_eval: dict[s
     return rows
 
 
-def _criteria_of(dm: pd.DataFrame, category: str) -> list[str]:
-    """The decision matrix's columns for one category: every criterion, the sensitivity, then any
-    language-model-track criterion its rows hold."""
-    from bench.analysis.claims import LM_CRITERIA
-
-    have = set(dm.loc[dm["category"] == category, "criterion"])
-    return list(an.CRITERIA) + [an.SENSITIVITY] + [c for c in LM_CRITERIA if c in have]
-
-
-def _decision_rows(dm: pd.DataFrame, category: str) -> list[dict[str, Any]]:
-    """The decision matrix of one category as table rows: one per label, one cell per criterion."""
-    d = dm[dm["category"] == category]
-    rows = []
-    for lb, g in d.groupby("label", sort=True):
-        cells = []
-        for crit in _criteria_of(dm, category):
-            got = g[g["criterion"] == crit]
-            if got.empty:  # a criterion this label has no row for (it ran none of what it measures)
-                cells.append(dict(text="n/a", mark="", title="not measured for this label"))
-                continue
-            x = got.iloc[0]
-            if x["point"] != x["point"]:
-                cells.append(dict(text=x["note"] or "n/a", mark="", title=x["note"]))
-                continue
-            cover = f" ({x['n_envs']}/{x['cat_envs']} envs)" if x["n_envs"] < x["cat_envs"] else ""
-            p = "" if x["p"] != x["p"] else f"; p = {x['p']:.2g} against the top"
-            cells.append(dict(text=_interval(x["point"], x["lo"], x["hi"], x["kind"]) + cover,
-                              mark={"best": "★ best", "tie": "≈ tie", "lead": "▲ ahead"}.get(x["mark"], ""),
-                              title=f"{x['n_runs']} runs on {x['n_envs']} envs{p}. {x['note']}".strip()))
-        rows.append(dict(label=lb, impl=g["impl"].iloc[0], cells=cells))
-    return rows
-
-
 def _describe(url: str) -> str:
     from bench.run.store import describe_url
 
@@ -821,14 +808,8 @@ def _bytes(m: dict[str, int] | None) -> str:
     return f"{kb(m['total_bytes'])} ({kb(m.get('optimizer_bytes', 0))} optimiser)"
 
 
-def _interval(point: float, lo: float, hi: float, kind: str) -> str:
-    """A score with what its interval is: ``0.84 [0.79, 0.91]`` (95% CI), ``0.84 (range 0.79–0.91)`` below
-    5 runs per env, or the bare point where no interval is honest."""
-    if point != point:
-        return "—"
-    if kind == "none" or lo != lo:
-        return f"{point:.2f}"
-    return f"{point:.2f} (range {lo:.2f}–{hi:.2f})" if kind == "range" else f"{point:.2f} [{lo:.2f}, {hi:.2f}]"
+#: A score with its interval, as every table of the page writes it (``bench recommend`` prints the same).
+_interval = mx.interval_text
 
 
 def _rules() -> dict[str, Any]:
@@ -840,19 +821,6 @@ def _rules() -> dict[str, Any]:
                 min_envs_generalise=MIN_ENVS_GENERALISE,
                 min_cvar=stats.MIN_CVAR_CI_RUNS, contention=an.CONTENTION_RATIO, cvar=an.CVAR_ALPHA,
                 log_std_drop=collapse.LOG_STD_DROP, stall=collapse.STALL, spike=collapse.SPIKE_FACTOR)
-
-
-def _track_record(recs: list[ans.Recommendation]) -> dict[str, Any]:
-    """Leave-one-env-out hit rates: per priority over the profiles that have one, and overall."""
-    per = {}
-    for p in an.PRIORITIES:
-        hits = sum(r.loo[0] for r in recs if r.priority == p and r.loo)
-        trials = sum(r.loo[1] for r in recs if r.priority == p and r.loo)
-        if trials:
-            per[p] = f"{hits}/{trials} = {hits / trials:.0%}"
-    hits = sum(r.loo[0] for r in recs if r.loo)
-    trials = sum(r.loo[1] for r in recs if r.loo)
-    return dict(per=per, overall=f"{hits}/{trials} = {hits / trials:.0%}" if trials else "")
 
 
 # --------------------------------------------------------------------------- #

@@ -49,11 +49,9 @@ Across runs
   :data:`bench.analysis.stats.MIN_CI_RUNS` runs on every env; below that the
   observed range, labelled so. Success rates use Wilson intervals. The CVaR gets
   no interval below :data:`bench.analysis.stats.MIN_CVAR_CI_RUNS` runs per env.
-- Winners: only from an exact (or, when there are too many relabelings, Monte
-  Carlo) stratified permutation test at level :data:`ALPHA`, two-sided, whose
-  p-value is shown; interval overlap alone never decides. A profile's winner also
-  needs :data:`MIN_SEEDS` runs per candidate on each env and :data:`MIN_ENVS`
-  envs; below that the answer is "leaning X", with the counts.
+- Winners: only from the answers of :mod:`bench.analysis.answers` (one headline test per profile and
+  priority, Holm-adjusted over the call), whose p-value is shown; interval overlap alone never decides.
+  The decision matrix (:mod:`bench.analysis.matrix`) takes its marks from those same answers.
 - Time by design (:mod:`bench.analysis.machines`): a time comparison uses, on each env, only runs that
   had their core to themselves and whose machine is known (speed-probe class), on the one machine both
   sides share most. No store-wide correction factor: nothing depends on other labels' runs.
@@ -86,7 +84,7 @@ __all__ = [
     "MIN_ENVS", "MIN_SEEDS", "N_BOOT", "OBS", "PROBE_CLASS", "PROBE_SPAN", "PRIORITIES",
     "PRIORITY_CRITERION", "REWARDS", "SENSITIVITY", "Criterion", "Data", "EnvCurves",
     "SCORE_COLUMNS", "Scored", "across_envs", "categories", "category_of",
-    "decision_matrix", "final_table", "hardware_line", "hardware_of", "hardware_warnings",
+    "final_table", "hardware_line", "hardware_of", "hardware_warnings",
     "improvement_matrix", "load", "normalised_envs",
     "probe_class_ms", "probe_classes", "running_mean", "score", "score_matrices",
 ]
@@ -691,7 +689,8 @@ def categories(scored: Scored) -> dict[str, list[str]]:
 
 def _mark(rows: list[dict], tasks: dict[str, list[np.ndarray]], crit: Criterion, scored: Scored, envs: list[str],
           lower_is_better: bool = False, enough: bool | None = None) -> None:
-    """Marks by test, never by interval overlap: the top point estimate is ``best`` when every other
+    """The language-model track's marks (:func:`bench.analysis.claims.lm_criteria`; the decision matrix's
+    other marks are the answers', :mod:`bench.analysis.matrix`). Marks by test, never by interval overlap: the top point estimate is ``best`` when every other
     label is significantly worse (permutation test at :data:`ALPHA`) and the evidence is enough
     (:data:`MIN_SEEDS`, :data:`MIN_ENVS`), ``lead`` when it is ahead without that evidence; labels the
     test cannot tell from it are ``tie`` (the top one too). ``p`` is each label's p-value against the top.
@@ -722,75 +721,6 @@ def _mark(rows: list[dict], tasks: dict[str, list[np.ndarray]], crit: Criterion,
     if enough is None:
         enough = _enough(scored, [r["label"] for r in live], crit.column, envs, "label")
     top["mark"] = "tie" if tied else ("best" if enough else "lead")
-
-
-def decision_matrix(scored: Scored, sensitivity: pd.DataFrame | None = None, *, n_boot: int = N_BOOT) -> pd.DataFrame:
-    """Every (category, label, criterion): normalised score, interval, marks from tests.
-
-    A label is scored in a category over the category's envs it ran (``n_envs`` of
-    ``cat_envs``); marks compare only labels that ran all of them. ``kind`` says what
-    the interval is (``ci``, ``range`` below 5 runs per env, ``none``).
-
-    Columns: category, label, algo, impl, criterion, point, lo, hi, kind, n_envs, cat_envs, n_runs, mark, p, note.
-    """
-    cols = ["category", "label", "algo", "impl", "criterion", "point", "lo", "hi", "kind", "n_envs", "cat_envs",
-            "n_runs", "mark", "p", "note"]
-    r = scored.runs[scored.runs["final_norm"].notna()]
-    out: list[dict] = []
-    for cat, envs in categories(scored).items():
-        rc = r[r["env"].isin(envs)]
-        labels = sorted(rc["label"].unique())
-        for name, crit in CRITERIA.items():
-            rows, full = [], {}
-            for lb in labels:
-                mine = [e for e in envs if scored.tasks(lb, crit.column, [e])[0].size]
-                base = dict(category=cat, label=lb, algo=rc.loc[rc["label"] == lb, "algo"].iloc[0],
-                            impl=rc.loc[rc["label"] == lb, "impl"].iloc[0], criterion=name, n_envs=len(mine),
-                            cat_envs=len(envs), n_runs=int((rc["label"] == lb).sum()), mark="", p=np.nan, note="")
-                if not mine:
-                    rows.append(dict(base, point=np.nan, lo=np.nan, hi=np.nan, kind="none",
-                                     note="no time scale for these envs" if crit.column == "auc_time_norm" else "no runs"))
-                    continue
-                ci = estimate(scored.tasks(lb, crit.column, mine), crit, n_boot=n_boot)
-                # A score over fewer envs is not set beside one over all of them without saying so (issue 40).
-                fewer = (f"over {len(mine)} of the {len(envs)} envs only; not marked against the labels that ran "
-                         "all of them") if len(mine) < len(envs) else ""
-                rows.append(dict(base, point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind, note=fewer))
-                if len(mine) == len(envs):
-                    full[lb] = scored.tasks(lb, crit.column, envs)
-            _mark([x for x in rows if x["label"] in full], full, crit, scored, envs)
-            out += rows
-        for lb in labels:
-            out.append(_sensitivity_cell(cat, lb, rc, envs, sensitivity))
-    return pd.DataFrame(out, columns=cols)
-
-
-def _sensitivity_cell(cat: str, label: str, rc: pd.DataFrame, envs: list[str], sens: pd.DataFrame | None) -> dict:
-    """Hyperparameter sensitivity from the tuner: mean over envs of the IQR of normalised trial scores (lower is better)."""
-    mine = rc[rc["label"] == label]
-    algo, impl = mine["algo"].iloc[0], mine["impl"].iloc[0]
-    row = dict(category=cat, label=label, algo=algo, impl=impl, criterion=SENSITIVITY, point=np.nan, lo=np.nan,
-               hi=np.nan, kind="none", n_envs=0, cat_envs=len(envs), n_runs=0, mark="", p=np.nan, note="no tuning data")
-    if sens is None:
-        return row
-    s = sens[(sens["algo"] == algo) & (sens["impl"] == impl) & sens["env_id"].isin(envs)]
-    s = s[s["score_iqr"].notna()]
-    if s.empty:
-        return row
-    note = (f"IQR of normalised trial scores, {int(s['n_trials'].sum())} trials (pruned ones at their last value; "
-            "lower = less sensitive)")
-    if s["success_fraction"].notna().any():
-        note += f"; {s['success_fraction'].mean():.0%} of trials reached the threshold"
-    imp: dict[str, list[float]] = {}
-    for d in s["importances"]:
-        for k, v in (d or {}).items():
-            imp.setdefault(k, []).append(float(v))
-    if imp:
-        top = max(imp, key=lambda k: np.mean(imp[k]))
-        note += f"; most important: {top} ({np.mean(imp[top]):.2f})"
-    row.update(point=float(s["score_iqr"].mean()), n_envs=int(s["env_id"].nunique()), n_runs=int(s["n_trials"].sum()),
-               note=note)
-    return row
 
 
 # --------------------------------------------------------------------------- #
