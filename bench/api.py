@@ -3,6 +3,8 @@ parses, calls these, renders).
 
 - :func:`plan_run`, :func:`run_suite`: a suite checked against a store (what would run), then run, with
   callbacks for progress; the result's :meth:`SuiteRun.frame` is one row per cell run.
+- :func:`results_store`: the store a reading command answers from (yours, or the shipped reference).
+- :func:`report`: a suite's (or a store's) self-contained HTML report.
 - :func:`reference`: the shipped reference results (``results/reference/`` packs), verified, as a store to read.
 - :func:`record_env_facts`: what a store records of each env at run time, so it is read without the env's package.
 - :func:`resolved_hyperparams`: each label's resolved hyperparameters on each env, and where each value came from.
@@ -24,7 +26,7 @@ from typing import Any, Callable
 from bench.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load_policy, video_missing
 from bench.run import packed
 
-__all__ = ["BadInput", "RunPlan", "SuiteRun", "plan_run", "run_suite", "REFERENCE_DIR", "Reference", "reference", "reference_dir", "record_env_facts", "resolved_hyperparams",
+__all__ = ["BadInput", "RunPlan", "SuiteRun", "plan_run", "run_suite", "results_store", "writable", "report", "REFERENCE_DIR", "Reference", "reference", "reference_dir", "record_env_facts", "resolved_hyperparams",
            "HyperparamRow", "hyperparams_lines", "NothingToExport", "export_scores", "pack_suite",
            "Evaluation", "LoadedPolicy", "PolicyError", "evaluate", "load_policy", "video_missing"]
 
@@ -470,3 +472,102 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
         run.interrupted = e.signum
     run.seconds = time.perf_counter() - t0
     return run
+
+
+# --------------------------------------------------------------------------- #
+# Reading a store: which one, and its report
+# --------------------------------------------------------------------------- #
+def writable(flag: str, path: Path, *, folder: bool) -> Path:
+    """``path`` if a command can write it there (a file, or with ``folder`` a folder to fill), checked before
+    any work and creating nothing; else :class:`BadInput` naming ``flag`` (a measurement of minutes must not
+    end in an unwritable path)."""
+    what = "a folder (new or existing)" if folder else "a file path (new or existing)"
+    if path.exists() and path.is_dir() != folder:
+        raise BadInput(f"{flag}: {path} is {'a file' if folder else 'a folder'}; allowed: {what}")
+    if path.exists():  # replaced (a file) or filled (a folder) where it is
+        up = path
+    else:
+        up = path.parent
+        while not up.exists() and up != up.parent:
+            up = up.parent
+    if up is not path and not up.is_dir():
+        raise BadInput(f"{flag}: {path} cannot be created: {up} is not a folder; allowed: {what} under a folder")
+    if not os.access(up, os.W_OK | (os.X_OK if up.is_dir() else 0)):
+        raise BadInput(f"{flag}: {path} cannot be written: {up} is not writable by this user; allowed: {what} "
+                       "somewhere writable")
+    return path
+
+
+def results_store(store: str | None = None, *, need_done: bool = True, fallback: bool = True,
+                  log: Callable[[str], None] | None = None) -> tuple[str, str]:
+    """The store a reading command answers from, and a line saying which it is.
+
+    ``store`` defaults to ``sqlite:///results/bench.db``; when that was left at its default and does not exist,
+    the shipped reference (:func:`reference`) is read instead (unless not ``fallback``).
+
+    :raises BadInput: a bad URL, no store, a store with no runs (with ``need_done``: no finished run).
+    :raises bench.run.store.StoreError: a store that cannot be reached or read.
+    """
+    from bench.run.store import DEFAULT_URL, Store, StoreError, StoreMissing, check_url, describe_url
+
+    given = store or DEFAULT_URL
+    try:
+        url = check_url(given)
+    except StoreError as e:
+        raise BadInput(f"--store: {e}") from None
+    try:
+        db = Store(url, readonly=True)
+    except StoreMissing:
+        if given == DEFAULT_URL and fallback and (ref := reference(log=log)) is not None:
+            return ref.url, (f"reading the project's shipped reference results ({ref.folder}/): "
+                             f"there is no store of your own at {describe_url(DEFAULT_URL)}")
+        raise BadInput(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)") \
+            from None
+    status = db.runs_frame()["status"] if db.suite_names() else []
+    db.dispose()
+    if len(status) == 0:
+        raise BadInput(f"--store: the store at {describe_url(url)} has no runs; run a suite first (`bench run SUITE.yaml`)")
+    if need_done and not (status == "done").any():
+        raise BadInput(f"--store: the store at {describe_url(url)} has no finished runs; run a suite first "
+                       "(`bench run SUITE.yaml`)")
+    return url, f"reading {describe_url(url)}"
+
+
+def report(suites: list[str] | None = None, store: str | None = None, out: str | Path | None = None, *,
+           log: Callable[[str], None] | None = None, stage: Callable[[str], None] | None = None) -> Path:
+    """Write the self-contained HTML report (``index.html``, figures embedded) of ``suites`` (names in the
+    store, or their YAML files; default: every suite) from the store alone; returns its path.
+
+    ``store`` as :func:`results_store` (a store whose runs all failed still gets a report: it lists the
+    failures). ``out`` defaults to ``reports/<suite names joined by +>/`` or ``reports/all/``. ``log`` is told
+    which store is read, once the inputs are checked, then what the report leaves out; ``stage`` each step as
+    it starts (for a live status line).
+
+    :raises BadInput: a store or suite that is not there, an unwritable ``out``.
+    """
+    from bench.analysis.report import build
+    from bench.run.store import Store
+    from bench.suites.suite import SuiteError, load_suite
+
+    url, where = results_store(store, need_done=False, log=log)
+    db = Store(url, readonly=True)
+    have = db.suite_names()
+    db.dispose()
+    names: list[str] = []
+    for s in suites or []:
+        if s.endswith((".yaml", ".yml")) or Path(s).is_file():
+            try:
+                names.append(load_suite(Path(s)).suite.name)
+            except SuiteError as e:
+                raise BadInput(e.lines) from None
+        else:
+            names.append(s)
+    if unknown := [s for s in names if s not in have]:
+        raise BadInput([f"report: no suite named {s!r} in the store; allowed: {', '.join(have) or 'none'}"
+                        for s in unknown])
+    chosen = list(dict.fromkeys(names))
+    out_dir = writable("--out", Path(out) if out is not None else Path("reports") / ("+".join(chosen) or "all"),
+                       folder=True)
+    if log is not None:
+        log(where)
+    return build(url, out_dir, chosen or None, log=log, stage=stage)

@@ -191,26 +191,14 @@ def _bad_input(lines: list[str] | str) -> typer.Exit:
 
 
 def _writable(flag: str, path: Path, *, folder: bool) -> Path:
-    """``path`` if the command can write it there (a file, or with ``folder`` a folder to fill), checked
-    before any work: creates nothing. Else one line naming ``flag``, exit status 2 (a measurement of
-    minutes must not end in an unwritable path)."""
-    import os
+    """``path`` if the command can write it there (:func:`bench.api.writable`), else one line naming
+    ``flag`` and exit status 2."""
+    from bench.api import BadInput, writable
 
-    what = "a folder (new or existing)" if folder else "a file path (new or existing)"
-    if path.exists() and path.is_dir() != folder:
-        raise _bad_input(f"{flag}: {path} is {'a file' if folder else 'a folder'}; allowed: {what}")
-    if path.exists():  # replaced (a file) or filled (a folder) where it is
-        up = path
-    else:
-        up = path.parent
-        while not up.exists() and up != up.parent:
-            up = up.parent
-    if up is not path and not up.is_dir():
-        raise _bad_input(f"{flag}: {path} cannot be created: {up} is not a folder; allowed: {what} under a folder")
-    if not os.access(up, os.W_OK | (os.X_OK if up.is_dir() else 0)):
-        raise _bad_input(f"{flag}: {path} cannot be written: {up} is not writable by this user; allowed: {what} "
-                         "somewhere writable")
-    return path
+    try:
+        return writable(flag, path, folder=folder)
+    except BadInput as e:
+        raise _bad_input(e.lines) from None
 
 
 def _load(suite_path: Path, overrides: Optional[list[str]] = None):
@@ -908,47 +896,16 @@ def tune(
         raise typer.Exit(1)
 
 
-def _reference_dir() -> Path | None:
-    """Where the shipped reference is (:func:`bench.api.reference_dir`)."""
-    from bench.api import reference_dir
-
-    return reference_dir()
-
-
-def _reference_url() -> str | None:
-    """The shipped reference as a store to read (:func:`bench.api.reference`), ``None`` when there are no packs."""
-    from bench.api import reference
-
-    ref = reference(log=lambda s: err.print(s, markup=False))
-    return ref.url if ref is not None else None
-
-
 def _results_store(store: str, *, need_done: bool = True, fallback: bool = True) -> tuple[str, str]:
-    """The store to read, and a line saying which it is.
+    """The store to read, and a line saying which it is (:func:`bench.api.results_store`): bad input is one
+    line and exit status 2; a store that cannot be reached or read is one line and exit status 1."""
+    from bench.api import BadInput, results_store
 
-    Falls back to the shipped reference results when ``--store`` was left at its
-    default and there is no ``results/bench.db`` yet (unless not ``fallback``). Bad input (no store, no
-    runs; with ``need_done``, no finished run) is one line and exit status 2; a
-    store that cannot be reached or read is one line and exit status 1.
-    """
-    from bench.run.store import describe_url
-
-    url = _check_url(store)
-    db = _open_readonly(url)
-    if db is None:
-        if store == DEFAULT_URL and fallback and (ref := _reference_url()) is not None:
-            ref_dir = _reference_dir()
-            where = f"{ref_dir}/" if ref_dir is not None else describe_url(ref)
-            return ref, (f"reading the project's shipped reference results ({where}): "
-                         f"there is no store of your own at {describe_url(DEFAULT_URL)}")
-        raise _bad_input(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)")
-    status = db.runs_frame()["status"] if db.suite_names() else []
-    db.dispose()
-    if len(status) == 0:
-        raise _bad_input(f"--store: the store at {describe_url(url)} has no runs; run a suite first (`bench run SUITE.yaml`)")
-    if need_done and not (status == "done").any():
-        raise _bad_input(f"--store: the store at {describe_url(url)} has no finished runs; run a suite first (`bench run SUITE.yaml`)")
-    return url, f"reading {describe_url(url)}"
+    _check_url(store)  # its password hidden from every line, its name in later error lines
+    try:
+        return results_store(store, need_done=need_done, fallback=fallback, log=lambda s: err.print(s, markup=False))
+    except BadInput as e:
+        raise _bad_input(e.lines) from None
 
 
 @app.command()
@@ -960,23 +917,9 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (index.html, figures embedded) from the store alone."""
     # A store whose runs all failed still gets a report: it lists the failures and their errors.
-    url, where = _results_store(store, need_done=False)
-    from bench.run.store import Store
+    from bench import api
 
-    db = Store(url, readonly=True)
-    have = db.suite_names()
-    db.dispose()
-    names: list[str] = []
-    for s in suites or []:
-        if s.endswith((".yaml", ".yml")) or Path(s).is_file():
-            names.append(_load(Path(s)).suite.name)
-        else:
-            names.append(s)
-    unknown = [s for s in names if s not in have]
-    if unknown:
-        raise _bad_input([f"report: no suite named {s!r} in the store; allowed: {', '.join(have) or 'none'}" for s in unknown])
-    chosen = list(dict.fromkeys(names))
-    out_dir = _writable("--out", out_dir or Path("reports") / ("+".join(chosen) if chosen else "all"), folder=True)
+    _check_url(store)
     if screenshot is not None:
         # The path first: a path that cannot be written is the same bad input with or without a browser.
         _writable("--screenshot", screenshot, folder=False)
@@ -984,16 +927,15 @@ def report(
 
         if find_chromium() is None:
             raise _bad_input(f"--screenshot: {screenshot} needs chromium on PATH (Debian: apt-get install chromium); none found")
-    err.print(where)
-
-    from bench.analysis.report import build
-
-    if err.is_terminal:  # a live line of the step under way; logs and CI get only the lines that stay
-        with err.status("report: reading the store") as live:
-            path = build(url, out_dir, chosen or None, log=lambda s: err.print(s),
-                         stage=lambda s: live.update(f"report: {s}"))
-    else:
-        path = build(url, out_dir, chosen or None, log=lambda s: err.print(s))
+    try:
+        if err.is_terminal:  # a live line of the step under way; logs and CI get only the lines that stay
+            with err.status("report: reading the store") as live:
+                path = api.report(suites, store, out_dir, log=lambda s: err.print(s),
+                                  stage=lambda s: live.update(f"report: {s}"))
+        else:
+            path = api.report(suites, store, out_dir, log=lambda s: err.print(s))
+    except api.BadInput as e:
+        raise _bad_input(e.lines) from None
     if screenshot is not None:
         from bench.analysis.report import screenshot as take
 
