@@ -277,21 +277,22 @@ def test_export_pack_and_the_shipped_reference_fallback(tmp_path):
 def test_the_reference_is_found_from_any_directory(tmp_path, monkeypatch, capsys):
     # `bench recommend` away from the checkout (an editable install used from one's own project)
     # reads the checkout's packs; a results/reference/ in the working directory comes first.
-    from bench import cli
+    from bench import api
 
     checkout = Path(__file__).resolve().parent.parent / "results" / "reference"
     monkeypatch.chdir(tmp_path)
-    assert cli._reference_dir() == checkout
+    assert api.reference_dir() == checkout
     url = f"sqlite:///{tmp_path / 'full.db'}"
     write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9)], seeds=2, suite="ref-x")
     packed.pack(url, "ref-x", tmp_path / "results" / "reference" / "x")
-    assert cli._reference_dir() == Path("results/reference")
+    assert api.reference_dir() == Path("results/reference")
     # The first read unpacks it into the cache and says so (tens of seconds for the real reference).
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    first = cli._reference_url()
-    assert "first use of the shipped reference: unpacking 1 pack(s)" in capsys.readouterr().err
-    assert cli._reference_url() == first == f"sqlite:///{tmp_path / 'cache' / 'bench' / 'reference.db'}"
-    assert capsys.readouterr().err == ""
+    said: list[str] = []
+    first = api.reference(log=said.append).url
+    assert any("first use of the shipped reference: unpacking 1 pack(s)" in s for s in said)
+    assert api.reference(log=said.append).url == first == f"sqlite:///{tmp_path / 'cache' / 'bench' / 'reference.db'}"
+    assert len(said) == 1
 
 
 def test_the_shipped_reference_stays_under_40_mb_and_every_pack_reads():
