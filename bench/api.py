@@ -5,6 +5,7 @@ parses, calls these, renders).
   callbacks for progress; the result's :meth:`SuiteRun.frame` is one row per cell run.
 - :func:`results_store`: the store a reading command answers from (yours, or the shipped reference).
 - :func:`report`: a suite's (or a store's) self-contained HTML report.
+- :func:`recommend`: the recommendation table's rows (:func:`answers`: with the scores under them).
 - :func:`reference`: the shipped reference results (``results/reference/`` packs), verified, as a store to read.
 - :func:`record_env_facts`: what a store records of each env at run time, so it is read without the env's package.
 - :func:`resolved_hyperparams`: each label's resolved hyperparameters on each env, and where each value came from.
@@ -26,7 +27,8 @@ from typing import Any, Callable
 from bench.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load_policy, video_missing
 from bench.run import packed
 
-__all__ = ["BadInput", "RunPlan", "SuiteRun", "plan_run", "run_suite", "results_store", "writable", "report", "REFERENCE_DIR", "Reference", "reference", "reference_dir", "record_env_facts", "resolved_hyperparams",
+__all__ = ["BadInput", "RunPlan", "SuiteRun", "plan_run", "run_suite", "results_store", "writable", "report",
+           "Answers", "answers", "recommend", "REFERENCE_DIR", "Reference", "reference", "reference_dir", "record_env_facts", "resolved_hyperparams",
            "HyperparamRow", "hyperparams_lines", "NothingToExport", "export_scores", "pack_suite",
            "Evaluation", "LoadedPolicy", "PolicyError", "evaluate", "load_policy", "video_missing"]
 
@@ -571,3 +573,62 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
     if log is not None:
         log(where)
     return build(url, out_dir, chosen or None, log=log, stage=stage)
+
+
+# --------------------------------------------------------------------------- #
+# The answer
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class Answers:
+    """A store's recommendation rows (:func:`bench.analysis.answers.recommendation_rows`: one dict per profile
+    and priority), with the scored runs (``scored``) and the loaded store (``data``) they come from."""
+
+    rows: list[dict[str, Any]]
+    scored: Any
+    data: Any
+
+
+def answers(url: str, *, action: str | None = None, obs: str | None = None, reward: str | None = None,
+            priority: str | None = None, log: Callable[[str], None] | None = None) -> Answers:
+    """The recommendation rows of the store at ``url`` (a checked URL, e.g. from :func:`results_store`),
+    for the problems the filters select (``None``: all)."""
+    from bench.analysis import answers as ans
+    from bench.analysis import scoring
+    from bench.suites.suite import one_line
+
+    data = scoring.load(url, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
+                        log=log)
+    for name, variant in scoring.variant_suites(url).items():  # left out by load: say so, once each
+        if log is not None:
+            log(one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
+                         "sets it beside them"))
+    scored = scoring.score(data)
+    rows = ans.recommendation_rows(ans.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))
+    return Answers(rows, scored, data)
+
+
+def recommend(store: str | None = None, *, action: str | None = None, obs: str | None = None,
+              reward: str | None = None, priority: str | None = None,
+              log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """``bench recommend --format json``'s rows: from the store at ``store``, or with none from the shipped
+    reference (:func:`reference`). Each row: ``action, obs, reward, priority``, the ``answer`` in words, its
+    ``winner``, ``p_value`` (Holm-adjusted over the call), ``envs`` and their per-env directions, the track
+    record and the evidence (docs/statistics.md).
+
+    :raises BadInput: a filter outside its values, no store there, or no shipped reference and no store.
+    """
+    from bench.analysis import ACTIONS, OBS, PRIORITIES, REWARDS
+
+    for flag, value, allowed in (("--action", action, ACTIONS), ("--obs", obs, OBS), ("--reward", reward, REWARDS),
+                                 ("--priority", priority, PRIORITIES)):
+        if value is not None and value not in allowed:
+            raise BadInput(f"{flag}: {value!r} is not allowed; allowed: {', '.join(allowed)}")
+    if store is None:
+        ref = reference(log=log)
+        if ref is None:
+            raise BadInput("no store given and no shipped reference here (no packs under results/reference); "
+                           "allowed: store=URL of a results store")
+        url = ref.url
+    else:
+        url, _ = results_store(store, fallback=False, log=log)
+    return answers(url, action=action, obs=obs, reward=reward, priority=priority, log=log).rows

@@ -1009,17 +1009,11 @@ def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Option
                     priority: Optional[str], fmt: str, verbose: bool) -> None:
     """One recommendation table, from the store at ``url``, titled with its ``source``'s name."""
     from bench.analysis import answers, scoring
+    from bench.api import answers as compute
 
-    data = scoring.load(url, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
-                        log=lambda s: err.print(s, markup=False))
-    from bench.suites.suite import one_line
-
-    for name, variant in scoring.variant_suites(url).items():  # left out by load: say so, once each
-        err.print(one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
-                           "sets it beside them"), markup=False)
-    scored = scoring.score(data)
-    rows = answers.recommendation_rows(
-        answers.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))
+    got = compute(url, action=action, obs=obs, reward=reward, priority=priority,
+                  log=lambda s: err.print(s, markup=False))
+    rows, scored, data = got.rows, got.scored, got.data
     if fmt == "json":
         print(json.dumps(rows, indent=2, default=str))
         return
