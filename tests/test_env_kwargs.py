@@ -129,7 +129,7 @@ def test_bad_kwargs_and_contradicting_traits_get_one_line_each(tmp_path, envs, p
     assert len(hit) == 1 and words in hit[0], lines
 
 
-def test_a_user_env_by_module_and_kwargs_runs_and_reports(tmp_path):
+def test_a_user_env_by_module_and_kwargs_runs_and_reports(tmp_path, monkeypatch):
     # module:EnvId imports the user's module (it registers the env), in the validating process and
     # in the run's own worker process; the kwargs reach its constructor; reward: sparse is stated.
     env = {**os.environ, "PYTHONPATH": str(EXAMPLE)}
@@ -145,13 +145,19 @@ def test_a_user_env_by_module_and_kwargs_runs_and_reports(tmp_path):
 
     p = bench("run", str(f), "--store", url, "--workers", "1")
     assert p.returncode == 0, p.stderr + p.stdout
-    p = bench("status", str(f), "--store", url)
+    # The readers in this process (a subprocess each would pay Python's and torch's start-up).
+    from typer.testing import CliRunner
+
+    from bench.cli import app
+
+    monkeypatch.syspath_prepend(str(EXAMPLE))  # status checks the suite, which imports the user's module
+    p = CliRunner().invoke(app, ["status", str(f), "--store", url])
     assert "done: 2" in p.stdout, p.stdout
-    p = bench("export", "--store", url, "--format", "json", "--out", str(tmp_path / "runs.json"))
+    p = CliRunner().invoke(app, ["export", "--store", url, "--format", "json", "--out", str(tmp_path / "runs.json")])
     runs = json.loads((tmp_path / "runs.json").read_text())
     assert [r["env"] for r in runs] == [f"{CORRIDOR}[length=6]"] * 2, p.stderr
-    p = bench("recommend", "--store", url, "--reward", "sparse", "--verbose")
-    assert p.returncode == 0 and "discrete vector sparse" in p.stdout, p.stderr + p.stdout
+    p = CliRunner().invoke(app, ["recommend", "--store", url, "--reward", "sparse", "--verbose"])
+    assert p.exit_code == 0 and "discrete vector sparse" in p.stdout, p.stderr + p.stdout
     # The same env without the module on the path: one line, exit 2, nothing written.
     bare = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     p = subprocess.run([sys.executable, "-m", "bench", "run", str(f), "--store", f"sqlite:///{tmp_path / 'n.db'}"],
