@@ -3,12 +3,13 @@ report's across-env IQM and interval, and one line with exit 2 for bad input."""
 
 from __future__ import annotations
 
+import contextlib
 import html as html_lib
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -29,8 +30,15 @@ PARTIAL = Planted("trpo-bench", "trpo", "bench", skill=0.7, tau=0.2, noise=0.2)
 
 
 def bench(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
+    """``bench ARGS`` run from ``cwd``, in this process (a subprocess each would pay Python's and torch's
+    start-up, seconds per call): exit status, stdout and stderr as a finished process has them."""
+    from typer.testing import CliRunner
+
+    from bench.cli import app
+
+    with contextlib.chdir(cwd):
+        res = CliRunner().invoke(app, [str(a) for a in args])
+    return SimpleNamespace(returncode=res.exit_code, stdout=res.stdout, stderr=res.stderr)
 
 
 @pytest.fixture(scope="module")
