@@ -241,11 +241,20 @@ def test_a_trial_running_when_packed_is_failed_and_requeued_on_import(tmp_path):
 
 
 def _bench(*args, cwd, env=None):
+    """``bench ARGS`` run from ``cwd`` with ``env`` added, in this process (a subprocess each would pay
+    Python's and torch's start-up): exit status, stdout and stderr as a finished process has them."""
+    import contextlib
     import os
-    import subprocess
+    from types import SimpleNamespace
+    from unittest import mock
 
-    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
-                          env={**os.environ, **(env or {})})
+    from typer.testing import CliRunner
+
+    from bench.cli import app
+
+    with contextlib.chdir(cwd), mock.patch.dict(os.environ, env or {}):
+        res = CliRunner().invoke(app, [str(a) for a in args])
+    return SimpleNamespace(returncode=res.exit_code, stdout=res.stdout, stderr=res.stderr)
 
 
 def test_export_pack_and_the_shipped_reference_fallback(tmp_path):
