@@ -259,7 +259,8 @@ def secret_urls(draw) -> tuple[str, str]:
     tail = draw(st.sampled_from(["/db", "/", "", "/x?y", "/a%20b", "/q?mark/b.db", "/db?connect_timeout=x"]))
     at = draw(st.sampled_from(["@", "", "@@", "%40"]))
     url = f"{draw(st.sampled_from(SCHEMES))}://{user}:{secret}{at}{draw(st.sampled_from(HOSTS))}{tail}"
-    return url, draw(st.sampled_from(["dry-run", "status", "run", "report", "recommend", "export", "import"]))
+    return url, draw(st.sampled_from(["dry-run", "status", "run", "report", "recommend", "export", "import", "tune",
+                                      "parity", "eval"]))
 
 
 @settings(max_examples=max(10, settings().max_examples // 10))
@@ -277,6 +278,8 @@ def test_fuzz_no_password_in_any_output(existing_store, case):
                 "run": ["run", str(suite), "--workers", "1"], "report": ["report", "--out", str(d / "r")],
                 "recommend": ["recommend"], "export": ["export", "--out", str(d / "o.csv")],
                 "import": ["import", str(Path(__file__).resolve().parent.parent / "results" / "reference" / "sequence")],
+                "tune": ["tune", "--algo", "a2c", "--env", "CartPole-v1", "--timesteps", "100", "--trials", "1"],
+                "parity": ["parity", "a2c-bench", "ppo-bench"], "eval": ["eval", "abc"],
                 }[command]
         code, out, err = invoke([*args, "--store", url])
         assert MARK not in out + err, (url, command, out, err)

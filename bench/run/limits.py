@@ -1,24 +1,51 @@
-"""Per-run limits: how long a run may take and how much memory it may hold, enforced from outside the run.
+"""Per-run limits: how long a run may take and how much memory it may hold.
 
 A suite may set ``max_wall_minutes`` and ``max_memory_mb`` (``defaults``, or per algorithm entry: see
-``docs/suites.md``). The local process pool (:func:`bench.run.runner.run_local`) checks each worker every
-:data:`~bench.run.runner.WATCH_EVERY_S` seconds against its run's limits and stops a worker past one with
-SIGKILL, together with its child processes (async vector envs, A3C's workers): a run that hangs in a plugin, or
-grows until the machine swaps, cannot be asked to stop, so nothing inside it is relied on. The run is recorded
-as failed, its error naming the limit (:func:`limit_reached`). Limits are not part of a cell's key: they decide
-whether a run is allowed to finish, not what it does.
+``docs/suites.md``). Limits are not part of a cell's key: they decide whether a run is allowed to finish, not
+what it does. A run past one is recorded as failed, its error naming the limit (:func:`limit_reached`), and it
+keeps what it recorded until then (episodes, diagnostics, evaluations, its step count): a run stopped after
+an hour has an hour of learning curve worth looking at. They are enforced in two layers, each the same under
+every executor:
 
-Memory is the resident set (``VmRSS`` in ``/proc/<pid>/status``, proc(5)) of the worker and all its
+1. **From inside the run** (:class:`LimitWatch`, started by :func:`bench.run.runner.run_cell`, so the local
+   pool's workers and Ray's tasks alike): a thread of the run's own process checks its wall time and memory
+   every :data:`WATCH_EVERY_S` seconds. Past a limit it kills the child processes the run started (async vector
+   envs, A3C's workers: one of them may be what hogs or hangs) and raises :class:`LimitStop` in the training
+   thread, which unwinds training like any error, and the run is written as usual. Training that does not
+   return within :data:`STOP_GRACE_S` (a C call that never returns, a loop that swallows every exception) is
+   given up: the watch writes what the run recorded itself, then ends its own process with SIGKILL.
+2. **From outside** (the local pool's parent, the Ray driver), as a backstop for a process whose watch cannot
+   run at all (C code that holds the GIL forever): a run still past a limit :data:`BACKSTOP_S` seconds after
+   reaching it is killed (SIGKILL; ``ray.cancel(force=True)``) and failed with the limit named. Only then is
+   what it recorded lost, since nothing of the process can be asked any more.
+
+Memory is the resident set (``VmRSS`` in ``/proc/<pid>/status``, proc(5)) of the run's process and all its
 descendants, summed; pages shared between them (a forked child's copy-on-write pages) count once per process,
-so the sum can overstate what they hold together. Linux only: elsewhere the memory limit is not checked.
+so the sum can overstate what they hold together. The process is a worker that may have run other cells
+before (the pool's, or Ray's, which a run with a limit does not share: see ``bench.run.ray_executor``), so
+its imports count too. Linux only: elsewhere the memory limit is not checked.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
+import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+#: How often (seconds) a run's limits are checked, from inside it and from outside.
+WATCH_EVERY_S = 1.0
+#: Seconds a run past a limit has to unwind its training after :class:`LimitStop` is raised in it, before its
+#: watch gives training up, writes what it recorded and ends the process.
+STOP_GRACE_S = 5.0
+#: Seconds a run may stay past a limit before its executor kills it from outside (losing what it recorded):
+#: long enough for the watch inside to stop it, give it up and write a long run's rows.
+BACKSTOP_S = 30.0
+#: How the error of a run stopped by a limit starts.
+STOPPED = "stopped: "
 
 
 def children(pid: int) -> list[int]:
@@ -77,10 +104,167 @@ def limit_reached(cell: Any, elapsed_s: float, pid: int) -> str | None:
     process ``pid``, must stop (its recorded error), or None while it is within its limits."""
     wall = getattr(cell, "max_wall_minutes", None)
     if wall is not None and elapsed_s > wall * 60:
-        return f"stopped: wall-clock limit of {minutes(wall)} reached"
+        return f"{STOPPED}wall-clock limit of {minutes(wall)} reached"
     mem = getattr(cell, "max_memory_mb", None)
     if mem is not None:
         used = rss_mb(pid)
         if used is not None and used > mem:
-            return f"stopped: memory limit of {mem:,} MB reached ({used:,.0f} MB resident)"
+            return f"{STOPPED}memory limit of {mem:,} MB reached ({used:,.0f} MB resident)"
     return None
+
+
+def has_limits(cell: Any) -> bool:
+    """Whether ``cell`` sets a per-run limit."""
+    return getattr(cell, "max_wall_minutes", None) is not None or getattr(cell, "max_memory_mb", None) is not None
+
+
+def is_limit_stop(error: str | None) -> bool:
+    """Whether a run's recorded ``error`` says a limit stopped it (:func:`limit_reached`)."""
+    return bool(error) and error.startswith(STOPPED) and " limit of " in error
+
+
+def limit_field(why: str) -> str:
+    """The suite field behind a :func:`limit_reached` reason: ``max_wall_minutes`` or ``max_memory_mb``
+    (recorded as the run's ``meta.stopped_by``)."""
+    return "max_memory_mb" if why.startswith(f"{STOPPED}memory") else "max_wall_minutes"
+
+
+class Backstop:
+    """The executor's side (:data:`BACKSTOP_S`): says when a run has stayed past one of its limits so long
+    that its own watch must have failed. One per run in flight; ``check`` is called every
+    :data:`WATCH_EVERY_S` seconds while the run is known to have started."""
+
+    def __init__(self, after_s: float | None = None):
+        self.after_s = BACKSTOP_S if after_s is None else after_s
+        self.over_since: float | None = None
+
+    def check(self, cell: Any, elapsed_s: float, pid: int | None) -> str | None:
+        """The reason to kill the run now, or None. ``pid`` None: the run's memory cannot be read from here
+        (a Ray worker on another host), so only its wall time is checked."""
+        if pid is None:
+            wall = getattr(cell, "max_wall_minutes", None)
+            why = f"{STOPPED}wall-clock limit of {minutes(wall)} reached" if wall is not None and elapsed_s > wall * 60 else None
+        else:
+            why = limit_reached(cell, elapsed_s, pid)
+        now = time.monotonic()
+        if why is None:
+            self.over_since = None  # memory can go down again
+            return None
+        if self.over_since is None:
+            self.over_since = now
+        return why if now - self.over_since >= self.after_s else None
+
+
+class LimitStop(BaseException):
+    """Raised in a run's training thread by its :class:`LimitWatch` once the run is past a limit.
+
+    A ``BaseException``, like ``KeyboardInterrupt``: training code that catches ``Exception`` to carry on
+    (SB3's callbacks, a plugin's retry loop) lets it through. The reason is the watch's ``reason``.
+    """
+
+
+def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
+    """Schedule ``exc`` in the thread ``thread_id``: raised there at its next bytecode, whatever it runs (a
+    blocking C call first has to return). ``None`` withdraws one still pending. CPython's
+    ``PyThreadState_SetAsyncExc`` (see the C API's "Thread State and the Global Interpreter Lock")."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None)
+
+
+class LimitWatch:
+    """Watches the run trained in the calling thread against its cell's limits, from a daemon thread of the
+    same process (the first layer of the module docstring).
+
+    Use::
+
+        watch = LimitWatch(cell, give_up)
+        watch.start()
+        try:
+            try:
+                train()              # LimitStop may be raised in here ...
+            finally:
+                watch.disarm()       # ... and never after this returns
+        except LimitStop:            # raised after train() returned, before disarm() took effect
+            watch.disarm()
+        if watch.reason: ...         # the run was stopped: its error
+
+    The exception is raised once, at most, and only while the watch is armed; :meth:`disarm` withdraws it if
+    it is still pending, so the two ``disarm`` calls above leave no window where it can escape.
+
+    :param give_up: ``give_up(reason)``, called from the watch's thread when training has not returned
+        :data:`STOP_GRACE_S` seconds after :class:`LimitStop`: it writes what the run recorded. The process
+        is then ended with SIGKILL, whether or not it succeeded; the training thread may hold locks, run
+        code that ignores exceptions, or never return.
+    """
+
+    def __init__(self, cell: Any, give_up: Callable[[str], None], *, every: float = WATCH_EVERY_S,
+                 grace: float = STOP_GRACE_S):
+        self.cell, self.give_up, self.every, self.grace = cell, give_up, every, grace
+        #: Why the run was stopped (its recorded error), or None while it is within its limits.
+        self.reason: str | None = None
+        self._target = threading.get_ident()
+        self._lock = threading.Lock()
+        self._armed = False
+        self._given_up = False
+        self._done = threading.Event()
+        self._before: set[int] = set()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "LimitWatch":
+        """Start watching from now (the run's limits count from here); does nothing for a cell without limits."""
+        if not has_limits(self.cell):
+            return self
+        self._t0 = time.monotonic()
+        self._before = set(children(os.getpid()))
+        self._armed = True
+        self._thread = threading.Thread(target=self._loop, name="bench-limits", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._done.wait(self.every):
+            why = limit_reached(self.cell, time.monotonic() - self._t0, os.getpid())
+            if why is not None:
+                break
+        else:
+            return
+        with self._lock:
+            if not self._armed:
+                return  # training returned meanwhile: the run is over, within its limits
+            self.reason = why
+            self.kill_children()
+            _raise_in(self._target, LimitStop)
+        if self._done.wait(self.grace):
+            return
+        with self._lock:
+            if not self._armed:
+                return
+            self._given_up = True
+        try:
+            self.give_up(why)
+        finally:
+            self.kill_children()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def kill_children(self) -> None:
+        """SIGKILL the processes started under this process since :meth:`start` (the run's), with theirs."""
+        for pid in set(children(os.getpid())) - self._before:
+            kill_tree(pid)
+
+    def disarm(self) -> None:
+        """Called by the training thread once training has returned (or raised): no :class:`LimitStop` is raised
+        after this, and the watch stops. Where the watch has given training up already, it is writing the run
+        and about to end this process: this waits for that, never returning."""
+        if self._thread is None:
+            return  # never started: no limits
+        with self._lock:
+            self._armed = False
+            _raise_in(self._target, None)
+            given_up = self._given_up
+        self._done.set()
+        if given_up:
+            while True:
+                time.sleep(1.0)
+        if self.reason is not None:
+            self.kill_children()  # whatever the run left running
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=self.every + 1.0)

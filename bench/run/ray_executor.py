@@ -21,6 +21,16 @@ What happens when something goes wrong
   way again.
 - **Retries run out, or an error outside training** (say the store is
   unreachable from a node): the driver marks the run failed with the reason.
+- **A run passes its limit** (``max_wall_minutes``, ``max_memory_mb``): the task
+  stops itself and records the run as failed, limit named, with what it recorded
+  (:mod:`bench.run.limits`, the same as in the local pool). A task whose training
+  does not return is given up: it writes the run, then kills its own worker; Ray's
+  retry of it finds the run recorded under its tag and returns that. A task whose
+  watch cannot run at all is cancelled by the driver (``ray.cancel(force=True)``)
+  :data:`~bench.run.limits.BACKSTOP_S` seconds past its wall-clock limit, or past its
+  memory limit where its worker is on the driver's host. A run with a limit gets a
+  worker of its own (Ray's ``max_calls=1``): Ray reuses workers from task to task,
+  and another run's imports and leftovers must not count against its memory.
 - **Ctrl-C**: the tasks are cancelled (their workers killed) and their runs are
   marked interrupted; the next ``bench run`` re-runs them.
 
@@ -34,10 +44,13 @@ import contextlib
 import logging
 import os
 import re
+import socket
+import time
 import uuid
 from collections import deque
 from typing import Any, Callable, Iterator
 
+from bench.run.limits import WATCH_EVERY_S, Backstop, has_limits
 from bench.run.runner import THREAD_ENV, Interrupted, Outcome, run_cell
 from bench.suites.suite import Cell
 
@@ -117,7 +130,26 @@ def _task(store_url: str, cell: Cell, tag: str, remeasure: bool = False) -> Outc
     """
     from bench.run.store import this_owner
 
+    if not remeasure and (out := _recorded(store_url, cell, tag)) is not None:
+        return out  # a retry after this task's earlier attempt wrote its run, then died (a limit's give-up)
     return run_cell(store_url, cell, this_owner(tag=tag), remeasure=remeasure)
+
+
+#: The columns of a run row that make an outcome's summary (bench.run.runner.result_of's names).
+_SUMMARY = ("total_steps", "episodes", "wall_s", "cpu_s", "steps_to_threshold", "seconds_to_threshold",
+            "final_return", "auc")
+
+
+def _recorded(store_url: str, cell: Cell, tag: str) -> Outcome | None:
+    """The outcome an earlier attempt of the task tagged ``tag`` recorded for ``cell`` (done or failed), or None
+    where it recorded none: the run is not finished, or another runner's."""
+    from bench.run.runner import _store
+    from bench.run.store import owner_tag
+
+    row = _store(store_url).rows([cell.key]).get(cell.key)
+    if row is None or row.status not in ("done", "failed") or owner_tag(row.owner) != tag:
+        return None
+    return Outcome(cell.key, row.status, row.error, {k: getattr(row, k) for k in _SUMMARY})
 
 
 def run_ray(
@@ -144,18 +176,24 @@ def run_ray(
 
     started = connect(address, num_cpus)
     remote = ray.remote(_task)
+    # A run with a limit has a worker to itself, which exits after it (Ray's max_calls, which .options() cannot set).
+    alone = ray.remote(max_calls=1)(_task)
     # Fixed thread counts make wall-clock comparable across executors; workers of
     # the same runtime_env are pooled and reused from task to task.
     runtime_env = {"env_vars": dict(THREAD_ENV)}
     queue = deque(cells)
     in_flight: dict[Any, tuple[Cell, str]] = {}
     outcomes: list[Outcome] = []
+    watching = any(has_limits(c) for c in cells)
+    backstops: dict[Any, Backstop] = {}
+    #: Tasks the driver cancelled past a limit, and why (their run's error).
+    stopped: dict[Any, str] = {}
     try:
         while queue or in_flight:
             while queue and (max_in_flight is None or len(in_flight) < max_in_flight):
                 cell = queue.popleft()
                 tag = f"ray-{uuid.uuid4().hex[:16]}"
-                ref = remote.options(
+                ref = (alone if has_limits(cell) else remote).options(
                     name=f"bench {cell.env_id} {cell.label} seed {cell.seed}",
                     num_cpus=cell.resources.get("num_cpus", 1.0),
                     num_gpus=cell.resources.get("num_gpus", 0.0),
@@ -164,9 +202,12 @@ def run_ray(
                     runtime_env=runtime_env,
                 ).remote(store_url, cell, tag, cell.key in remeasure)
                 in_flight[ref] = (cell, tag)
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=WATCH_EVERY_S if watching else None)
+            if watching:
+                _backstop(ray, store_url, in_flight, backstops, stopped)
             for ref in ready:
                 cell, tag = in_flight.pop(ref)
+                backstops.pop(ref, None)
                 try:
                     out = ray.get(ref)
                 except ray.exceptions.RayTaskError as e:
@@ -174,8 +215,9 @@ def run_ray(
                     cause = e.cause if getattr(e, "cause", None) is not None else e
                     out = _give_up(store_url, [(cell, tag)], "failed", f"{type(cause).__name__}: {cause}".replace("\n", " "))[0]
                 except ray.exceptions.RayError as e:
-                    why = (f"the Ray task was lost {max_retries + 1} time(s) ({type(e).__name__}): its worker was "
-                           "killed, ran out of memory or lost its node")
+                    why = stopped.pop(ref, None) or (
+                        f"the Ray task was lost {max_retries + 1} time(s) ({type(e).__name__}): its worker was "
+                        "killed, ran out of memory or lost its node")
                     out = _give_up(store_url, [(cell, tag)], "failed", why)[0]
                 outcomes.append(out)
                 on_done(cell, out)
@@ -190,15 +232,48 @@ def run_ray(
     return outcomes
 
 
+def _backstop(ray: Any, store_url: str, in_flight: dict[Any, tuple[Cell, str]], backstops: dict[Any, Backstop],
+              stopped: dict[Any, str]) -> None:
+    """Cancel (``force=True``: its worker is killed) each task whose run has stayed past a limit for
+    :data:`~bench.run.limits.BACKSTOP_S`: its own watch could not stop it. The wall time counts from the run's
+    claim (its row's ``started_at``, on the worker's clock); the memory is read only on this host."""
+    from bench.run.runner import _store
+    from bench.run.store import owner_host, owner_tag
+
+    limited = {ref: ct for ref, ct in in_flight.items() if has_limits(ct[0]) and ref not in stopped}
+    if not limited:
+        return
+    try:
+        rows = _store(store_url).rows([cell.key for cell, _ in limited.values()])
+    except Exception:  # noqa: BLE001 - a store briefly unreachable: the next check tries again
+        return
+    here = socket.gethostname()
+    for ref, (cell, tag) in limited.items():
+        row = rows.get(cell.key)
+        if row is None or row.status != "running" or owner_tag(row.owner) != tag or row.started_at is None:
+            continue  # queued, or not yet claimed
+        pid = int(row.owner.rsplit(":", 2)[1]) if owner_host(row.owner) == here else None
+        why = backstops.setdefault(ref, Backstop()).check(cell, time.time() - row.started_at, pid)
+        if why is not None:
+            stopped[ref] = why
+            ray.cancel(ref, force=True)
+
+
 def _give_up(store_url: str, tasks: list[tuple[Cell, str]], status: str, error: str) -> list[Outcome]:
-    """Mark the runs that these (cell, tag) tasks still hold as ``status`` (failed | interrupted)."""
+    """Mark the runs that these (cell, tag) tasks still hold as ``status`` (failed | interrupted). A run that
+    its task recorded before it was lost (a limit's give-up: bench.run.limits) keeps that record and outcome."""
     from bench.run.runner import _store
     from bench.run.store import owner_tag
 
     store = _store(store_url)
     rows = store.rows([cell.key for cell, _ in tasks])
+    out = []
     for cell, tag in tasks:
         row = rows.get(cell.key)
         if row is not None and row.status == "running" and owner_tag(row.owner) == tag:
             store.release(row.owner, status, error)
-    return [Outcome(cell.key, "failed", error) for cell, _ in tasks]
+        if status == "failed" and (recorded := _recorded(store_url, cell, tag)) is not None:
+            out.append(recorded)
+        else:
+            out.append(Outcome(cell.key, "failed", error))
+    return out

@@ -293,6 +293,14 @@ class Recorder:
             out["time/fps"] = self.steps / wall
         self.sink.scalars(self.steps, out)
 
+    def align_episodes(self) -> None:
+        """Drop a last episode that was only partly appended (the columns' lengths differ): a run stopped by
+        its limit from another thread (:class:`bench.run.limits.LimitStop`) may be stopped inside :meth:`episode`."""
+        cols = (self.ep_step, self.ep_wall, self.ep_cpu, self.ep_return, self.ep_length)
+        n = min(len(c) for c in cols)
+        for c in cols:
+            del c[n:]
+
     def summary_inputs(self) -> dict[str, Any]:
         """Arrays the metrics functions take, as NumPy arrays."""
         return {

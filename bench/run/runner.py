@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.envs.checks import EnvError
-from bench.run.limits import kill_tree, limit_reached
+from bench.run.limits import (STOP_GRACE_S, WATCH_EVERY_S, Backstop, LimitStop, LimitWatch, has_limits, is_limit_stop,
+                              kill_tree, limit_field)
 from bench.run.loggers import open_sinks
 from bench.run.progress import Heartbeat, StallWatch
 from bench.run.probe import cpu_probe_ms
@@ -264,6 +265,8 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None, reco
         return recorder, None
     except EnvError as e:  # names the env, the step and what was wrong: the whole story
         return recorder, str(e)
+    except LimitStop:  # the run's LimitWatch stopped it; the caller records the watch's reason
+        return recorder, "stopped by its limit"
     except Exception as e:  # noqa: BLE001 - any training error is a recorded result
         tb = traceback.extract_tb(e.__traceback__)
         where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
@@ -297,6 +300,7 @@ def result_of(cell: Cell, recorder: Any, started: float) -> Any:
     from bench.run.record import downsample_diagnostics
     from bench.run.store import RunResult
 
+    recorder.align_episodes()  # a run stopped mid-episode (LimitStop) may have written part of its last one
     arrays = recorder.summary_inputs()
     s = summarize(arrays["steps"], arrays["wall"], arrays["returns"], threshold=cell.threshold, window=cell.window)
     summary = {
@@ -337,20 +341,47 @@ def _store(url: str):
 
 
 def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None,
-                 store_url: str | None = None) -> tuple[Any, str | None, float]:
+                 store_url: str | None = None,
+                 give_up: Callable[[Any, str], None] | None = None) -> tuple[Any, str | None, float]:
     """Train one cell and turn what it recorded into a RunResult; returns ``(result, error or None,
     start time)``. ``beat(steps, cpu_s)`` (env steps and training CPU seconds so far) is called every
     :data:`HEARTBEAT_EVERY_S` seconds from a thread. With ``store_url``, the policies the cell keeps
-    (``cell.save``) are written beside that store (:mod:`bench.run.saving`)."""
+    (``cell.save``) are written beside that store (:mod:`bench.run.saving`).
+
+    The cell's per-run limits are watched from here (:class:`bench.run.limits.LimitWatch`): a run past one
+    returns as failed, its error naming the limit, with what it recorded until then. Where its training does
+    not return after the stop, ``give_up(result, reason)`` is called from the watch's thread with what it
+    recorded so far (to write it), and then this process is killed."""
     started = time.time()
     recorder = make_recorder(cell)  # pins the threads the probe then runs with
     probe_start = cpu_probe_ms()  # outside the run's clocks, which the recorder starts below
+
+    def abandon(why: str) -> None:
+        recorder.stopped_by = limit_field(why)
+        result = result_of(cell, recorder, started)
+        result.meta["limit_stop"] = (f"training did not return within {STOP_GRACE_S:g} s of the stop, so its process "
+                                     "was killed after writing this")
+        if give_up is not None:
+            give_up(result, why)
+
+    run_metadata()  # computed once per process, here outside the run's clocks: a given-up run is written at once
     recorder.restart_clocks()
-    if beat is None:
-        recorder, error = record_cell(cell, recorder=recorder)
-    else:
-        with Heartbeat(lambda: beat(recorder.steps, recorder.cpu_seconds()), HEARTBEAT_EVERY_S):
-            recorder, error = record_cell(cell, recorder=recorder)
+    watch = LimitWatch(cell, abandon).start()
+    error: str | None = None
+    try:
+        try:
+            if beat is None:
+                recorder, error = record_cell(cell, recorder=recorder)
+            else:
+                with Heartbeat(lambda: beat(recorder.steps, recorder.cpu_seconds()), HEARTBEAT_EVERY_S):
+                    recorder, error = record_cell(cell, recorder=recorder)
+        finally:
+            watch.disarm()
+    except LimitStop:  # raised just after training returned, before disarm() withdrew it
+        watch.disarm()
+    if watch.reason is not None:
+        error = watch.reason
+        recorder.stopped_by = limit_field(watch.reason)
     result = result_of(cell, recorder, started)
     # How fast this machine was for a fixed piece of work as the run started and ended (bench.run.probe):
     # the CPU's name alone does not tell machines apart.
@@ -379,7 +410,8 @@ def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False,
     # comes from a thread, so it goes on whether or not training does.
     watch = StallWatch()
     result, error, started = measure_cell(
-        cell, lambda steps, cpu: store.heartbeat(cell.key, attempt, steps, cpu, watch.note(steps)), store_url=store_url)
+        cell, lambda steps, cpu: store.heartbeat(cell.key, attempt, steps, cpu, watch.note(steps)), store_url=store_url,
+        give_up=lambda result, why: store.finish(cell.key, attempt, "failed", result, why))
     status = "failed" if error else "done"
     if not store.finish(cell.key, attempt, status, result, error):
         return Outcome(cell.key, "skipped", error="lost ownership of the run (another runner took it over)")
@@ -513,8 +545,6 @@ WORKER_DIED = "worker process died (killed, out of memory or crashed)"
 #: Seconds a worker has to end after SIGTERM (Ctrl-C, ``kill``, the end of a pool) before it gets SIGKILL: a
 #: worker that ignores SIGTERM (a plugin's handler, code stuck in C) would otherwise hang ``bench run``.
 KILL_AFTER_S = 5.0
-#: How often (seconds) the pool checks the per-run limits (``max_wall_minutes``, ``max_memory_mb``) of its workers.
-WATCH_EVERY_S = 1.0
 
 
 def _worker_main(conn: Any, store_url: str, remeasure: frozenset[str] = frozenset()) -> None:
@@ -547,8 +577,12 @@ class _Worker:
     cell: Cell | None = None
     #: When (``time.monotonic()``) its run started (claimed), where its limits start; None before.
     started_at: float | None = None
-    #: Why the pool stopped it (a limit reached), recorded as its run's error; None while it runs.
+    #: Why the pool killed it (a limit reached, its own watch failing to stop it), its run's error; None before.
     stopped: str | None = None
+    #: The pool's watch of its run's limits (the backstop of bench.run.limits).
+    backstop: Backstop = field(default_factory=Backstop)
+    #: Told to exit after its run was stopped by a limit: whatever the run left in the process goes with it.
+    retiring: bool = False
 
 
 def stop_processes(procs: list[Any], grace: float = KILL_AFTER_S) -> None:
@@ -612,6 +646,7 @@ def run_local(
     def give(w: _Worker) -> None:
         w.cell = queue.pop() if queue else None
         w.started_at = None
+        w.backstop = Backstop()
         try:
             w.conn.send(w.cell)
         except (OSError, ValueError):
@@ -635,11 +670,33 @@ def run_local(
                         w.started_at = time.monotonic()
                 else:
                     finished(w, value)
-                    if w.proc.is_alive():
+                    if is_limit_stop(value.error):
+                        retire(w)
+                    elif w.proc.is_alive():
                         give(w)
             return True
         except (EOFError, OSError):
             return False
+
+    def retire(w: _Worker) -> None:
+        """Let a worker whose run a limit stopped exit, and start another in its place: a run that hogged or
+        hung may have left threads, memory or processes behind, which must not count against the next run."""
+        w.retiring = True
+        try:
+            w.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        if queue:
+            start()
+
+    def recorded(w: _Worker) -> str | None:
+        """The limit its own watch recorded for the run of a worker that died: it gives training up by writing
+        what the run recorded, then kills its process (bench.run.limits.LimitWatch)."""
+        assert w.cell is not None
+        row = store().rows([w.cell.key]).get(w.cell.key)
+        if row is not None and w.owner is not None and row.owner == w.owner and row.status == "failed":
+            return row.error if is_limit_stop(row.error) else None
+        return None
 
     def buried(w: _Worker) -> None:
         # Only the run this worker held: its own owner, not the other workers'.
@@ -647,22 +704,23 @@ def run_local(
         w.conn.close()
         w.proc.join(timeout=5)
         if w.cell is not None:
-            why = w.stopped or WORKER_DIED
+            why = w.stopped or (recorded(w) if w.started_at is not None else None) or WORKER_DIED
             if w.owner is not None:
                 store().release(w.owner, "failed", why)
             finished(w, Outcome(w.cell.key, "failed", why))
-        if queue:
+        if queue and not w.retiring:
             start()
 
-    watching = any(c.max_wall_minutes is not None or c.max_memory_mb is not None for c in cells)
+    watching = any(has_limits(c) for c in cells)
 
     def watch() -> None:
-        """Stop (SIGKILL, with its child processes) each worker whose run is past one of its limits."""
+        """Kill (SIGKILL, with its child processes) each worker whose run has stayed past one of its limits for
+        BACKSTOP_S: its own LimitWatch stops it well before that, unless that watch cannot run at all."""
         now = time.monotonic()
         for w in pool:
             if w.cell is None or w.started_at is None or w.stopped is not None or not w.proc.is_alive():
                 continue
-            why = limit_reached(w.cell, now - w.started_at, w.proc.pid)
+            why = w.backstop.check(w.cell, now - w.started_at, w.proc.pid)
             if why is not None:
                 w.stopped = why
                 kill_tree(w.proc.pid)

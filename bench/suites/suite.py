@@ -655,7 +655,7 @@ class Cell:
     save: str = field(default="none", compare=False)
     #: Where the run's files go besides the store (``bench run``'s options); not in :meth:`identity` either.
     outputs: Outputs = field(default_factory=Outputs, compare=False)
-    #: Per-run limits (:mod:`bench.run.limits`), enforced by the local pool; not in :meth:`identity` either: they
+    #: Per-run limits (:mod:`bench.run.limits`), enforced by every executor; not in :meth:`identity` either: they
     #: decide whether a run may finish, not what it does, so setting them keeps every key.
     max_wall_minutes: float | None = field(default=None, compare=False)
     max_memory_mb: int | None = field(default=None, compare=False)
