@@ -211,6 +211,7 @@ def test_a_worker_that_ignores_sigterm_does_not_hang_the_interrupted_run(tmp_pat
 # --------------------------------------------------------------------------- #
 # Per-run limits
 # --------------------------------------------------------------------------- #
+@pytest.mark.heavy  # the default tier has tests/test_limits.py's pool test of the same limits, records included
 def test_per_run_limits_stop_a_hung_and_a_hogging_run_and_name_the_limit(tmp_path):
     f = _suite(tmp_path, '  - {algo: lifeplug, impl: python, entry: "lifeplug:train", label: hang, '
                          'hyperparams: {mode: hang}}\n'
