@@ -39,14 +39,15 @@ class _BenchGroup(TyperGroup):
     """Every command's errors end as one line on stderr and a non-zero exit (``--debug``: the traceback)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        global DEBUG
+        global DEBUG, _STORE_IN_USE
+        _STORE_IN_USE = None
+        _SECRETS.clear()
         head, sep, tail = list(args), [], []
         if "--" in head:  # after "--" nothing is an option
             i = head.index("--")
             head, sep, tail = head[:i], ["--"], head[i + 1:]
-        if "--debug" in head:
-            DEBUG = True
-            head = [a for a in head if a != "--debug"]
+        DEBUG = "--debug" in head  # per invocation: one in-process call (bench.cli.app) must not leak into the next
+        head = [a for a in head if a != "--debug"]
         try:
             return super().parse_args(ctx, head + sep + tail)
         except UsageError as e:

@@ -34,7 +34,7 @@ from bench.cli import app
 from bench.suites.suite import SuiteError, load_suite
 
 _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), derandomize=False, print_blob=True)
-settings.register_profile("ci", max_examples=500, **_COMMON)
+settings.register_profile("ci", max_examples=200, **_COMMON)
 settings.register_profile("fuzz", max_examples=5000, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 #: A suite example takes about 0.07 s (in-process CLI), a report example several seconds (a report and a

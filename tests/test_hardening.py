@@ -25,13 +25,14 @@ import threading
 import time
 import tracemalloc
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import sqlalchemy as sa
 
 from synthetic import Planted, write_store
 
-from bench.run.store import Store, StoreError, describe_url
+from bench.run.store import Store, StoreError
 from bench.suites.suite import SuiteError, load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,12 +70,22 @@ def tiny(tmp_path: Path, *, name="tiny", seeds="[0]", timesteps=300, label="'a2c
     return f
 
 
-def bench(*args, cwd, timeout=300, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, **kw)
+def bench(*args, cwd, timeout=300) -> SimpleNamespace:
+    """``bench ARGS`` run from ``cwd``, in this process (a subprocess each would pay Python's and torch's
+    start-up, seconds per call on a loaded 2-core machine): exit status, stdout and stderr as a finished
+    process has them. ``timeout`` is kept for the call sites' sake: the commands under test end by themselves."""
+    import contextlib
+
+    from typer.testing import CliRunner
+
+    from bench.cli import app
+
+    with contextlib.chdir(cwd):
+        res = CliRunner().invoke(app, [str(a) for a in args])
+    return SimpleNamespace(returncode=res.exit_code, stdout=res.stdout, stderr=res.stderr)
 
 
-def one_line(p: subprocess.CompletedProcess, *needles: str, rc: int | None = 2) -> str:
+def one_line(p, *needles: str, rc: int | None = 2) -> str:
     """The process failed with exactly one line on stderr containing every needle, and no traceback."""
     lines = p.stderr.strip().splitlines()
     assert "Traceback" not in p.stderr + p.stdout, p.stderr
