@@ -33,15 +33,18 @@ from typer._click.exceptions import UsageError  # typer's own copy of click: wha
 
 #: Set by ``--debug``: errors show their traceback instead of one line.
 DEBUG = False
+#: This invocation's arguments (sys.argv's, or those given to ``app(...)`` in-process), for usage errors' lines.
+_ARGS: list[str] = []
 
 
 class _BenchGroup(TyperGroup):
     """Every command's errors end as one line on stderr and a non-zero exit (``--debug``: the traceback)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        global DEBUG, _STORE_IN_USE
+        global DEBUG, _STORE_IN_USE, _ARGS
         _STORE_IN_USE = None
         _SECRETS.clear()
+        _ARGS = list(args)
         head, sep, tail = list(args), [], []
         if "--" in head:  # after "--" nothing is an option
             i = head.index("--")
@@ -93,7 +96,7 @@ def _usage_line(e: UsageError) -> typer.Exit:
 
 def _given(opts: list[str]) -> str | None:
     """The value given on the command line to the option named ``opts`` (its last use), if any."""
-    args, got = sys.argv[1:], None
+    args, got = _ARGS, None
     for i, a in enumerate(args):
         for o in opts:
             if a == o and i + 1 < len(args):

@@ -253,7 +253,7 @@ def _bench(*args, cwd, env=None):
     from bench.cli import app
 
     with contextlib.chdir(cwd), mock.patch.dict(os.environ, env or {}):
-        res = CliRunner().invoke(app, [str(a) for a in args])
+        res = CliRunner().invoke(app, [str(a) for a in args], prog_name="bench")
     return SimpleNamespace(returncode=res.exit_code, stdout=res.stdout, stderr=res.stderr)
 
 

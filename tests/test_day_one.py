@@ -76,7 +76,7 @@ def _invoke(*args: str):
 
     from bench.cli import app
 
-    return CliRunner().invoke(app, list(args))
+    return CliRunner().invoke(app, list(args), prog_name="bench")
 
 
 def _here(monkeypatch, *args: str, cwd: Path, env: dict | None = None) -> SimpleNamespace:

@@ -81,7 +81,7 @@ def bench(*args, cwd, timeout=300) -> SimpleNamespace:
     from bench.cli import app
 
     with contextlib.chdir(cwd):
-        res = CliRunner().invoke(app, [str(a) for a in args])
+        res = CliRunner().invoke(app, [str(a) for a in args], prog_name="bench")
     return SimpleNamespace(returncode=res.exit_code, stdout=res.stdout, stderr=res.stderr)
 
 
