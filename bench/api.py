@@ -2,6 +2,8 @@
 parses, calls these, renders).
 
 - :func:`reference`: the shipped reference results (``results/reference/`` packs), verified, as a store to read.
+- :func:`recommend`: which algorithm for a problem, from a store or the shipped reference (whose answers are
+  computed once per pack content).
 - :func:`record_env_facts`: what a store records of each env at run time, so it is read without the env's package.
 - :func:`resolved_hyperparams`: each label's resolved hyperparameters on each env, and where each value came from.
 - :func:`export_scores`, :func:`pack_suite`: normalised scores for rliable; a suite as a pack.
@@ -19,9 +21,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load_policy, video_missing
-from bench.run import packed
+from bench.run import packed, packread
 
-__all__ = ["REFERENCE_DIR", "Reference", "reference", "reference_dir", "record_env_facts", "resolved_hyperparams",
+__all__ = ["REFERENCE_DIR", "Reference", "reference", "reference_dir", "cache_dir", "Answer", "recommend", "record_env_facts", "resolved_hyperparams",
            "HyperparamRow", "hyperparams_lines", "NothingToExport", "export_scores", "pack_suite",
            "Evaluation", "LoadedPolicy", "PolicyError", "evaluate", "load_policy", "video_missing"]
 
@@ -46,11 +48,15 @@ def reference_dir() -> Path | None:
 
 @dataclass(frozen=True)
 class Reference:
-    """The shipped reference as a store: ``url`` (the unpacked cache), ``folder`` it came from, ``packs`` in it."""
+    """The shipped reference: ``url`` to read it by (``packs:FOLDER``, read in place by
+    :class:`bench.run.packread.PackSet`; a SQLite URL where :func:`reference` was asked to ``unpack``),
+    ``folder`` it came from, ``packs`` in it, ``manifests``: each pack's folder name and manifest sha256
+    (what its answers are keyed by)."""
 
     url: str
     folder: Path
     packs: int
+    manifests: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -58,22 +64,154 @@ class Reference:
         return f"shipped reference ({str(self.folder).rstrip('/')}, {self.packs} pack{'' if self.packs == 1 else 's'})"
 
 
-def reference(log: Callable[[str], None] | None = None) -> Reference | None:
+def cache_dir() -> Path:
+    """bench's private cache folder (``$XDG_CACHE_HOME/bench``, else ``~/.cache/bench``, else a private
+    temporary folder: :func:`bench.run.packed.private_cache_dir`)."""
+    return packed.private_cache_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench")
+
+
+def reference(log: Callable[[str], None] | None = None, *, unpack: bool = False) -> Reference | None:
     """The shipped reference, every pack verified against its manifest's sha256 list on each call
-    (:class:`bench.run.packed.PackError` when one fails), unpacked once into a private cache outside the
-    working tree (``$XDG_CACHE_HOME/bench``, else ``~/.cache/bench``, else a private temporary folder) that is
-    trusted only while it records the manifests it was built from; ``None`` where there are no packs. ``log`` is
-    told when the cache is (re)built, which takes tens of seconds."""
+    (:class:`bench.run.packed.PackError` when one fails); ``None`` where there are no packs.
+
+    It is read in place (``url`` ``packs:FOLDER``). With ``unpack`` it is also unpacked once into a
+    SQLite store in the private cache folder (:func:`cache_dir`), trusted only while it records the
+    manifests it was built from, for the commands that read it as a SQL store (``bench report``,
+    ``parity``); ``log`` is told when that store is (re)built, which takes tens of seconds."""
     folder = reference_dir()
     packs = packed.verified_packs(folder) if folder is not None else []
     if folder is None or not packs:
         return None
-    base = packed.private_cache_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench")
-    cache = base / "reference.db"
+    manifests = tuple((p.name, packed.read_manifest(p)[packed.SELF]) for p in packs)
+    if not unpack:
+        return Reference(f"{packread.SCHEME}{folder}", folder, len(packs), manifests)
+    cache = cache_dir() / "reference.db"
     url = packed.unpack(packs, cache, verified=True, on_build=lambda: log and log(  # once per checkout of the packs
         f"first use of the shipped reference: unpacking {len(packs)} pack(s) into {cache} "
         "(once; later commands read it directly)"))
-    return Reference(url, folder, len(packs))
+    return Reference(url, folder, len(packs), manifests)
+
+
+# --------------------------------------------------------------------------- #
+# Which algorithm for my problem
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class Answer:
+    """``bench recommend``'s answer from one source, as plain JSON values.
+
+    :param rows: the recommendation table (:func:`bench.analysis.answers.recommendation_rows`).
+    :param left_out: one line per variant suite the answers leave out.
+    :param lm: the language-model track's own criteria on the sequence envs of ``rows`` (dicts with
+        ``criterion, label, point, lo, hi, kind, mark``; :func:`bench.analysis.claims.lm_criteria`).
+    :param cached: read from the answer cache (:func:`recommend`), not computed by this call.
+    """
+
+    rows: list[dict[str, Any]]
+    left_out: list[str]
+    lm: list[dict[str, Any]]
+    cached: bool = False
+
+
+#: Bumped when :class:`Answer`'s layout changes (the cache key holds it, so an old entry is not read).
+_ANSWER_LAYOUT = 1
+
+
+def recommend(source: str | Reference, *, action: str | None = None, obs: str | None = None,
+              reward: str | None = None, priority: str | None = None,
+              log: Callable[[str], None] | None = None) -> Answer:
+    """The recommendation table of ``source`` (a store URL, or the shipped reference, :func:`reference`)
+    for the matching problems (``None``: all), with what goes with it (:class:`Answer`).
+
+    The shipped reference's answer is computed once per pack content and kept in the private cache
+    folder (:func:`cache_dir`), in a file named by the hash of everything that decides it: every pack's
+    manifest sha256 (which covers every file's sha256), bench's own source code, the numerical libraries'
+    versions and the options. A file is used only when the key it records inside is that key: a changed
+    pack, a changed line of bench or another option computes afresh. A user's store changes with every
+    run, so its answer is computed on each call, through the same read model.
+    """
+    if isinstance(source, Reference):
+        key = _answer_key(source, dict(action=action, obs=obs, reward=reward, priority=priority))
+        f = cache_dir() / "answers" / f"{key}.json"
+        if (got := _cached_answer(f, key)) is not None:
+            return got
+        answer = _compute_answer(source.url, action=action, obs=obs, reward=reward, priority=priority, log=log)
+        _keep_answer(f, key, answer)
+        return answer
+    return _compute_answer(source, action=action, obs=obs, reward=reward, priority=priority, log=log)
+
+
+def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
+    """:func:`recommend`'s answer, computed: read once (:func:`bench.analysis.scoring.load`), scored, answered."""
+    import json
+
+    from bench.analysis import answers, claims, scoring
+    from bench.suites.suite import one_line
+
+    reader = packread.open_reader(url)
+    try:
+        data = scoring.load(reader, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
+                            log=log, sensitivity=False)  # the table does not use the tuner's studies
+        left_out = [one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
+                             "sets it beside them") for name, variant in scoring.variant_suites(reader).items()]
+    finally:
+        reader.dispose()
+    scored = scoring.score(data)
+    rows = answers.recommendation_rows(answers.recommend(scored, action=action, obs=obs, reward=reward,
+                                                         priority=priority))
+    seq_envs = sorted({e for r in rows if r["obs"] == "sequence" for e in r["envs"]})
+    lm = [x for x in claims.lm_criteria(scored, data.diagnostics, "sequence", seq_envs)] if seq_envs else []
+    # As JSON holds them (what `--format json` prints): a cached answer and a computed one are the same values.
+    plain = json.loads(json.dumps({"rows": rows, "lm": lm}, default=str))
+    return Answer(plain["rows"], left_out, plain["lm"])
+
+
+def _answer_key(ref: Reference, options: dict[str, Any]) -> str:
+    """The sha256 of everything a shipped-reference answer depends on (see :func:`recommend`)."""
+    import hashlib
+    import json
+
+    import numpy
+    import pandas
+    import scipy
+
+    code = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for f in sorted(root.rglob("*.py")):  # bench's own code: any change may change an answer
+        code.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    doc = dict(layout=_ANSWER_LAYOUT, packs=list(ref.manifests), code=code.hexdigest(), options=options,
+               versions=dict(numpy=numpy.__version__, pandas=pandas.__version__, scipy=scipy.__version__))
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def _cached_answer(f: Path, key: str) -> Answer | None:
+    """The answer kept in ``f`` if it records ``key`` and is whole; else None (it is then computed again)."""
+    import json
+
+    try:
+        doc = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("key") != key:
+        return None
+    try:
+        return Answer(list(doc["rows"]), list(doc["left_out"]), list(doc["lm"]), cached=True)
+    except (KeyError, TypeError):
+        return None
+
+
+def _keep_answer(f: Path, key: str, answer: Answer) -> None:
+    """Write ``answer`` to ``f`` under ``key``, atomically (a reader sees the old file or the whole new one).
+    A cache that cannot be written only costs the next call the computation."""
+    import json
+
+    try:
+        f.parent.mkdir(mode=0o700, exist_ok=True)
+        tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "rows": answer.rows, "left_out": answer.left_out, "lm": answer.lm}),
+                       encoding="utf-8")
+        tmp.replace(f)
+    except OSError:
+        pass
 
 
 # --------------------------------------------------------------------------- #

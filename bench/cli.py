@@ -980,7 +980,7 @@ def _reference_url() -> str | None:
     """The shipped reference as a store to read (:func:`bench.api.reference`), ``None`` when there are no packs."""
     from bench.api import reference
 
-    ref = reference(log=lambda s: err.print(s, markup=False))
+    ref = reference(log=lambda s: err.print(s, markup=False), unpack=True)  # read as a SQL store
     return ref.url if ref is not None else None
 
 
@@ -1101,7 +1101,7 @@ def recommend(
         raise _bad_input(f"--with-reference: prints two tables; allowed with --format table or markdown (got {fmt!r})")
     from bench.run.store import describe_url
 
-    sources: list[tuple[str, str, str]] = []  # (url, its name in the table's title, the line saying so)
+    sources: list[tuple[Any, str, str]] = []  # (url or Reference, its name in the table's title, the line saying so)
     if store is not None or with_reference:
         url, where = _results_store(store or DEFAULT_URL, fallback=False)
         sources.append((url, describe_url(url), where))
@@ -1110,7 +1110,7 @@ def recommend(
 
         ref = reference(log=lambda s: err.print(s, markup=False))
         if ref is not None:
-            sources.append((ref.url, ref.name, f"reading the project's shipped reference results ({ref.folder}/)"))
+            sources.append((ref, ref.name, f"reading the project's shipped reference results ({ref.folder}/)"))
         elif with_reference:
             raise _bad_input("--with-reference: no shipped reference here (no packs under results/reference, nor in "
                              "the checkout bench runs from); allowed: a checkout of bench")
@@ -1124,21 +1124,18 @@ def recommend(
         _recommend_from(url, name, action=action, obs=obs, reward=reward, priority=priority, fmt=fmt, verbose=verbose)
 
 
-def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Optional[str], reward: Optional[str],
+def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Optional[str], reward: Optional[str],
                     priority: Optional[str], fmt: str, verbose: bool) -> None:
-    """One recommendation table, from the store at ``url``, titled with its ``source``'s name."""
+    """One recommendation table, from ``url`` (a store URL or the shipped reference: :func:`bench.api.recommend`),
+    titled with its ``source``'s name."""
+    from bench import api
     from bench.analysis import answers, scoring
 
-    data = scoring.load(url, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
-                        log=lambda s: err.print(s, markup=False))
-    from bench.suites.suite import one_line
-
-    for name, variant in scoring.variant_suites(url).items():  # left out by load: say so, once each
-        err.print(one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
-                           "sets it beside them"), markup=False)
-    scored = scoring.score(data)
-    rows = answers.recommendation_rows(
-        answers.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))
+    answer = api.recommend(url, action=action, obs=obs, reward=reward, priority=priority,
+                           log=lambda s: err.print(s, markup=False))
+    for line in answer.left_out:  # left out by the read: say so, once each
+        err.print(line, markup=False)
+    rows = answer.rows
     if fmt == "json":
         print(json.dumps(rows, indent=2, default=str))
         return
@@ -1202,7 +1199,7 @@ def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Option
     if seq_envs:  # the language-model track's own criteria, lower is better (bench report's decision matrix)
         from bench.analysis import claims
 
-        lm = claims.lm_criteria(scored, data.diagnostics, "sequence", seq_envs)
+        lm = answer.lm  # computed on the sequence envs of every row with envs: those shown
         for crit in claims.LM_CRITERIA:
             got = [f"{x['label']} {_interval_text(x)}{' ★' if x['mark'] == 'best' else ''}" for x in lm
                    if x["criterion"] == crit and x["point"] == x["point"]]

@@ -38,6 +38,9 @@ PARTS: list[tuple[str, str]] = [
     ("bench.analysis", "analysis"),
     ("bench.run.record", "record"),
     ("bench.run.store", "store"),
+    # Packs are storage too: written and verified (packed), read in place as a store (packread).
+    ("bench.run.packed", "store"),
+    ("bench.run.packread", "store"),
     ("bench.run", "run"),
     ("bench.tune.sensitivity", "sensitivity"),
     ("bench.tune", "tune"),
