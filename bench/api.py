@@ -103,17 +103,25 @@ class Answer:
     :param left_out: one line per variant suite the answers leave out.
     :param lm: the language-model track's own criteria on the sequence envs of ``rows`` (dicts with
         ``criterion, label, point, lo, hi, kind, mark``; :func:`bench.analysis.claims.lm_criteria`).
+    :param lm_lines: the same as the report prints them: per criterion with a value, its name and one
+        ``label point [lo, hi]`` text per label (★: best).
+    :param legend: the rules the table was computed under (``alpha``, ``min_seeds``, ``correction``,
+        ``min_envs_generalise``, ``equal_compute_only``: the message of a profile with only equal-compute envs),
+        so the table is printed without loading the analysis.
     :param cached: read from the answer cache (:func:`recommend`), not computed by this call.
     """
 
     rows: list[dict[str, Any]]
     left_out: list[str]
     lm: list[dict[str, Any]]
+    lm_lines: list[tuple[str, list[str]]]
+    legend: dict[str, Any]
     cached: bool = False
 
 
 #: Bumped when :class:`Answer`'s layout changes (the cache key holds it, so an old entry is not read).
-_ANSWER_LAYOUT = 1
+_ANSWER_LAYOUT = 2
+_FIELDS = ("rows", "left_out", "lm", "lm_lines", "legend")
 
 
 def recommend(source: str | Reference, *, action: str | None = None, obs: str | None = None,
@@ -144,7 +152,8 @@ def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
     """:func:`recommend`'s answer, computed: read once (:func:`bench.analysis.scoring.load`), scored, answered."""
     import json
 
-    from bench.analysis import answers, claims, scoring
+    from bench.analysis import answers, claims, generalise, scoring
+    from bench.analysis.report import interval_text
     from bench.suites.suite import one_line
 
     reader = packread.open_reader(url)
@@ -159,10 +168,16 @@ def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
     rows = answers.recommendation_rows(answers.recommend(scored, action=action, obs=obs, reward=reward,
                                                          priority=priority))
     seq_envs = sorted({e for r in rows if r["obs"] == "sequence" for e in r["envs"]})
-    lm = [x for x in claims.lm_criteria(scored, data.diagnostics, "sequence", seq_envs)] if seq_envs else []
+    lm = claims.lm_criteria(scored, data.diagnostics, "sequence", seq_envs) if seq_envs else []
+    lm_lines = [(crit, got) for crit in claims.LM_CRITERIA
+                if (got := [f"{x['label']} {interval_text(x['point'], x['lo'], x['hi'], x['kind'])}"
+                            f"{' ★' if x['mark'] == 'best' else ''}"
+                            for x in lm if x["criterion"] == crit and x["point"] == x["point"]])]
+    legend = dict(alpha=scoring.ALPHA, min_seeds=scoring.MIN_SEEDS, correction=answers.CORRECTION,
+                  min_envs_generalise=generalise.MIN_ENVS_GENERALISE, equal_compute_only=answers.EQUAL_COMPUTE_ONLY)
     # As JSON holds them (what `--format json` prints): a cached answer and a computed one are the same values.
-    plain = json.loads(json.dumps({"rows": rows, "lm": lm}, default=str))
-    return Answer(plain["rows"], left_out, plain["lm"])
+    plain = json.loads(json.dumps({"rows": rows, "lm": lm, "lm_lines": lm_lines, "legend": legend}, default=str))
+    return Answer(plain["rows"], left_out, plain["lm"], [tuple(x) for x in plain["lm_lines"]], plain["legend"])
 
 
 def _answer_key(ref: Reference, options: dict[str, Any]) -> str:
@@ -170,16 +185,14 @@ def _answer_key(ref: Reference, options: dict[str, Any]) -> str:
     import hashlib
     import json
 
-    import numpy
-    import pandas
-    import scipy
+    from importlib.metadata import version
 
     code = hashlib.sha256()
     root = Path(__file__).resolve().parent
     for f in sorted(root.rglob("*.py")):  # bench's own code: any change may change an answer
         code.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
     doc = dict(layout=_ANSWER_LAYOUT, packs=list(ref.manifests), code=code.hexdigest(), options=options,
-               versions=dict(numpy=numpy.__version__, pandas=pandas.__version__, scipy=scipy.__version__))
+               versions={lib: version(lib) for lib in ("numpy", "pandas", "scipy", "pyarrow")})
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -194,8 +207,9 @@ def _cached_answer(f: Path, key: str) -> Answer | None:
     if not isinstance(doc, dict) or doc.get("key") != key:
         return None
     try:
-        return Answer(list(doc["rows"]), list(doc["left_out"]), list(doc["lm"]), cached=True)
-    except (KeyError, TypeError):
+        return Answer(list(doc["rows"]), list(doc["left_out"]), list(doc["lm"]),
+                      [(str(c), list(got)) for c, got in doc["lm_lines"]], dict(doc["legend"]), cached=True)
+    except (KeyError, TypeError, ValueError):
         return None
 
 
@@ -204,14 +218,13 @@ def _keep_answer(f: Path, key: str, answer: Answer) -> None:
     A cache that cannot be written only costs the next call the computation."""
     import json
 
+    tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
     try:
         f.parent.mkdir(mode=0o700, exist_ok=True)
-        tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "rows": answer.rows, "left_out": answer.left_out, "lm": answer.lm}),
-                       encoding="utf-8")
+        tmp.write_text(json.dumps({"key": key, **{k: getattr(answer, k) for k in _FIELDS}}), encoding="utf-8")
         tmp.replace(f)
     except OSError:
-        pass
+        tmp.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- #

@@ -77,6 +77,8 @@ import numpy as np
 import pandas as pd
 
 from bench.analysis import generalise, machines, stats
+# The problem vocabulary lives apart so the command line checks options without importing this module.
+from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossing, normalised_auc, running_mean
 # One rule: the analysis flags what --remeasure re-runs, and reads a run's CPU budget as the run layer does.
 from bench.run.store import CONTENTION_RATIO, cpu_budget, is_contended
@@ -100,10 +102,6 @@ MIN_SEEDS = 5
 MIN_ENVS = 2
 #: Lower-tail fraction for the reliability criterion (CVaR of the worst 25% of runs).
 CVAR_ALPHA = 0.25
-ACTIONS = ("discrete", "continuous")
-OBS = ("vector", "pixels", "sequence")
-REWARDS = ("dense", "sparse")
-PRIORITIES = ("samples", "time")
 #: The criterion each priority ranks by.
 PRIORITY_CRITERION = {"samples": "sample efficiency", "time": "time efficiency"}
 
