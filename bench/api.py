@@ -122,6 +122,8 @@ class Answer:
 #: Bumped when :class:`Answer`'s layout changes (the cache key holds it, so an old entry is not read).
 _ANSWER_LAYOUT = 2
 _FIELDS = ("rows", "left_out", "lm", "lm_lines", "legend")
+#: Answers kept in the cache folder (each a few tens of KB); older ones are removed as new ones are written.
+_KEEP_ANSWERS = 64
 
 
 def recommend(source: str | Reference, *, action: str | None = None, obs: str | None = None,
@@ -223,6 +225,10 @@ def _keep_answer(f: Path, key: str, answer: Answer) -> None:
         f.parent.mkdir(mode=0o700, exist_ok=True)
         tmp.write_text(json.dumps({"key": key, **{k: getattr(answer, k) for k in _FIELDS}}), encoding="utf-8")
         tmp.replace(f)
+        # Each change of bench or of the packs leaves the old answers unread: keep the most recent few.
+        kept = sorted(f.parent.glob("*.json"), key=lambda x: x.stat().st_mtime, reverse=True)
+        for old in kept[_KEEP_ANSWERS:]:
+            old.unlink(missing_ok=True)
     except OSError:
         tmp.unlink(missing_ok=True)
 
