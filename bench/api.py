@@ -5,8 +5,9 @@ parses, calls these, renders).
   callbacks for progress; the result's :meth:`SuiteRun.frame` is one row per cell run.
 - :func:`results_store`: the store a reading command answers from (yours, or the shipped reference).
 - :func:`report`: a suite's (or a store's) self-contained HTML report.
-- :func:`recommend`: the recommendation table's rows (:func:`answers`: with the scores under them).
 - :func:`reference`: the shipped reference results (``results/reference/`` packs), verified, as a store to read.
+- :func:`recommend`: which algorithm for a problem, from a store or the shipped reference (whose answers are
+  computed once per pack content).
 - :func:`record_env_facts`: what a store records of each env at run time, so it is read without the env's package.
 - :func:`resolved_hyperparams`: each label's resolved hyperparameters on each env, and where each value came from.
 - :func:`export_scores`, :func:`pack_suite`: normalised scores for rliable; a suite as a pack.
@@ -25,10 +26,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load_policy, video_missing
-from bench.run import packed
+from bench.run import packed, packread
 
 __all__ = ["BadInput", "RunPlan", "SuiteRun", "plan_run", "run_suite", "results_store", "writable", "report",
-           "Answers", "answers", "recommend", "REFERENCE_DIR", "Reference", "reference", "reference_dir", "record_env_facts", "resolved_hyperparams",
+           "REFERENCE_DIR", "Reference", "reference", "reference_dir", "cache_dir", "Answer", "recommend",
+           "record_env_facts", "resolved_hyperparams",
            "HyperparamRow", "hyperparams_lines", "NothingToExport", "export_scores", "pack_suite",
            "Evaluation", "LoadedPolicy", "PolicyError", "evaluate", "load_policy", "video_missing"]
 
@@ -62,11 +64,15 @@ def reference_dir() -> Path | None:
 
 @dataclass(frozen=True)
 class Reference:
-    """The shipped reference as a store: ``url`` (the unpacked cache), ``folder`` it came from, ``packs`` in it."""
+    """The shipped reference: ``url`` to read it by (``packs:FOLDER``, read in place by
+    :class:`bench.run.packread.PackSet`; a SQLite URL where :func:`reference` was asked to ``unpack``),
+    ``folder`` it came from, ``packs`` in it, ``manifests``: each pack's folder name and manifest sha256
+    (what its answers are keyed by)."""
 
     url: str
     folder: Path
     packs: int
+    manifests: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -74,22 +80,185 @@ class Reference:
         return f"shipped reference ({str(self.folder).rstrip('/')}, {self.packs} pack{'' if self.packs == 1 else 's'})"
 
 
-def reference(log: Callable[[str], None] | None = None) -> Reference | None:
+def cache_dir() -> Path:
+    """bench's private cache folder (``$XDG_CACHE_HOME/bench``, else ``~/.cache/bench``, else a private
+    temporary folder: :func:`bench.run.packed.private_cache_dir`)."""
+    return packed.private_cache_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench")
+
+
+def reference(log: Callable[[str], None] | None = None, *, unpack: bool = False) -> Reference | None:
     """The shipped reference, every pack verified against its manifest's sha256 list on each call
-    (:class:`bench.run.packed.PackError` when one fails), unpacked once into a private cache outside the
-    working tree (``$XDG_CACHE_HOME/bench``, else ``~/.cache/bench``, else a private temporary folder) that is
-    trusted only while it records the manifests it was built from; ``None`` where there are no packs. ``log`` is
-    told when the cache is (re)built, which takes tens of seconds."""
+    (:class:`bench.run.packed.PackError` when one fails); ``None`` where there are no packs.
+
+    It is read in place (``url`` ``packs:FOLDER``). With ``unpack`` it is also unpacked once into a
+    SQLite store in the private cache folder (:func:`cache_dir`), trusted only while it records the
+    manifests it was built from, for the commands that read it as a SQL store (``bench report``,
+    ``parity``); ``log`` is told when that store is (re)built, which takes tens of seconds."""
     folder = reference_dir()
     packs = packed.verified_packs(folder) if folder is not None else []
     if folder is None or not packs:
         return None
-    base = packed.private_cache_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench")
-    cache = base / "reference.db"
+    manifests = tuple((p.name, packed.read_manifest(p)[packed.SELF]) for p in packs)
+    if not unpack:
+        return Reference(f"{packread.SCHEME}{folder}", folder, len(packs), manifests)
+    cache = cache_dir() / "reference.db"
     url = packed.unpack(packs, cache, verified=True, on_build=lambda: log and log(  # once per checkout of the packs
         f"first use of the shipped reference: unpacking {len(packs)} pack(s) into {cache} "
         "(once; later commands read it directly)"))
-    return Reference(url, folder, len(packs))
+    return Reference(url, folder, len(packs), manifests)
+
+
+# --------------------------------------------------------------------------- #
+# Which algorithm for my problem
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class Answer:
+    """``bench recommend``'s answer from one source, as plain JSON values.
+
+    :param rows: the recommendation table (:func:`bench.analysis.answers.recommendation_rows`).
+    :param left_out: one line per variant suite the answers leave out.
+    :param lm: the language-model track's own criteria on the sequence envs of ``rows`` (dicts with
+        ``criterion, label, point, lo, hi, kind, mark``; :func:`bench.analysis.claims.lm_criteria`).
+    :param lm_lines: the same as the report prints them: per criterion with a value, its name and one
+        ``label point [lo, hi]`` text per label (★: best).
+    :param legend: the rules the table was computed under (``alpha``, ``min_seeds``, ``correction``,
+        ``min_envs_generalise``, ``equal_compute_only``: the message of a profile with only equal-compute envs),
+        so the table is printed without loading the analysis.
+    :param cached: read from the answer cache (:func:`recommend`), not computed by this call.
+    """
+
+    rows: list[dict[str, Any]]
+    left_out: list[str]
+    lm: list[dict[str, Any]]
+    lm_lines: list[tuple[str, list[str]]]
+    legend: dict[str, Any]
+    cached: bool = False
+
+
+#: Bumped when :class:`Answer`'s layout changes (the cache key holds it, so an old entry is not read).
+_ANSWER_LAYOUT = 2
+_FIELDS = ("rows", "left_out", "lm", "lm_lines", "legend")
+#: Answers kept in the cache folder (each a few tens of KB); older ones are removed as new ones are written.
+_KEEP_ANSWERS = 64
+
+
+def recommend(source: str | Reference | None = None, *, action: str | None = None, obs: str | None = None,
+              reward: str | None = None, priority: str | None = None,
+              log: Callable[[str], None] | None = None) -> Answer:
+    """The recommendation table of ``source`` (a store URL, or the shipped reference, :func:`reference`,
+    which ``None`` means) for the matching problems (``None``: all), with what goes with it (:class:`Answer`;
+    ``answer.rows`` are ``bench recommend --format json``'s rows).
+
+    :raises BadInput: a filter outside its values; ``None`` where there is no shipped reference.
+
+    The shipped reference's answer is computed once per pack content and kept in the private cache
+    folder (:func:`cache_dir`), in a file named by the hash of everything that decides it: every pack's
+    manifest sha256 (which covers every file's sha256), bench's own source code, the numerical libraries'
+    versions and the options. A file is used only when the key it records inside is that key: a changed
+    pack, a changed line of bench or another option computes afresh. A user's store changes with every
+    run, so its answer is computed on each call, through the same read model.
+    """
+    from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
+
+    for flag, value, allowed in (("--action", action, ACTIONS), ("--obs", obs, OBS), ("--reward", reward, REWARDS),
+                                 ("--priority", priority, PRIORITIES)):
+        if value is not None and value not in allowed:
+            raise BadInput(f"{flag}: {value!r} is not allowed; allowed: {', '.join(allowed)}")
+    if source is None and (source := reference(log=log)) is None:
+        raise BadInput("no shipped reference here (no packs under results/reference) and no store given; "
+                       "allowed: a store URL, e.g. sqlite:///results/bench.db")
+    if isinstance(source, Reference):
+        key = _answer_key(source, dict(action=action, obs=obs, reward=reward, priority=priority))
+        f = cache_dir() / "answers" / f"{key}.json"
+        if (got := _cached_answer(f, key)) is not None:
+            return got
+        answer = _compute_answer(source.url, action=action, obs=obs, reward=reward, priority=priority, log=log)
+        _keep_answer(f, key, answer)
+        return answer
+    return _compute_answer(source, action=action, obs=obs, reward=reward, priority=priority, log=log)
+
+
+def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
+    """:func:`recommend`'s answer, computed: read once (:func:`bench.analysis.scoring.load`), scored, answered."""
+    import json
+
+    from bench.analysis import answers, claims, generalise, scoring
+    from bench.analysis.report import interval_text
+    from bench.suites.suite import one_line
+
+    reader = packread.open_reader(url)
+    try:
+        data = scoring.load(reader, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
+                            log=log, sensitivity=False)  # the table does not use the tuner's studies
+        left_out = [one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
+                             "sets it beside them") for name, variant in scoring.variant_suites(reader).items()]
+    finally:
+        reader.dispose()
+    scored = scoring.score(data)
+    rows = answers.recommendation_rows(answers.recommend(scored, action=action, obs=obs, reward=reward,
+                                                         priority=priority))
+    seq_envs = sorted({e for r in rows if r["obs"] == "sequence" for e in r["envs"]})
+    lm = claims.lm_criteria(scored, data.diagnostics, "sequence", seq_envs) if seq_envs else []
+    lm_lines = [(crit, got) for crit in claims.LM_CRITERIA
+                if (got := [f"{x['label']} {interval_text(x['point'], x['lo'], x['hi'], x['kind'])}"
+                            f"{' ★' if x['mark'] == 'best' else ''}"
+                            for x in lm if x["criterion"] == crit and x["point"] == x["point"]])]
+    legend = dict(alpha=scoring.ALPHA, min_seeds=scoring.MIN_SEEDS, correction=answers.CORRECTION,
+                  min_envs_generalise=generalise.MIN_ENVS_GENERALISE, equal_compute_only=answers.EQUAL_COMPUTE_ONLY)
+    # As JSON holds them (what `--format json` prints): a cached answer and a computed one are the same values.
+    plain = json.loads(json.dumps({"rows": rows, "lm": lm, "lm_lines": lm_lines, "legend": legend}, default=str))
+    return Answer(plain["rows"], left_out, plain["lm"], [tuple(x) for x in plain["lm_lines"]], plain["legend"])
+
+
+def _answer_key(ref: Reference, options: dict[str, Any]) -> str:
+    """The sha256 of everything a shipped-reference answer depends on (see :func:`recommend`)."""
+    import hashlib
+    import json
+
+    from importlib.metadata import version
+
+    code = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for f in sorted(root.rglob("*.py")):  # bench's own code: any change may change an answer
+        code.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    doc = dict(layout=_ANSWER_LAYOUT, packs=list(ref.manifests), code=code.hexdigest(), options=options,
+               versions={lib: version(lib) for lib in ("numpy", "pandas", "scipy", "pyarrow")})
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def _cached_answer(f: Path, key: str) -> Answer | None:
+    """The answer kept in ``f`` if it records ``key`` and is whole; else None (it is then computed again)."""
+    import json
+
+    try:
+        doc = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("key") != key:
+        return None
+    try:
+        return Answer(list(doc["rows"]), list(doc["left_out"]), list(doc["lm"]),
+                      [(str(c), list(got)) for c, got in doc["lm_lines"]], dict(doc["legend"]), cached=True)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _keep_answer(f: Path, key: str, answer: Answer) -> None:
+    """Write ``answer`` to ``f`` under ``key``, atomically (a reader sees the old file or the whole new one).
+    A cache that cannot be written only costs the next call the computation."""
+    import json
+
+    tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
+    try:
+        f.parent.mkdir(mode=0o700, exist_ok=True)
+        tmp.write_text(json.dumps({"key": key, **{k: getattr(answer, k) for k in _FIELDS}}), encoding="utf-8")
+        tmp.replace(f)
+        # Each change of bench or of the packs leaves the old answers unread: keep the most recent few.
+        kept = sorted(f.parent.glob("*.json"), key=lambda x: x.stat().st_mtime, reverse=True)
+        for old in kept[_KEEP_ANSWERS:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- #
@@ -520,7 +689,7 @@ def results_store(store: str | None = None, *, need_done: bool = True, fallback:
     try:
         db = Store(url, readonly=True)
     except StoreMissing:
-        if given == DEFAULT_URL and fallback and (ref := reference(log=log)) is not None:
+        if given == DEFAULT_URL and fallback and (ref := reference(log=log, unpack=True)) is not None:
             return ref.url, (f"reading the project's shipped reference results ({ref.folder}/): "
                              f"there is no store of your own at {describe_url(DEFAULT_URL)}")
         raise BadInput(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)") \
@@ -573,62 +742,3 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
     if log is not None:
         log(where)
     return build(url, out_dir, chosen or None, log=log, stage=stage)
-
-
-# --------------------------------------------------------------------------- #
-# The answer
-# --------------------------------------------------------------------------- #
-@dataclass(frozen=True)
-class Answers:
-    """A store's recommendation rows (:func:`bench.analysis.answers.recommendation_rows`: one dict per profile
-    and priority), with the scored runs (``scored``) and the loaded store (``data``) they come from."""
-
-    rows: list[dict[str, Any]]
-    scored: Any
-    data: Any
-
-
-def answers(url: str, *, action: str | None = None, obs: str | None = None, reward: str | None = None,
-            priority: str | None = None, log: Callable[[str], None] | None = None) -> Answers:
-    """The recommendation rows of the store at ``url`` (a checked URL, e.g. from :func:`results_store`),
-    for the problems the filters select (``None``: all)."""
-    from bench.analysis import answers as ans
-    from bench.analysis import scoring
-    from bench.suites.suite import one_line
-
-    data = scoring.load(url, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
-                        log=log)
-    for name, variant in scoring.variant_suites(url).items():  # left out by load: say so, once each
-        if log is not None:
-            log(one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
-                         "sets it beside them"))
-    scored = scoring.score(data)
-    rows = ans.recommendation_rows(ans.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))
-    return Answers(rows, scored, data)
-
-
-def recommend(store: str | None = None, *, action: str | None = None, obs: str | None = None,
-              reward: str | None = None, priority: str | None = None,
-              log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """``bench recommend --format json``'s rows: from the store at ``store``, or with none from the shipped
-    reference (:func:`reference`). Each row: ``action, obs, reward, priority``, the ``answer`` in words, its
-    ``winner``, ``p_value`` (Holm-adjusted over the call), ``envs`` and their per-env directions, the track
-    record and the evidence (docs/statistics.md).
-
-    :raises BadInput: a filter outside its values, no store there, or no shipped reference and no store.
-    """
-    from bench.analysis import ACTIONS, OBS, PRIORITIES, REWARDS
-
-    for flag, value, allowed in (("--action", action, ACTIONS), ("--obs", obs, OBS), ("--reward", reward, REWARDS),
-                                 ("--priority", priority, PRIORITIES)):
-        if value is not None and value not in allowed:
-            raise BadInput(f"{flag}: {value!r} is not allowed; allowed: {', '.join(allowed)}")
-    if store is None:
-        ref = reference(log=log)
-        if ref is None:
-            raise BadInput("no store given and no shipped reference here (no packs under results/reference); "
-                           "allowed: store=URL of a results store")
-        url = ref.url
-    else:
-        url, _ = results_store(store, fallback=False, log=log)
-    return answers(url, action=action, obs=obs, reward=reward, priority=priority, log=log).rows

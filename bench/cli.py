@@ -953,13 +953,6 @@ def _choice(flag: str, value: Optional[str], allowed: tuple[str, ...]) -> Option
     return value
 
 
-def _interval_text(x: dict) -> str:
-    """A decision-matrix row's point with its interval, as the report prints it."""
-    from bench.analysis.report import _interval
-
-    return _interval(x["point"], x["lo"], x["hi"], x["kind"])
-
-
 @app.command()
 def recommend(
     action: Optional[str] = typer.Option(None, "--action", help="discrete | continuous (default: both)."),
@@ -975,7 +968,7 @@ def recommend(
 ) -> None:
     """Which algorithm for my problem? The matching rows of the recommendation table, with their evidence:
     the shipped reference's, or with --store your own store's."""
-    from bench.analysis import ACTIONS, OBS, PRIORITIES, REWARDS
+    from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 
     action = _choice("--action", action, ACTIONS)
     obs = _choice("--obs", obs, OBS)
@@ -986,7 +979,7 @@ def recommend(
         raise _bad_input(f"--with-reference: prints two tables; allowed with --format table or markdown (got {fmt!r})")
     from bench.run.store import describe_url
 
-    sources: list[tuple[str, str, str]] = []  # (url, its name in the table's title, the line saying so)
+    sources: list[tuple[Any, str, str]] = []  # (url or Reference, its name in the table's title, the line saying so)
     if store is not None or with_reference:
         url, where = _results_store(store or DEFAULT_URL, fallback=False)
         sources.append((url, describe_url(url), where))
@@ -995,7 +988,7 @@ def recommend(
 
         ref = reference(log=lambda s: err.print(s, markup=False))
         if ref is not None:
-            sources.append((ref.url, ref.name, f"reading the project's shipped reference results ({ref.folder}/)"))
+            sources.append((ref, ref.name, f"reading the project's shipped reference results ({ref.folder}/)"))
         elif with_reference:
             raise _bad_input("--with-reference: no shipped reference here (no packs under results/reference, nor in "
                              "the checkout bench runs from); allowed: a checkout of bench")
@@ -1009,15 +1002,17 @@ def recommend(
         _recommend_from(url, name, action=action, obs=obs, reward=reward, priority=priority, fmt=fmt, verbose=verbose)
 
 
-def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Optional[str], reward: Optional[str],
+def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Optional[str], reward: Optional[str],
                     priority: Optional[str], fmt: str, verbose: bool) -> None:
-    """One recommendation table, from the store at ``url``, titled with its ``source``'s name."""
-    from bench.analysis import answers, scoring
-    from bench.api import answers as compute
+    """One recommendation table, from ``url`` (a store URL or the shipped reference: :func:`bench.api.recommend`),
+    titled with its ``source``'s name."""
+    from bench import api
 
-    got = compute(url, action=action, obs=obs, reward=reward, priority=priority,
-                  log=lambda s: err.print(s, markup=False))
-    rows, scored, data = got.rows, got.scored, got.data
+    answer = api.recommend(url, action=action, obs=obs, reward=reward, priority=priority,
+                           log=lambda s: err.print(s, markup=False))
+    for line in answer.left_out:  # left out by the read: say so, once each
+        err.print(line, markup=False)
+    rows = answer.rows
     if fmt == "json":
         print(json.dumps(rows, indent=2, default=str))
         return
@@ -1061,9 +1056,10 @@ def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Option
             t.add_row(*(Text(x) for x in line))  # user strings stay literal text, never markup
         out.print(t, width=min(100, out.width))  # the table fits 100 columns (long cells fold)
     if len(shown) < len(rows):
-        for why, pick in (("no measured env", lambda r: r["message"] != answers.EQUAL_COMPUTE_ONLY),
+        equal_only = answer.legend["equal_compute_only"]
+        for why, pick in (("no measured env", lambda r: r["message"] != equal_only),
                           ("by samples: envs run only at an equal CPU budget, where sample efficiency is not scored",
-                           lambda r: r["message"] == answers.EQUAL_COMPUTE_ONLY)):
+                           lambda r: r["message"] == equal_only)):
             empty = sorted({f"{r['action']} {r['obs']} {r['reward']}" for r in rows if not r["envs"] and pick(r)})
             if empty:
                 print(textwrap.fill(f"insufficient evidence ({why}): {'; '.join(empty)}", width=100))
@@ -1079,21 +1075,14 @@ def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Option
         print(textwrap.fill(f"{head}: {h}", width=100))
     seq_envs = sorted({e for r in shown if r["obs"] == "sequence" for e in r["envs"]})
     if seq_envs:  # the language-model track's own criteria, lower is better (bench report's decision matrix)
-        from bench.analysis import claims
-
-        lm = claims.lm_criteria(scored, data.diagnostics, "sequence", seq_envs)
-        for crit in claims.LM_CRITERIA:
-            got = [f"{x['label']} {_interval_text(x)}{' ★' if x['mark'] == 'best' else ''}" for x in lm
-                   if x["criterion"] == crit and x["point"] == x["point"]]
-            if got:
-                print(textwrap.fill(f"{crit} (sequence tasks, lower is better): {'; '.join(got)}", width=100))
-    from bench.analysis.generalise import MIN_ENVS_GENERALISE
-
+        for crit, got in answer.lm_lines:  # computed on the sequence envs of every row with envs: those shown
+            print(textwrap.fill(f"{crit} (sequence tasks, lower is better): {'; '.join(got)}", width=100))
+    g = answer.legend
     n_tests = sum(r["p_value"] is not None for r in rows)
     print(textwrap.fill(
-        f"Winner from ≥ {MIN_ENVS_GENERALISE} envs: a random-effects test over envs (HKSJ), a claim about the next env "
-        f"of the kind; with fewer, the answer names the envs measured. p: {answers.CORRECTION} over the {n_tests} "
-        f"headline tests; winner at p < {scoring.ALPHA:g}, ≥ {scoring.MIN_SEEDS} runs per env. envs: count, then the "
+        f"Winner from ≥ {g['min_envs_generalise']} envs: a random-effects test over envs (HKSJ), a claim about the next "
+        f"env of the kind; with fewer, the answer names the envs measured. p: {g['correction']} over the {n_tests} "
+        f"headline tests; winner at p < {g['alpha']:g}, ≥ {g['min_seeds']} runs per env. envs: count, then the "
         "sign per env tested (alphabetical). LOO: leave-one-env-out hits/trials. Scores: normalised AUC vs steps or "
         "CPU s. Details: --verbose, docs/statistics.md.", width=100))
 

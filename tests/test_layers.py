@@ -29,6 +29,8 @@ PARTS: list[tuple[str, str]] = [
     # Saved policies: find a run in the store, rebuild its policy (own or SB3), act on an env.
     ("bench.policies", "policies"),
     ("bench.analysis.stats", "pure"),
+    # The problem vocabulary (trait values, priorities): plain tuples that the CLI and the analysis share.
+    ("bench.traits", "pure"),
     ("bench.analysis.metrics", "pure"),
     ("bench.analysis.parity", "pure"),
     ("bench.analysis.generalise", "pure"),
@@ -38,6 +40,9 @@ PARTS: list[tuple[str, str]] = [
     ("bench.analysis", "analysis"),
     ("bench.run.record", "record"),
     ("bench.run.store", "store"),
+    # Packs are storage too: written and verified (packed), read in place as a store (packread).
+    ("bench.run.packed", "store"),
+    ("bench.run.packread", "store"),
     ("bench.run", "run"),
     ("bench.tune.sensitivity", "sensitivity"),
     ("bench.tune", "tune"),

@@ -858,3 +858,8 @@ def screenshot(html: Path, png: Path, *, width: int = 1400, height: int = 2400, 
     if not png.is_file():
         raise RuntimeError(f"chromium did not write {png}")
     return png
+
+
+#: A point with its interval as the report prints it (``0.61 [0.52, 0.70]``): public, for ``bench recommend``
+#: (:func:`bench.api.recommend`), which prints the language-model criteria as the decision matrix does.
+interval_text = _interval

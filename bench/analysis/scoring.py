@@ -75,6 +75,8 @@ import numpy as np
 import pandas as pd
 
 from bench.analysis import generalise, machines, stats
+# The problem vocabulary lives apart so the command line checks options without importing this module.
+from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossing, normalised_auc, running_mean
 # One rule: the analysis flags what --remeasure re-runs, and reads a run's CPU budget as the run layer does.
 from bench.run.store import CONTENTION_RATIO, cpu_budget, is_contended
@@ -98,10 +100,6 @@ MIN_SEEDS = 5
 MIN_ENVS = 2
 #: Lower-tail fraction for the reliability criterion (CVaR of the worst 25% of runs).
 CVAR_ALPHA = 0.25
-ACTIONS = ("discrete", "continuous")
-OBS = ("vector", "pixels", "sequence")
-REWARDS = ("dense", "sparse")
-PRIORITIES = ("samples", "time")
 #: The criterion each priority ranks by.
 PRIORITY_CRITERION = {"samples": "sample efficiency", "time": "time efficiency"}
 
@@ -185,47 +183,57 @@ class Data:
 
 
 def suite_specs(db: Any) -> dict[str, dict[str, Any]]:
-    """Every suite in the store ``db`` (a :class:`bench.run.store.Store`) → its stored spec."""
-    import sqlalchemy as sa
-
-    from bench.run import store as st
-
-    with db.engine.connect() as c:
-        return {r.name: json.loads(r.spec) for r in c.execute(sa.select(st.suites.c.name, st.suites.c.spec))}
+    """Every suite in the store ``db`` (a :class:`bench.run.store.Store` or a pack set) → its stored spec."""
+    return db.suite_specs()
 
 
-def variant_suites(store_url: str) -> dict[str, str]:
-    """The store's variant suites (``variant:``, e.g. each one's best after equal tuning) → their variant."""
-    from bench.run import store as st
+def variant_suites(source: Any) -> dict[str, str]:
+    """The store's variant suites (``variant:``, e.g. each one's best after equal tuning) → their variant.
+    ``source``: a store URL, or an open reader (:func:`bench.run.packread.open_reader`)."""
+    from bench.run.packread import open_reader, owned
 
-    db = st.Store(store_url, readonly=True)
+    db = open_reader(source)
     try:
         specs = suite_specs(db)
     finally:
-        db.dispose()  # a short read: no connection left open on the store
+        if owned(source):
+            db.dispose()  # a short read: no connection left open on the store
     return {n: str(s["variant"]) for n, s in sorted(specs.items()) if s.get("variant") and not s.get("claim")}
 
 
-def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool = True,
-         diagnostics: Iterable[str] | None = None, log: Callable[[str], None] | None = None) -> Data:
+def load(source: Any, suites: Iterable[str] | None = None, *, anchors: bool = True,
+         diagnostics: Iterable[str] | None = None, log: Callable[[str], None] | None = None,
+         sensitivity: bool = True) -> Data:
     """Read runs, episodes, diagnostics, env traits and anchors of ``suites`` (default: all but the
-    suites that test a claim, see below).
+    suites that test a claim, see below), once, as frames.
 
+    :param source: a store URL (SQLite or PostgreSQL, read through SQLAlchemy), a ``packs:FOLDER`` URL,
+        or a reader already open (:class:`bench.run.packread.PackSet`, :class:`bench.run.store.Store`):
+        packs are read straight from their Parquet files. Every query is the reader's own: no SQL here.
     :param anchors: compute missing env anchors (a few seconds of random play per
-        env, stored once). With ``False`` only stored anchors are used.
+        env, stored once; a pack set keeps them for this read only). With ``False`` only stored anchors are used.
     :param diagnostics: the diagnostic names to read (default: every one the report uses,
         :data:`DIAGNOSTICS`, :data:`COLLAPSE_DIAGNOSTICS` and :data:`SEQUENCE_DIAGNOSTICS`). Fewer
         is faster: :func:`score` reads none, the recommendation table only the sequence tasks'.
+    :param sensitivity: read the tuner's studies (the decision matrix's sensitivity criterion; the
+        recommendation table does not use them).
     :raises KeyError: a named suite is not in the store.
     """
-    import sqlalchemy as sa
+    from bench.run.packread import open_reader, owned
 
     diag_names = list(DIAGNOSTICS + COLLAPSE_DIAGNOSTICS + SEQUENCE_DIAGNOSTICS if diagnostics is None else diagnostics)
+    db = open_reader(source)  # reads only (missing anchors go through a short-lived writer)
+    try:
+        return _load(db, suites, anchors=anchors, diag_names=diag_names, log=log, sensitivity=sensitivity)
+    finally:
+        if owned(source):
+            db.dispose()
 
+
+def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: list[str],
+          log: Callable[[str], None] | None, sensitivity: bool) -> Data:
     from bench.analysis.anchors import ensure_anchors, stored_anchors
-    from bench.run import store as st
 
-    db = st.Store(store_url, readonly=True)  # reads only (missing anchors go through a short-lived writer)
     names = db.suite_names()
     if suites:
         chosen = list(suites)
@@ -244,10 +252,9 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
     frames = [db.runs_frame(s) for s in chosen]
     runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     traits: dict[str, dict[str, Any]] = {}
-    with db.engine.connect() as c:
-        for r in c.execute(sa.select(st.suites).where(st.suites.c.name.in_(chosen))):
-            for env_id, m in json.loads(r.env_meta).items():
-                traits.setdefault(env_id, m)
+    for env_meta in db.suite_env_metas(sorted(chosen)).values():
+        for env_id, m in env_meta.items():
+            traits.setdefault(env_id, m)
     empty_ep, empty_dg = pd.DataFrame(columns=_EPISODE_COLUMNS), pd.DataFrame(columns=["key", "step", "name", "value"])
     if runs.empty:
         return Data(db.url, chosen, runs, empty_ep, empty_dg, traits, {})
@@ -280,22 +287,8 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
     runs["pooled"], budgets, cpu_budgets = _pool(runs, traits, notes)
     keys = runs.loc[runs["pooled"], "key"].tolist()
 
-    episodes, diags = [], []
-    with db.engine.connect() as c:
-        cpu_col = st.episodes.c.cpu_s if st.has_column(c, "episodes", "cpu_s") else sa.null().label("cpu_s")
-        for i in range(0, len(keys), 500):
-            chunk = keys[i : i + 500]
-            episodes.append(st.read_frame(c,
-                sa.select(st.episodes.c.key, st.episodes.c.step, st.episodes.c.wall_s, cpu_col, st.episodes.c.ret)
-                .where(st.episodes.c.key.in_(chunk)).order_by(st.episodes.c.key, st.episodes.c.idx)))
-            if diag_names:
-                diags.append(st.read_frame(c,
-                    sa.select(st.diagnostics.c.key, st.diagnostics.c.step, st.diagnostics.c.name, st.diagnostics.c.value)
-                    .where(st.diagnostics.c.key.in_(chunk),
-                           st.diagnostics.c.name.in_(diag_names))
-                    .order_by(st.diagnostics.c.key, st.diagnostics.c.id)))
-    ep = pd.concat(episodes, ignore_index=True) if episodes else empty_ep
-    dg = pd.concat(diags, ignore_index=True) if diags else empty_dg
+    ep = db.episodes_for(keys) if keys else empty_ep
+    dg = db.diagnostics_for(keys, diag_names) if keys and diag_names else empty_dg
 
     thresholds = {e: traits[e].get("threshold") for e in budgets}
     families = {e: traits[e].get("family") for e in thresholds}
@@ -318,8 +311,7 @@ def load(store_url: str, suites: Iterable[str] | None = None, *, anchors: bool =
                      f"efficiency over those {cpu:,g} CPU seconds, final performance and success at the end. "
                      "Sample efficiency (over env steps) is not scored there: each algorithm ran as many steps "
                      "as its speed allowed.")
-    sens = _sensitivity(db)
-    db.dispose()
+    sens = _sensitivity(db) if sensitivity else None
     return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes, cpu_budgets)
 
 
@@ -377,20 +369,14 @@ def _most_runs(values: pd.Series) -> float:
 
 def _sensitivity(db: Any) -> pd.DataFrame | None:
     """The tuner's per-(algo, env) sensitivity summary, if the store has any studies (:mod:`bench.tune.sensitivity`)."""
-    import sqlalchemy as sa
-
-    store_url = db.url
-    try:
-        # Optuna keeps its studies in the same store; without its tables there is nothing to import optuna for.
-        with db.engine.connect() as c:
-            if not sa.inspect(c).has_table("studies"):
-                return None
-    except sa.exc.SQLAlchemyError:
+    # Optuna keeps its studies in the same store (a pack, in its journal); without any there is nothing to
+    # import optuna for.
+    if not db.has_studies():
         return None
     try:
         from bench.tune.sensitivity import sensitivity_table
 
-        df = sensitivity_table(store_url)
+        df = sensitivity_table(db.studies_url())
     except (ImportError, AttributeError):
         return None
     except Exception:  # noqa: BLE001 - an older or foreign study schema: treat as no tuning data

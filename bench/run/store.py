@@ -1009,6 +1009,59 @@ class Store:
             raw = c.execute(sa.select(suites.c.env_meta).where(suites.c.name == name)).scalar_one_or_none()
         return None if raw is None else json.loads(raw)
 
+    def suite_specs(self) -> dict[str, dict[str, Any]]:
+        """Suite name → its stored spec (the validated suite, as JSON)."""
+        with self.engine.connect() as c:
+            return {r.name: json.loads(r.spec) for r in c.execute(sa.select(suites.c.name, suites.c.spec))}
+
+    def suite_env_metas(self, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Each named suite's ``env_meta`` (suite name → env key → facts), in the order of ``names``."""
+        names = list(names)
+        with self.engine.connect() as c:
+            got = {r.name: json.loads(r.env_meta)
+                   for r in c.execute(sa.select(suites.c.name, suites.c.env_meta).where(suites.c.name.in_(names)))}
+        return {n: got[n] for n in names if n in got}
+
+    def episodes_for(self, keys: Sequence[str]):
+        """``key, step, wall_s, cpu_s, ret`` of the runs ``keys``, by key and episode (``cpu_s`` NULL in a
+        store written before per-episode CPU seconds were)."""
+        import pandas as pd
+
+        parts, keys = [], sorted(keys)  # chunks in key order: the whole frame is ordered by key, as a pack's read
+        with self.engine.connect() as c:
+            cpu_col = episodes.c.cpu_s if has_column(c, "episodes", "cpu_s") else sa.null().label("cpu_s")
+            for i in range(0, len(keys), 500):  # bounded IN lists (SQLite's variable limit)
+                parts.append(read_frame(c, sa.select(episodes.c.key, episodes.c.step, episodes.c.wall_s, cpu_col,
+                                                     episodes.c.ret)
+                                        .where(episodes.c.key.in_(keys[i:i + 500]))
+                                        .order_by(episodes.c.key, episodes.c.idx)))
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["key", "step", "wall_s", "cpu_s", "ret"])
+
+    def diagnostics_for(self, keys: Sequence[str], names: Sequence[str]):
+        """``key, step, name, value`` of the runs ``keys`` for the diagnostics ``names``, in stored order."""
+        import pandas as pd
+
+        parts, keys = [], sorted(keys)  # as episodes_for
+        with self.engine.connect() as c:
+            for i in range(0, len(keys) if names else 0, 500):
+                parts.append(read_frame(c, sa.select(diagnostics.c.key, diagnostics.c.step, diagnostics.c.name,
+                                                     diagnostics.c.value)
+                                        .where(diagnostics.c.key.in_(keys[i:i + 500]), diagnostics.c.name.in_(list(names)))
+                                        .order_by(diagnostics.c.key, diagnostics.c.id)))
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["key", "step", "name", "value"])
+
+    def has_studies(self) -> bool:
+        """Whether the store holds Optuna's tables (``bench tune`` keeps its studies beside the runs)."""
+        try:
+            with self.engine.connect() as c:
+                return sa.inspect(c).has_table("studies")
+        except sa.exc.SQLAlchemyError:
+            return False
+
+    def studies_url(self) -> str:
+        """Where Optuna reads this store's studies: the store itself."""
+        return self.url
+
     def runs_frame(self, suite: str | None = None):
         """One row per (suite, run): the export table."""
         import pandas as pd

@@ -1,0 +1,120 @@
+"""Packs read in place (bench.run.packread) give what a store unpacked from them gives, and the shipped
+reference's answer is computed once per pack content (bench.api.recommend)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from bench import api
+from bench.analysis import answers, scoring
+from bench.cli import app
+from bench.run import packed
+from bench.run.packread import PackSet, open_reader
+
+sys.path.insert(0, str(Path(__file__).parent))
+from synthetic import Planted, write_store  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL_PACK = ROOT / "results" / "reference" / "claim-reinforce-baseline"
+
+
+def _by_key(df: pd.DataFrame) -> pd.DataFrame:
+    """A frame in key order (a store's order; a pack set's groups runs by pack), NULLs as NaN."""
+    return df.sort_values("key", kind="mergesort").reset_index(drop=True).astype(object).where(df.notna(), None)
+
+
+def _same_data(a: scoring.Data, b: scoring.Data) -> None:
+    pd.testing.assert_frame_equal(a.runs.astype(object).where(a.runs.notna(), None),
+                                  b.runs.astype(object).where(b.runs.notna(), None), check_dtype=False)
+    for name in ("episodes", "diagnostics"):
+        pd.testing.assert_frame_equal(_by_key(getattr(a, name)), _by_key(getattr(b, name)), check_dtype=False)
+    assert (a.traits, a.anchors, a.budgets, a.notes, a.cpu_budgets, a.suites) == \
+        (b.traits, b.anchors, b.budgets, b.notes, b.cpu_budgets, b.suites)
+
+
+@pytest.fixture
+def two_packs(tmp_path) -> tuple[str, Path]:
+    """A store with a suite and a claim sharing its runs, packed as two sibling packs."""
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    labs = [Planted("a", "ppo", "bench", 0.9), Planted("b", "a2c", "sb3", 0.5)]
+    write_store(url, ["CartPole-v1"], labs, seeds=5, suite="ref")
+    write_store(url, ["CartPole-v1"], labs[:1], seeds=5, suite="claim")
+    root = tmp_path / "packs"
+    packed.pack(url, "ref", root / "ref")
+    packed.pack(url, "claim", root / "claim", beside=packed.packs_under(root))
+    return url, root
+
+
+def test_a_pack_set_reads_what_the_store_unpacked_from_it_reads(two_packs, tmp_path):
+    _, root = two_packs
+    cache = packed.unpack(packed.packs_under(root), tmp_path / "cache.db")
+    packs = PackSet(packed.packs_under(root))
+    for suites in (None, ["claim"]):
+        _same_data(scoring.load(cache, suites, anchors=False), scoring.load(packs, suites, anchors=False))
+    assert packs.suite_names() == ["claim", "ref"]
+    a, b = scoring.score(scoring.load(cache, anchors=False)), scoring.score(scoring.load(packs, anchors=False))
+    assert answers.recommendation_rows(answers.recommend(a)) == answers.recommendation_rows(answers.recommend(b))
+
+
+def test_a_shipped_pack_reads_the_same_in_place_as_unpacked(tmp_path):
+    cache = packed.unpack([SMALL_PACK], tmp_path / "cache.db")
+    reader = open_reader(f"packs:{SMALL_PACK}")
+    for suites in (None, [packed.read_manifest(SMALL_PACK)["suite"]]):
+        _same_data(scoring.load(cache, suites, anchors=False, diagnostics=scoring.SEQUENCE_DIAGNOSTICS + scoring.DIAGNOSTICS),
+                   scoring.load(reader, suites, anchors=False, diagnostics=scoring.SEQUENCE_DIAGNOSTICS + scoring.DIAGNOSTICS))
+
+
+def test_a_pack_set_refuses_a_damaged_pack(two_packs):
+    _, root = two_packs
+    f = root / "ref" / "runs.parquet"
+    f.write_bytes(f.read_bytes()[:-3] + b"xyz")
+    with pytest.raises(packed.PackError, match="runs.parquet: changed or damaged"):
+        PackSet([root / "ref"])
+
+
+@pytest.fixture
+def reference(tmp_path, monkeypatch) -> Path:
+    """One small shipped pack as the whole reference, the cache folder in tmp_path."""
+    ref = tmp_path / "ref"
+    shutil.copytree(SMALL_PACK, ref / SMALL_PACK.name)
+    monkeypatch.setenv(packed.REFERENCE_ENV, str(ref))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    return ref
+
+
+def test_the_reference_answer_is_kept_per_pack_content_and_options(reference, tmp_path):
+    ref = api.reference()
+    first = api.recommend(ref)
+    again = api.recommend(ref)
+    assert not first.cached and again.cached and (again.rows, again.left_out, again.lm) == \
+        (first.rows, first.left_out, first.lm)
+    kept = sorted((tmp_path / "cache" / "bench" / "answers").glob("*.json"))
+    assert len(kept) == 1
+    assert not (tmp_path / "cache" / "bench" / "reference.db").exists()  # nothing unpacked
+    # Another option is another answer (the Holm correction runs over the rows asked for).
+    assert not api.recommend(ref, priority="time").cached
+    assert len(list((tmp_path / "cache" / "bench" / "answers").glob("*.json"))) == 2
+    # A file whose recorded key is not its name's is not trusted: computed again, and rewritten.
+    doc = json.loads(kept[0].read_text())
+    kept[0].write_text(json.dumps(dict(doc, key="0" * 64, rows=[])))
+    redone = api.recommend(ref)
+    assert not redone.cached and redone.rows == first.rows
+    # Another pack content is another key.
+    other = api.Reference(ref.url, ref.folder, ref.packs, (("x", "0" * 64),))
+    assert not api.recommend(other).cached
+
+
+def test_recommend_prints_the_same_computed_or_cached(reference):
+    runner = CliRunner()
+    outs = [runner.invoke(app, ["recommend", *args]) for args in ([], [], ["--format", "json"], ["--format", "json"])]
+    assert all(r.exit_code == 0 for r in outs), [r.stderr for r in outs]
+    assert outs[0].stdout == outs[1].stdout and outs[2].stdout == outs[3].stdout
+    assert json.loads(outs[2].stdout)  # rows
