@@ -1137,8 +1137,8 @@ def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Option
         err.print(one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
                            "sets it beside them"), markup=False)
     scored = scoring.score(data)
-    rows = answers.recommendation_rows(
-        answers.recommend(scored, action=action, obs=obs, reward=reward, priority=priority))
+    recs = answers.recommend(scored, action=action, obs=obs, reward=reward, priority=priority)
+    rows = answers.recommendation_rows(recs)
     if fmt == "json":
         print(json.dumps(rows, indent=2, default=str))
         return
@@ -1217,6 +1217,27 @@ def _recommend_from(url: str, source: str, *, action: Optional[str], obs: Option
         f"headline tests; winner at p < {scoring.ALPHA:g}, ≥ {scoring.MIN_SEEDS} runs per env. envs: count, then the "
         "sign per env tested (alphabetical). LOO: leave-one-env-out hits/trials. Scores: normalised AUC vs steps or "
         "CPU s. Details: --verbose, docs/statistics.md.", width=100))
+    if verbose:
+        _print_off_policy(data, recs, fmt)
+
+
+def _print_off_policy(data: Any, recs: list, fmt: str) -> None:
+    """The off-policy reference lines (:mod:`bench.analysis.offpolicy`) under the table, one per profile."""
+    import textwrap
+
+    from bench.analysis import offpolicy
+
+    lines = offpolicy.off_policy_lines(data, recs)
+    if not lines:
+        return
+    head = ("off-policy reference (SB3 DQN, SAC, TD3: never candidates above; best of them against the answer, "
+            "normalised AUC at equal samples and at equal CPU time over each env's common budget; p not adjusted):")
+    print()
+    print(head if fmt != "markdown" else f"**{head}**\n")
+    for line in lines:
+        text = offpolicy.line_text(line)
+        print(f"- {text}" if fmt == "markdown" else textwrap.fill(text, width=100, initial_indent="  ",
+                                                                  subsequent_indent="    "))
 
 
 @app.command()

@@ -1130,9 +1130,8 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                 continue
             need = OFF_POLICY_ACTIONS.get(a.algo)
             if need is not None and env_meta[ek]["action"] != need:
-                problems.append(Problem(f"envs[{i}].id", f"{a.algo} ({a.display}) acts in {need} action spaces, and "
-                                        f"{ek}'s actions are {env_meta[ek]['action']}; allowed for {a.algo}: an env with "
-                                        f"{need} actions", e.id, True))
+                # One grid holds DQN beside SAC and TD3: each off-policy algorithm runs on the envs it can act in
+                # (an entry that can act in none is refused below).
                 continue
             if need is not None and env_meta[ek]["obs"] == "pixels":
                 problems.append(Problem(f"envs[{i}].id", f"{a.algo} ({a.display}) runs on vector observations only "
@@ -1200,6 +1199,14 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     max_memory_mb=a.max_memory_mb if a.max_memory_mb is not None else suite.defaults.max_memory_mb,
                 )
                 cells.append(_with_key(cell))
+    for j, a in enumerate(suite.algorithms):
+        need = OFF_POLICY_ACTIONS.get(a.algo)
+        if need is not None and env_meta and not any(c.label == a.display for c in cells) and not any(
+                p.path.startswith(f"algorithms[{j}]") for p in problems):
+            kinds = sorted({m["action"] for m in env_meta.values()})
+            problems.append(Problem(f"algorithms[{j}].algo", f"{a.algo} acts in {need} action spaces, and this suite's "
+                                    f"envs have {' and '.join(kinds)} actions only; allowed for {a.algo}: a suite with "
+                                    f"an env of {need} actions", a.algo, True))
     problems.extend(_same_cells(suite.algorithms, cells))
     return cells, env_meta, {suite.algorithms[j].algo: p for j, p in plugins.items()}
 
