@@ -210,3 +210,16 @@ def test_recommend_verbose_prints_the_line_and_the_compact_table_does_not(tmp_pa
             "s): equal samples: dqn") in text
     compact = CliRunner().invoke(app, ["recommend", "--store", url, "--obs", "vector"])
     assert compact.exit_code == 0 and "off-policy" not in compact.stdout and "dqn" not in compact.stdout
+
+
+def test_the_report_shows_the_line_under_the_recommendations(tmp_path):
+    from bench.analysis.report import build
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, ["CartPole-v1"], ON, seeds=3, timesteps=20_000, episodes=40)
+    write_store(url, ["CartPole-v1"], DQN, seeds=3, timesteps=10_000, episodes=40, suite="off")
+    page = build(url, tmp_path / "rep", anchors=False).read_text()
+    lines = page[page.index('id="off-policy-lines"'):]
+    assert page.index('id="recommendations"') < page.index('id="off-policy"') and "equal samples: dqn" in lines
+    answers = page[page.index('id="answer-table"'):page.index('id="inventory"')]
+    assert "dqn" not in answers  # never an answer
