@@ -223,3 +223,21 @@ def test_the_report_shows_the_line_under_the_recommendations(tmp_path):
     assert page.index('id="recommendations"') < page.index('id="off-policy"') and "equal samples: dqn" in lines
     answers = page[page.index('id="answer-table"'):page.index('id="inventory"')]
     assert "dqn" not in answers  # never an answer
+
+
+def test_the_cost_estimate_charges_the_gradient_steps():
+    from types import SimpleNamespace as C
+
+    from bench.suites.cost import estimate
+
+    meta = {"Pendulum-v1": {"time_scale_us": 400.0}}
+    ppo = C(algo="ppo", env_id="Pendulum-v1", timesteps=20_000, cpu_seconds=None, hyperparams={})
+    sac = C(algo="sac", env_id="Pendulum-v1", timesteps=20_000, cpu_seconds=None,
+            hyperparams={"learning_starts": 100, "train_freq": 1, "gradient_steps": 1})
+    dqn = C(algo="dqn", env_id="Pendulum-v1", timesteps=20_000, cpu_seconds=None,
+            hyperparams={"learning_starts": 0, "train_freq": 256, "gradient_steps": 128})
+    env_s = 20_000 * 400e-6
+    assert estimate([ppo], meta).cpu_hours * 3600 == pytest.approx(env_s)
+    sac_s = env_s + 19_900 * offpolicy_params.GRADIENT_STEP_US["sac"] * 1e-6
+    dqn_s = env_s + 20_000 * 0.5 * offpolicy_params.GRADIENT_STEP_US["dqn"] * 1e-6
+    assert estimate([sac, dqn], meta).cpu_hours * 3600 == pytest.approx(sac_s + dqn_s)

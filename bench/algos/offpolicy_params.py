@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal, Mapping, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-__all__ = ["OFF_POLICY", "DQNParams", "SACParams", "TD3Params", "OFF_POLICY_PARAMS", "ZOO_OFF_POLICY",
+__all__ = ["OFF_POLICY", "GRADIENT_STEP_US", "DQNParams", "SACParams", "TD3Params", "OFF_POLICY_PARAMS", "ZOO_OFF_POLICY",
            "ZOO_OFF_POLICY_TIMESTEPS", "ZOO_OFF_POLICY_SOURCE"]
 
 #: The off-policy algorithms, each SB3's and nothing else (``impl: sb3``).
@@ -142,6 +142,12 @@ class TD3Params(_OffPolicyParams):
 
 
 OFF_POLICY_PARAMS: dict[str, type[BaseModel]] = {"dqn": DQNParams, "sac": SACParams, "td3": TD3Params}
+
+#: CPU µs per gradient step, the most measured for each algorithm on the reference suite's envs and networks with one
+#: torch thread (docs/reference.md#off-policy-reference-points): what a suite's cost estimate charges an off-policy
+#: run per gradient step, since its time goes there rather than to the env (bench.suites.cost). It errs high for
+#: smaller networks and batches.
+GRADIENT_STEP_US: dict[str, float] = {"dqn": 4_100.0, "sac": 28_500.0, "td3": 18_000.0}
 
 
 # --------------------------------------------------------------------------- #
