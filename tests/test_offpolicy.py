@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = """\
 name: tiny-off-policy
 seeds: [0]
-defaults: {timesteps: 400, window: 5, eval: {every: 200, episodes: 1}}
+defaults: {timesteps: 400, window: 5, eval: {every: 200, episodes: 1}, save: final}
 envs:
   - id: CartPole-v1
   - id: Pendulum-v1
@@ -100,6 +100,11 @@ def test_smoke_runs_are_recorded_like_every_run(tiny_store):
         assert (eps["key"] == r["key"]).sum() >= 1 and eps.loc[eps["key"] == r["key"], "cpu_s"].notna().all()
         meta = r["meta"] if isinstance(r["meta"], dict) else __import__("json").loads(r["meta"])
         assert "stable-baselines3" in meta.get("versions", {}) and meta.get("git_commit")
+        # The saved policy acts in its env's action space (SB3's own zip, read back).
+        from bench.api import load_policy
+
+        pi = load_policy(r["key"], url, kind="final")
+        assert pi.action_space.contains(pi.act(pi.observation_space.sample()).astype(pi.action_space.dtype))
 
 
 def test_the_same_seed_gives_the_same_returns(tiny_store):
