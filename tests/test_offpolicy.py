@@ -213,6 +213,9 @@ def test_recommend_verbose_prints_the_line_and_the_compact_table_does_not(tmp_pa
     assert "off-policy reference" in text
     assert ("discrete · vector · dense (on CartPole-v1 10,000 steps / 20 CPU s, LunarLander-v3 10,000 steps / 20 CPU "
             "s): equal samples: dqn") in text
+    time_only = CliRunner().invoke(app, ["recommend", "--store", url, "--verbose", "--priority", "time"])
+    assert time_only.exit_code == 0, time_only.output
+    assert "(on CartPole-v1 20 CPU s, LunarLander-v3 20 CPU s): equal CPU time: dqn" in " ".join(time_only.stdout.split())
     compact = CliRunner().invoke(app, ["recommend", "--store", url, "--obs", "vector"])
     assert compact.exit_code == 0 and "off-policy" not in compact.stdout and "dqn" not in compact.stdout
 

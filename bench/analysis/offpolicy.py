@@ -161,8 +161,12 @@ _PRIORITY_WORDS = {"samples": "equal samples", "time": "equal CPU time"}
 
 def line_text(line: OffPolicyLine) -> str:
     """The line as ``bench recommend --verbose`` prints it (one paragraph)."""
-    at = ", ".join(f"{e} {line.budgets[e]:,} steps" + (f" / {line.horizons[e]:,.0f} CPU s" if e in line.horizons
-                                                         else "") for e in line.envs)
+    def where(e: str) -> str:
+        sizes = ([f"{line.budgets[e]:,} steps"] if e in line.budgets else []) + \
+            ([f"{line.horizons[e]:,.0f} CPU s"] if e in line.horizons else [])
+        return " ".join([e, " / ".join(sizes)]) if sizes else e
+
+    at = ", ".join(where(e) for e in line.envs)
     parts = []
     for g in sorted(line.gaps, key=lambda g: PRIORITIES.index(g.priority)):
         head = _PRIORITY_WORDS[g.priority]
