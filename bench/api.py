@@ -132,12 +132,14 @@ class Answer:
     lm: list[dict[str, Any]]
     lm_lines: list[tuple[str, list[str]]]
     legend: dict[str, Any]
+    #: The off-policy reference lines (:func:`bench.analysis.offpolicy.line_text`), one per profile that has one.
+    off_policy: list[str] = field(default_factory=list)
     cached: bool = False
 
 
 #: Bumped when :class:`Answer`'s layout changes (the cache key holds it, so an old entry is not read).
-_ANSWER_LAYOUT = 2
-_FIELDS = ("rows", "left_out", "lm", "lm_lines", "legend")
+_ANSWER_LAYOUT = 3
+_FIELDS = ("rows", "left_out", "lm", "lm_lines", "legend", "off_policy")
 #: Answers kept in the cache folder (each a few tens of KB); older ones are removed as new ones are written.
 _KEEP_ANSWERS = 64
 
@@ -182,7 +184,7 @@ def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
     """:func:`recommend`'s answer, computed: read once (:func:`bench.analysis.scoring.load`), scored, answered."""
     import json
 
-    from bench.analysis import answers, claims, generalise, scoring
+    from bench.analysis import answers, claims, generalise, offpolicy, scoring
     from bench.analysis.report import interval_text
     from bench.suites.suite import one_line
 
@@ -195,8 +197,9 @@ def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
     finally:
         reader.dispose()
     scored = scoring.score(data)
-    rows = answers.recommendation_rows(answers.recommend(scored, action=action, obs=obs, reward=reward,
-                                                         priority=priority))
+    recs = answers.recommend(scored, action=action, obs=obs, reward=reward, priority=priority)
+    rows = answers.recommendation_rows(recs)
+    off_policy = [offpolicy.line_text(line) for line in offpolicy.off_policy_lines(data, recs)]
     seq_envs = sorted({e for r in rows if r["obs"] == "sequence" for e in r["envs"]})
     lm = claims.lm_criteria(scored, data.diagnostics, "sequence", seq_envs) if seq_envs else []
     lm_lines = [(crit, got) for crit in claims.LM_CRITERIA
@@ -207,7 +210,8 @@ def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
                   min_envs_generalise=generalise.MIN_ENVS_GENERALISE, equal_compute_only=answers.EQUAL_COMPUTE_ONLY)
     # As JSON holds them (what `--format json` prints): a cached answer and a computed one are the same values.
     plain = json.loads(json.dumps({"rows": rows, "lm": lm, "lm_lines": lm_lines, "legend": legend}, default=str))
-    return Answer(plain["rows"], left_out, plain["lm"], [tuple(x) for x in plain["lm_lines"]], plain["legend"])
+    return Answer(plain["rows"], left_out, plain["lm"], [tuple(x) for x in plain["lm_lines"]], plain["legend"],
+                  off_policy)
 
 
 def _answer_key(ref: Reference, options: dict[str, Any]) -> str:
@@ -238,7 +242,8 @@ def _cached_answer(f: Path, key: str) -> Answer | None:
         return None
     try:
         return Answer(list(doc["rows"]), list(doc["left_out"]), list(doc["lm"]),
-                      [(str(c), list(got)) for c, got in doc["lm_lines"]], dict(doc["legend"]), cached=True)
+                      [(str(c), list(got)) for c, got in doc["lm_lines"]], dict(doc["legend"]),
+                      [str(x) for x in doc["off_policy"]], cached=True)
     except (KeyError, TypeError, ValueError):
         return None
 

@@ -33,9 +33,11 @@ import numpy as np
 from pydantic import BaseModel
 
 from bench.algos.hyperparams import A2CParams, NetArch, PPOParams, TRPOParams
+from bench.algos.offpolicy_params import OFF_POLICY
 from bench.run.record import SavablePolicy
 
-__all__ = ["train_sb3", "sb3_vec_env", "SB3_KEYS", "policy_kwargs", "schedule", "sb3_checkpoint", "restore_sb3"]
+__all__ = ["train_sb3", "sb3_vec_env", "SB3_KEYS", "SB3_OFF_POLICY_KEYS", "policy_kwargs", "schedule", "sb3_checkpoint",
+           "restore_sb3"]
 
 #: SB3 logger key → (bench diagnostics key, sign). Keys not listed (time/*, rollout/*,
 #: train/std, train/n_updates, train/clip_range ...) are dropped.
@@ -178,6 +180,10 @@ def _algo_kwargs(algo: str, params: BaseModel) -> dict[str, Any]:
 
 
 def _model_class(algo: str) -> type:
+    if algo in OFF_POLICY:
+        import stable_baselines3
+
+        return getattr(stable_baselines3, algo.upper())
     if algo == "ppo":
         from stable_baselines3 import PPO
 
@@ -197,15 +203,16 @@ def _writer_class() -> type:
     from stable_baselines3.common.logger import KVWriter
 
     class RecorderWriter(KVWriter):
-        """Forwards SB3 logger dumps to ``recorder.diagnostics``, renamed by :data:`SB3_KEYS`."""
+        """Forwards SB3 logger dumps to ``recorder.diagnostics``, renamed by ``keys`` (:data:`SB3_KEYS`)."""
 
-        def __init__(self, recorder: Any) -> None:
+        def __init__(self, recorder: Any, keys: dict[str, tuple[str, float]] = SB3_KEYS) -> None:
             self.recorder = recorder
+            self.keys = keys
 
         def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
             out: dict[str, float] = {}
             for key, value in key_values.items():
-                hit = SB3_KEYS.get(key)
+                hit = self.keys.get(key)
                 if hit is None or value is None:
                     continue
                 name, sign = hit
@@ -345,7 +352,8 @@ def _check_device(device: str) -> None:
 
 
 def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps: int, recorder: Any) -> None:
-    """Train one SB3 baseline (``ppo``, ``a2c`` or sb3-contrib ``trpo``), recording into ``recorder``.
+    """Train one SB3 baseline (``ppo``, ``a2c`` or sb3-contrib ``trpo``; off-policy ``dqn``, ``sac`` and ``td3``
+    go to :func:`_train_off_policy`), recording into ``recorder``.
 
     :param params: resolved hyperparameters (``PARAMS[algo]`` instance, see :mod:`bench.algos.hyperparams`).
     :param seed: seeds SB3 (Python, NumPy, torch, action space) and the training envs
@@ -366,6 +374,9 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
 
     from bench.envs import get_spec
 
+    if algo in OFF_POLICY:
+        _train_off_policy(env_id, algo, params, seed=seed, timesteps=timesteps, recorder=recorder)
+        return
     p: Any = params
     _check_device(p.device)
     spec = get_spec(env_id)
@@ -410,6 +421,124 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
 
 
 # --------------------------------------------------------------------------- #
+# Off-policy reference points: SB3's DQN, SAC and TD3
+# --------------------------------------------------------------------------- #
+#: SB3 logger key → (bench diagnostics key, sign) for DQN, SAC and TD3 (``train/*`` are the means over the
+#: gradient steps of SB3's last ``train()`` call).
+SB3_OFF_POLICY_KEYS: dict[str, tuple[str, float]] = {
+    "train/loss": ("loss/q", 1.0),  # DQN: Huber TD loss
+    "train/critic_loss": ("loss/critic", 1.0),  # SAC, TD3: the twin critics' summed MSE
+    "train/actor_loss": ("loss/actor", 1.0),  # SAC, TD3 (TD3 only on its delayed actor updates)
+    "train/ent_coef": ("policy/ent_coef", 1.0),  # SAC's α
+    "train/ent_coef_loss": ("loss/ent_coef", 1.0),  # SAC with ent_coef auto
+    "rollout/exploration_rate": ("policy/epsilon", 1.0),  # DQN's ε
+}
+#: Off-policy runs report (diagnostics, ``recorder.after_update``: evaluation, heartbeat, CPU budget) once at
+#: least this many env steps have passed since the last report, after a training phase: SAC and TD3 train
+#: after every step, and one report per step would hold a million diagnostics rows in memory.
+OFF_POLICY_REPORT_STEPS = 1000
+
+
+def _off_policy_kwargs(algo: str, p: Any, action_space: Any) -> dict[str, Any]:
+    """SB3 constructor arguments of DQN, SAC or TD3 from their typed hyperparameters."""
+    import torch.nn as nn
+
+    pk: dict[str, Any] = {"activation_fn": {"tanh": nn.Tanh, "relu": nn.ReLU}[p.activation]}
+    if p.net_arch is not None:
+        pk["net_arch"] = list(p.net_arch)
+    kw: dict[str, Any] = dict(
+        learning_rate=schedule(p.learning_rate, p.lr_schedule), buffer_size=p.buffer_size,
+        learning_starts=p.learning_starts, batch_size=p.batch_size, tau=p.tau, gamma=p.gamma,
+        train_freq=p.train_freq, gradient_steps=p.gradient_steps, policy_kwargs=pk)
+    if algo == "dqn":
+        kw.update(target_update_interval=p.target_update_interval, exploration_fraction=p.exploration_fraction,
+                  exploration_initial_eps=p.exploration_initial_eps, exploration_final_eps=p.exploration_final_eps,
+                  max_grad_norm=p.max_grad_norm)
+    elif algo == "sac":
+        kw.update(ent_coef=p.ent_coef, target_update_interval=p.target_update_interval, use_sde=p.use_sde,
+                  sde_sample_freq=p.sde_sample_freq)
+        if p.use_sde:
+            pk["log_std_init"] = p.log_std_init
+    elif algo == "td3":
+        from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+
+        kw.update(policy_delay=p.policy_delay, target_policy_noise=p.target_policy_noise,
+                  target_noise_clip=p.target_noise_clip)
+        if p.noise_type != "none":
+            d = int(np.prod(action_space.shape))
+            noise = NormalActionNoise if p.noise_type == "normal" else OrnsteinUhlenbeckActionNoise
+            kw["action_noise"] = noise(mean=np.zeros(d), sigma=p.noise_std * np.ones(d))
+    return kw
+
+
+def _off_policy_callback_class() -> type:
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class AfterTraining(BaseCallback):
+        """After a training phase (SB3 trains between ``on_rollout_end`` and the next ``on_rollout_start``),
+        once :data:`OFF_POLICY_REPORT_STEPS` env steps have passed since the last report, and at the end:
+        dump the logger's diagnostics, then ``recorder.after_update``. Nothing is reported before the first
+        gradient step (``learning_starts``)."""
+
+        def __init__(self, recorder: Any, policy_fn: Callable[[np.ndarray], np.ndarray]) -> None:
+            super().__init__(verbose=0)
+            self.recorder, self.policy_fn = recorder, policy_fn
+            self._updates = 0
+            self._reported_at = 0
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_start(self) -> None:
+            if self.model.num_timesteps - self._reported_at >= OFF_POLICY_REPORT_STEPS:
+                self._report()
+
+        def _on_training_end(self) -> None:
+            self._report()
+
+        def _report(self) -> None:
+            model = self.model
+            if model._n_updates == self._updates:  # no gradient step since the last report
+                return
+            self._updates, self._reported_at = model._n_updates, model.num_timesteps
+            model.logger.dump(step=model.num_timesteps)
+            self.recorder.after_update(self.policy_fn)
+
+    return AfterTraining
+
+
+def _train_off_policy(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps: int, recorder: Any) -> None:
+    """Train SB3's DQN, SAC or TD3 (see :func:`train_sb3`; the budget is met within one training phase,
+    ``train_freq × n_envs`` steps, as SB3 stops only between them)."""
+    from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    p: Any = params
+    _check_device(p.device)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*not wrapped with a ``Monitor`` wrapper.*")
+        venv: Any = sb3_vec_env(env_id, p.n_envs, recorder=recorder, vec_env=p.vec_env)
+        vecnorm: VecNormalize | None = None
+        if p.normalize_obs or p.normalize_reward:
+            vecnorm = VecNormalize(venv, norm_obs=p.normalize_obs, norm_reward=p.normalize_reward, gamma=p.gamma)
+            venv = vecnorm
+        try:
+            model = _model_class(algo)("MlpPolicy", venv, seed=seed, device=p.device, verbose=0,
+                                       **_off_policy_kwargs(algo, p, venv.action_space))
+            model.set_logger(Logger(folder=None, output_formats=[_writer_class()(recorder, SB3_OFF_POLICY_KEYS)]))
+            optimizers = [getattr(m, "optimizer", None) for m in (model.policy, getattr(model, "actor", None),
+                                                                   getattr(model, "critic", None))]
+            optimizers.append(getattr(model, "ent_coef_optimizer", None))
+            # The policy module holds every network, the target copies included; the replay buffer is not counted.
+            recorder.note_models(model.policy.parameters(), [o for o in dict.fromkeys(optimizers) if o is not None])
+            policy_fn = SavablePolicy(_acting(model, vecnorm, True), partial(sb3_checkpoint, model, vecnorm))
+            # log_interval None: SB3's own per-episode dumps would write the diagnostics at other steps.
+            model.learn(total_timesteps=int(timesteps), log_interval=None,  # type: ignore[arg-type]
+                        callback=_off_policy_callback_class()(recorder, policy_fn), progress_bar=False)
+        finally:
+            venv.close()
+
+# --------------------------------------------------------------------------- #
 # Saved policies
 # --------------------------------------------------------------------------- #
 #: The file format of a saved SB3 policy: SB3's own zip, and VecNormalize's pickle when the run normalised.
@@ -450,7 +579,8 @@ def restore_sb3(files: dict[str, bytes], algo: str, *, deterministic: bool = Tru
     a model saved by another Python version still loads (rl-baselines3-zoo's ``enjoy`` does the same).
     """
     model = _model_class(algo).load(io.BytesIO(files["zip"]), device="cpu", custom_objects={
-        "learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0})
+        "learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0,
+        "exploration_schedule": lambda _: 0.0})
     vecnorm = pickle.loads(files["vecnormalize.pkl"]) if "vecnormalize.pkl" in files else None
 
     return _acting(model, vecnorm, deterministic)

@@ -1085,6 +1085,23 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
         f"headline tests; winner at p < {g['alpha']:g}, ≥ {g['min_seeds']} runs per env. envs: count, then the "
         "sign per env tested (alphabetical). LOO: leave-one-env-out hits/trials. Scores: normalised AUC vs steps or "
         "CPU s. Details: --verbose, docs/statistics.md.", width=100))
+    if verbose:
+        _print_off_policy(answer.off_policy, fmt)
+
+
+def _print_off_policy(lines: list[str], fmt: str) -> None:
+    """The off-policy reference lines (:mod:`bench.analysis.offpolicy`) under the table, one per profile."""
+    import textwrap
+
+    if not lines:
+        return
+    head = ("off-policy reference (SB3 DQN, SAC, TD3: never candidates above; best of them against the answer, "
+            "normalised AUC at equal samples and at equal CPU time over each env's common budget; p not adjusted):")
+    print()
+    print(head if fmt != "markdown" else f"**{head}**\n")
+    for text in lines:
+        print(f"- {text}" if fmt == "markdown" else textwrap.fill(text, width=100, initial_indent="  ",
+                                                                  subsequent_indent="    "))
 
 
 @app.command()

@@ -371,7 +371,7 @@ def test_dry_run_names_the_source_of_every_resolved_hyperparameter(tmp_path):
 def test_validation_names_every_error_in_one_pass(tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text("name: x\nseeds: 1\ndefaults: {timesteps: 1000, windw: 5}\nenvs:\n  - id: CartPole-v1\nalgorithms:\n"
-                 "  - {algo: ppo, impl: bench, hyperparams: {learning_rat: 0.1}}\n  - {algo: sac, impl: sb3}\n")
+                 "  - {algo: ppo, impl: bench, hyperparams: {learning_rat: 0.1}}\n  - {algo: ddpg, impl: sb3}\n")
     res = _invoke("run", str(f), "--dry-run")
     lines = res.stderr.splitlines()
     assert res.exit_code == 2 and len(lines) == 3, lines

@@ -87,7 +87,7 @@ def suite_dicts(draw) -> dict:
     d["envs"] = envs
     algos = []
     for _ in range(draw(st.integers(1, 2))):
-        a = {"algo": draw(st.sampled_from(["ppo", "a2c", "trpo", "reinforce", "dqn"])),
+        a = {"algo": draw(st.sampled_from(["ppo", "a2c", "trpo", "reinforce", "dqn", "ddpg"])),
              "impl": draw(st.sampled_from(["bench", "sb3", "other"]))}
         if draw(st.booleans()):
             a["label"] = draw(TEXT)

@@ -191,7 +191,7 @@ def test_zoo_defaults_is_a_copy():
     assert ZOO["ppo"]["HalfCheetah-v5"]["net_arch"]["pi"] == [256, 256]
     assert zoo_defaults("ppo", "Acrobot-v1") == {}
     with pytest.raises(KeyError):
-        zoo_defaults("dqn", "CartPole-v1")
+        zoo_defaults("ddpg", "CartPole-v1")
 
 
 def test_normalize_defaults_on_for_continuous_control_only():

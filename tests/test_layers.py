@@ -51,6 +51,8 @@ PARTS: list[tuple[str, str]] = [
     ("bench.algos.hyperparams", "hyperparams"),
     # Loads a plugin's declaration (its train function and hyperparameter model): what a suite checks.
     ("bench.algos.plugins", "hyperparams"),
+    # The off-policy reference points' typed hyperparameters and zoo values (PARAMS holds them too).
+    ("bench.algos.offpolicy_params", "hyperparams"),
     ("bench.algos", "algos"),
     ("bench.baselines", "baselines"),
     ("bench", "root"),

@@ -30,7 +30,7 @@ BAD = [
     ("not a mapping", "- just\n- a list\n", "", "must be a mapping"),
     ("unknown top-level key", GOOD + "nmae: x\n", "nmae", "unknown key; allowed: name"),
     ("missing algorithms", GOOD.split("algorithms:")[0], "algorithms", "missing required key"),
-    ("unknown algorithm", GOOD.replace("algo: ppo", "algo: dqn"), "algorithms[0].algo", "unknown algorithm; allowed: reinforce, ac_mc, ac_td, a2c, a3c, npg, trpo, ppo, grpo, rloo, or a plugin's own name"),
+    ("unknown algorithm", GOOD.replace("algo: ppo", "algo: ddpg"), "algorithms[0].algo", "unknown algorithm; allowed: reinforce, ac_mc, ac_td, a2c, a3c, npg, trpo, ppo, grpo, rloo, dqn, sac, td3, or a plugin's own name"),
     ("unknown impl", GOOD.replace("impl: sb3", "impl: rllib"), "algorithms[0].impl", "'bench', 'sb3', 'numpy' or 'python'"),
     ("sb3 has no reinforce", GOOD.replace("algo: ppo", "algo: reinforce").replace("    hyperparams: {n_envs: 2, n_steps: 64, batch_size: 64}\n", ""),
      "algorithms[0].impl", "Stable-Baselines3 has no REINFORCE"),
@@ -136,7 +136,7 @@ def test_envpool_without_the_package_is_one_line(tmp_path, monkeypatch):
 
 def test_several_problems_give_one_line_each(tmp_path):
     f = tmp_path / "bad.yaml"
-    f.write_text(GOOD.replace("algo: ppo", "algo: dqn").replace("timesteps: 4096", "timesteps: -1"))
+    f.write_text(GOOD.replace("algo: ppo", "algo: ddpg").replace("timesteps: 4096", "timesteps: -1"))
     with pytest.raises(SuiteError) as e:
         load_suite(f)
     assert len(e.value.lines) == 2

@@ -215,7 +215,8 @@ def test_sqlite_with_several_workers_is_refused(tmp_path):
 def test_bad_flags_are_one_line(tmp_path):
     db = tmp_path / "bench.db"
     for args, words in [
-        (("--algo", "sac", "--env", "CartPole-v1"), "--algo: unknown algorithm 'sac'"),
+        (("--algo", "ddpg", "--env", "CartPole-v1"), "--algo: unknown algorithm 'ddpg'"),
+        (("--algo", "sac", "--env", "Pendulum-v1"), "--algo: sac is an off-policy reference point"),
         (("--algo", "reinforce", "--impl", "sb3", "--env", "CartPole-v1"), "--impl: 'sb3' is not available for reinforce"),
         (("--algo", "ppo", "--env", "CartPoel-v1"), "--env: unknown environment"),
     ]:

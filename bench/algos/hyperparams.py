@@ -40,6 +40,8 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from bench.algos.offpolicy_params import OFF_POLICY, OFF_POLICY_PARAMS, ZOO_OFF_POLICY, ZOO_OFF_POLICY_TIMESTEPS
+
 __all__ = [
     "NetArch",
     "NormalizeSpec",
@@ -59,6 +61,7 @@ __all__ = [
     "resolve",
     "zoo_defaults",
     "key_view",
+    "OFF_POLICY",
 ]
 
 
@@ -664,10 +667,12 @@ class RLOOParams(GRPOParams):
     n_epochs: int = Field(1, gt=0, description="Gradient steps per batch (1: plain REINFORCE; more is PPO-style reuse).")
 
 
+#: algorithm → its hyperparameter model: the on-policy algorithms above, then the off-policy reference
+#: points (SB3's DQN, SAC and TD3, :mod:`bench.algos.offpolicy_params`).
 PARAMS: dict[str, type[BaseModel]] = {
     "reinforce": REINFORCEParams, "ppo": PPOParams, "a2c": A2CParams, "trpo": TRPOParams,
     "npg": NPGParams, "ac_td": ACTDParams, "ac_mc": ACMCParams, "grpo": GRPOParams, "a3c": A3CParams,
-    "rloo": RLOOParams,
+    "rloo": RLOOParams, **OFF_POLICY_PARAMS,
 }
 
 #: Hyperparameters added after stores of runs existed, with their defaults: :func:`key_view`
@@ -927,7 +932,7 @@ _ZOO_TRPO: dict[str, dict[str, Any]] = {
 # Neither has NPG, AC-TD or AC-MC (AC-TD is one-env A2C: the zoo's A2C values are for 8+ envs), A3C or GRPO.
 ZOO: dict[str, dict[str, dict[str, Any]]] = {
     "reinforce": {}, "ppo": _ZOO_PPO, "a2c": _ZOO_A2C, "trpo": _ZOO_TRPO, "npg": {}, "ac_td": {}, "ac_mc": {},
-    "grpo": {}, "a3c": {}, "rloo": {},
+    "grpo": {}, "a3c": {}, "rloo": {}, **ZOO_OFF_POLICY,
 }
 
 #: algo → bench env id → the zoo's ``n_timesteps`` for that entry (the budget it was tuned for).
@@ -939,6 +944,7 @@ ZOO_TIMESTEPS: dict[str, dict[str, int]] = {
     "grpo": {},  # no zoo entry
     "rloo": {},  # no zoo entry
     "a3c": {},  # no zoo entry
+    **ZOO_OFF_POLICY_TIMESTEPS,
     "ppo": {
         "ALE/Breakout-v5": 10_000_000,  # atari
         "ALE/Pong-v5": 10_000_000,  # atari
@@ -1006,7 +1012,8 @@ def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
 
     Later layers win key by key; a nested value (``normalize``, ``net_arch``) is
     replaced whole, never merged. When no layer sets ``normalize`` and the env has
-    continuous actions, it is ``true``. Raises :class:`pydantic.ValidationError` for an
+    continuous actions, it is ``true`` for the on-policy algorithms (off-policy ones keep ``false``,
+    as the zoo's entries for them do). Raises :class:`pydantic.ValidationError` for an
     unknown key (its loc names the key) or a bad value.
     """
     if algo not in PARAMS:
@@ -1018,7 +1025,7 @@ def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
     merged: dict[str, Any] = zoo_defaults(algo, parse_env_key(env_id)[1])
     for layer in overrides:
         merged.update(dict(layer or {}))
-    if "normalize" not in merged and _continuous(env_id):
+    if "normalize" not in merged and _continuous(env_id) and algo not in OFF_POLICY:
         # Running obs/reward normalisation is on by default for continuous control: the zoo
         # sets it for nearly every continuous env, and Huang et al. 2022 ("The 37
         # Implementation Details of PPO", MuJoCo details 4-7) count it as part of PPO there.

@@ -33,6 +33,7 @@ from bench.analysis import answers as ans
 from bench.analysis import matrix as mx
 from bench.analysis import scoring as an
 from bench.analysis import stats
+from bench.analysis.offpolicy import line_text, off_policy_lines
 from bench.analysis.published import SOURCE
 from bench.analysis.style import algo_order, guess_algo, styles
 
@@ -644,6 +645,7 @@ def build(store_url: str, out_dir: Path, suites: list[str] | None = None, *,
         n_boot=an.N_BOOT, anchors=data.anchors, rules=_rules(), contended=int(runs["contended"].sum()) if len(runs) else 0,
         hardware_line=an.hardware_line(scored), track=view["track"], claims=claim_rows,
         published_source=SOURCE, parity=parity_rows, parity_margin=f"{par.MARGIN:g}", variants=variants,
+        off_policy=[line_text(x) for x in off_policy_lines(data, recs)],
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"

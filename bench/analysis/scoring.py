@@ -93,6 +93,9 @@ __all__ = [
 
 #: Bootstrap replicates for intervals in tables, the decision matrix and recommendations.
 N_BOOT = 2000
+#: The off-policy algorithms (SB3's DQN, SAC, TD3: bench.algos.offpolicy_params.OFF_POLICY; a test keeps the two
+#: equal). Their runs are reference points beside the answers, never candidates in them (see :class:`Data`).
+OFF_POLICY = ("dqn", "sac", "td3")
 #: Level of the permutation tests that decide winners and ties.
 ALPHA = 0.05
 #: Least runs per candidate on each env, and least envs, for a profile's winner (else "leaning").
@@ -180,6 +183,10 @@ class Data:
     sensitivity: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
     cpu_budgets: dict[str, float] = field(default_factory=dict)
+    #: env id → the budget at which its off-policy runs (:data:`OFF_POLICY`) are compared, pooled apart from the
+    #: rest (``runs["pooled_off"]``): they never count in ``pooled`` nor move ``budgets``, so the table's answers
+    #: are the same with and without them (:mod:`bench.analysis.offpolicy` sets them beside the answers).
+    off_budgets: dict[str, int] = field(default_factory=dict)
 
 
 def suite_specs(db: Any) -> dict[str, dict[str, Any]]:
@@ -284,13 +291,17 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
 
             traits[env_id]["time_scale_us"] = registered_time_scale(env_id)
     notes: list[str] = []
-    runs["pooled"], budgets, cpu_budgets = _pool(runs, traits, notes)
-    keys = runs.loc[runs["pooled"], "key"].tolist()
+    off = runs["algo"].isin(OFF_POLICY)
+    on_flags, budgets, cpu_budgets = _pool(runs[~off], traits, notes)
+    off_flags, off_budgets, _ = _pool(runs[off], traits, notes)
+    runs["pooled"] = on_flags.reindex(runs.index, fill_value=False).astype(bool)
+    runs["pooled_off"] = off_flags.reindex(runs.index, fill_value=False).astype(bool)
+    keys = runs.loc[runs["pooled"] | runs["pooled_off"], "key"].tolist()
 
     ep = db.episodes_for(keys) if keys else empty_ep
     dg = db.diagnostics_for(keys, diag_names) if keys and diag_names else empty_dg
 
-    thresholds = {e: traits[e].get("threshold") for e in budgets}
+    thresholds = {e: traits[e].get("threshold") for e in {**off_budgets, **budgets}}
     families = {e: traits[e].get("family") for e in thresholds}
     anch = (ensure_anchors(db, thresholds, log=log, families=families) if anchors
             else stored_anchors(db, thresholds, families=families))
@@ -312,7 +323,7 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
                      "Sample efficiency (over env steps) is not scored there: each algorithm ran as many steps "
                      "as its speed allowed.")
     sens = _sensitivity(db) if sensitivity else None
-    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes, cpu_budgets)
+    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes, cpu_budgets, off_budgets)
 
 
 def _cpu_limit(config: Any) -> float:

@@ -4,12 +4,18 @@ The estimate is each cell's budget times its env's time scale (``time_scale_us``
 :data:`bench.envs.registry.TIME_SCALE_US`, or the suite's own), the mean CPU microseconds per step of
 the slowest implementation measured on that env, so it errs high for the faster ones; a cell with a
 ``cpu_seconds`` budget costs at most that. An env with no time scale has no estimate.
+
+An off-policy run (DQN, SAC, TD3) spends its time in gradient steps, not in the env: it is charged, on top of
+the env's steps, the measured CPU cost of one gradient step of its algorithm
+(:data:`bench.algos.offpolicy_params.GRADIENT_STEP_US`) for each of its gradient steps after ``learning_starts``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from bench.algos.offpolicy_params import GRADIENT_STEP_US
 
 #: Above this estimate, ``bench run`` starts only with ``--yes`` (1,000 CPU-hours: six weeks of one core).
 CONFIRM_CPU_HOURS = 1_000.0
@@ -58,7 +64,7 @@ def estimate(cells: Iterable[Any], env_meta: dict[str, dict[str, Any]]) -> Cost:
         n += 1
         scale = (env_meta.get(c.env_id) or {}).get("time_scale_us")
         if scale is not None:
-            s = c.timesteps * float(scale) / 1e6
+            s = c.timesteps * float(scale) / 1e6 + _gradient_seconds(c)
             seconds += min(s, c.cpu_seconds) if c.cpu_seconds is not None else s
         elif c.cpu_seconds is not None:
             seconds += c.cpu_seconds
@@ -68,3 +74,14 @@ def estimate(cells: Iterable[Any], env_meta: dict[str, dict[str, Any]]) -> Cost:
             unknown_max = max(unknown_max, c.timesteps)
     return Cost(cpu_hours=seconds / 3600, cells=n, unknown=tuple(unknown), unknown_max_steps=unknown_max,
                 unknown_cells=n_unknown)
+
+
+def _gradient_seconds(cell: Any) -> float:
+    """The gradient steps' CPU seconds of an off-policy cell (0 for the rest)."""
+    per_step = GRADIENT_STEP_US.get(getattr(cell, "algo", ""))
+    if per_step is None:
+        return 0.0
+    hp = getattr(cell, "hyperparams", {}) or {}
+    freq, grads = int(hp.get("train_freq", 1)), int(hp.get("gradient_steps", 1))
+    per_env_step = 1.0 if grads < 0 else grads / freq  # -1: as many gradient steps as env steps collected
+    return max(0, cell.timesteps - int(hp.get("learning_starts", 0))) * per_env_step * per_step / 1e6

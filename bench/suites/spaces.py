@@ -422,6 +422,11 @@ def check_tune(suite: Any, models: Models = PARAMS) -> list[Any]:
     :data:`PARAMS` and the suite's loaded plugins)."""
     tune: TuneSpec = suite.tune
     algos = suite_algos(suite, models)
+    off = [a for a in algos if a in PARAMS and a not in DEFAULT_SPACES]
+    if off:  # DQN, SAC, TD3: the zoo's values only (bench.algos.offpolicy_params)
+        return [Problem("tune", f"{off[0]} is an off-policy reference point, run with the zoo's values and not "
+                                f"tuned (no search space); allowed in a tuned suite: {', '.join(DEFAULT_SPACES)}, or a "
+                                "plugin", off[0], True)]
     _, issues = parse_space(tune.space, algos, models=models)
     for name in algos:
         if name not in PARAMS:

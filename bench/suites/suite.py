@@ -10,6 +10,7 @@ A suite is a YAML grid of environments × algorithms × seeds::
         threshold: 475            # optional where the registry has one
     algorithms:
       - algo: ppo                 # reinforce | ac_mc | ac_td | a2c | a3c | npg | trpo | ppo | grpo | rloo
+                                  # (off-policy reference points, impl sb3 only: dqn | sac | td3)
         impl: sb3                 # bench | sb3 | numpy (reinforce only)
         hyperparams: {n_envs: 8}
         env_hyperparams:
@@ -48,7 +49,7 @@ from bench.suites.overrides import Override, OverrideError, apply_overrides, par
 from bench.suites.problems import Problem, SeedsMixin
 from bench.suites.spaces import TuneSpec, check_tune
 
-ALGOS = ("reinforce", "ac_mc", "ac_td", "a2c", "a3c", "npg", "trpo", "ppo", "grpo", "rloo")
+ALGOS = ("reinforce", "ac_mc", "ac_td", "a2c", "a3c", "npg", "trpo", "ppo", "grpo", "rloo", "dqn", "sac", "td3")
 IMPLS = ("bench", "sb3", "numpy")
 #: Which implementations exist for each algorithm. SB3 and sb3-contrib have no REINFORCE, NPG, A3C
 #: or GRPO; AC-MC and AC-TD are names for the project's own modules (see bench.algos.MODULES);
@@ -64,7 +65,13 @@ AVAILABLE: dict[str, tuple[str, ...]] = {
     "npg": ("bench",),
     "trpo": ("bench", "sb3"),
     "ppo": ("bench", "sb3"),
+    # Off-policy reference points (bench.algos.offpolicy_params): SB3's only, never the project's answers.
+    "dqn": ("sb3",),
+    "sac": ("sb3",),
+    "td3": ("sb3",),
 }
+#: The action space each off-policy algorithm acts in (SB3's DQN is discrete-only, SAC and TD3 continuous-only).
+OFF_POLICY_ACTIONS = {"dqn": "discrete", "sac": "continuous", "td3": "continuous"}
 #: Why an implementation is missing, where there is more to say than the allowed list.
 _MISSING: dict[tuple[str, str], str] = {
     ("reinforce", "sb3"): "Stable-Baselines3 has no REINFORCE",
@@ -74,6 +81,8 @@ _MISSING: dict[tuple[str, str], str] = {
     ("rloo", "sb3"): "Stable-Baselines3 has no RLOO",
     ("ac_mc", "sb3"): "Stable-Baselines3 has no REINFORCE with a value baseline (ac_mc)",
     ("ac_td", "sb3"): "ac_td is the project's name for one-env A2C; for SB3 use algo a2c with n_envs 1",
+    **{(a, i): f"bench has no {a.upper()} of its own: off-policy algorithms are SB3's reference points"
+       for a in ("dqn", "sac", "td3") for i in ("bench", "numpy")},
 }
 #: Hyperparameters only the project's own implementations understand.
 BENCH_ONLY = ("grad_noise_chunks", "kernel", "policy", "kl_coef", "kl_in", "critic")
@@ -275,7 +284,8 @@ class AlgoEntry(_Strict):
     )
     algo: str = Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_]*$",
                       description="A built-in algorithm (reinforce | ac_mc | ac_td | a2c | a3c | npg | trpo | ppo | "
-                                  "grpo | rloo), or the name of a plugin (impl: python).")
+                                  "grpo | rloo; off-policy reference points, impl sb3 only: dqn | sac | td3), or the "
+                                  "name of a plugin (impl: python).")
     entry: str | None = Field(
         None, min_length=1, max_length=300,
         description="impl python: the plugin's `module.path:function`; without it, the entry point named `algo` "
@@ -1093,14 +1103,17 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             resolved = key_view(params)
             timesteps = e.timesteps or suite.defaults.timesteps
             assert timesteps is not None
-            rollout = int(resolved.get("n_envs", 1)) * int(resolved.get("n_steps", 1))
+            # Off-policy algorithms have no rollout: their unit is one training phase, train_freq steps per env.
+            per_env = "train_freq" if a.algo in OFF_POLICY_ACTIONS else "n_steps"
+            rollout = int(resolved.get("n_envs", 1)) * int(resolved.get(per_env, 1))
             if timesteps < rollout:
                 src = f"envs[{i}].timesteps" if e.timesteps else "defaults.timesteps"
+                what = "one training phase" if per_env == "train_freq" else "one rollout"
                 problems.append(
                     Problem(
                         src,
-                        f"budget is smaller than one rollout of {a.display} on {ek} "
-                        f"(n_envs × n_steps = {rollout}); allowed: >= {rollout}",
+                        f"budget is smaller than {what} of {a.display} on {ek} "
+                        f"(n_envs × {per_env} = {rollout}); allowed: >= {rollout}",
                         timesteps,
                         True,
                     )
@@ -1114,6 +1127,22 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     else f"device is {resolved.get('device')}"
                 problems.append(Problem(where, f"the NumPy kernel needs an MLP policy on the CPU, and {why}; "
                                                f"allowed here: auto, torch", "numpy", True))
+                continue
+            need = OFF_POLICY_ACTIONS.get(a.algo)
+            if need is not None and env_meta[ek]["action"] != need:
+                # One grid holds DQN beside SAC and TD3: each off-policy algorithm runs on the envs it can act in
+                # (an entry that can act in none is refused below).
+                continue
+            if need is not None and env_meta[ek]["obs"] == "pixels":
+                problems.append(Problem(f"envs[{i}].id", f"{a.algo} ({a.display}) runs on vector observations only "
+                                        f"(a replay buffer of frames does not fit the reference's machines), and {ek} "
+                                        "has pixel observations; allowed: a vector env", e.id, True))
+                continue
+            if need is not None and timesteps <= int(resolved.get("learning_starts", 0)):
+                src = f"envs[{i}].timesteps" if e.timesteps else "defaults.timesteps"
+                problems.append(Problem(src, f"budget ends before {a.display} takes its first gradient step on {ek} "
+                                        f"(learning_starts = {resolved['learning_starts']}); allowed: > "
+                                        f"{resolved['learning_starts']}", timesteps, True))
                 continue
             if resolved.get("use_sde") and env_meta[ek]["action"] != "continuous":
                 where = (f"algorithms[{j}].env_hyperparams.{over_name}.use_sde" if "use_sde" in over
@@ -1170,6 +1199,14 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     max_memory_mb=a.max_memory_mb if a.max_memory_mb is not None else suite.defaults.max_memory_mb,
                 )
                 cells.append(_with_key(cell))
+    for j, a in enumerate(suite.algorithms):
+        need = OFF_POLICY_ACTIONS.get(a.algo)
+        if need is not None and env_meta and not any(c.label == a.display for c in cells) and not any(
+                p.path.startswith(f"algorithms[{j}]") for p in problems):
+            kinds = sorted({m["action"] for m in env_meta.values()})
+            problems.append(Problem(f"algorithms[{j}].algo", f"{a.algo} acts in {need} action spaces, and this suite's "
+                                    f"envs have {' and '.join(kinds)} actions only; allowed for {a.algo}: a suite with "
+                                    f"an env of {need} actions", a.algo, True))
     problems.extend(_same_cells(suite.algorithms, cells))
     return cells, env_meta, {suite.algorithms[j].algo: p for j, p in plugins.items()}
 

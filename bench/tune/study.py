@@ -101,7 +101,8 @@ import numpy as np
 
 from bench.run.record import Diverged, Recorder
 from bench.run.store import MAX_RETRY, STUDY_ATTR  # what makes a bench study, and its retries: beside the store, which packs read
-from bench.suites.spaces import Dim, TuneSpec, build_space, parse_space, plugin_space, sample, suite_algos
+from bench.suites.spaces import (DEFAULT_SPACES, Dim, TuneSpec, build_space, parse_space, plugin_space, sample,
+                                 suite_algos)
 from bench.suites.suite import AVAILABLE, Cell, cell_key, matches_only
 
 #: Optimisation direction of each objective.
@@ -246,6 +247,9 @@ def target_from_flags(
 
     if algo not in PARAMS:
         raise BadInput(f"--algo: unknown algorithm {algo!r}; allowed: {', '.join(PARAMS)}")
+    if algo not in DEFAULT_SPACES:
+        raise BadInput(f"--algo: {algo} is an off-policy reference point, run with the zoo's values and not tuned (no "
+                       f"search space); allowed: {', '.join(DEFAULT_SPACES)}")
     if impl not in AVAILABLE[algo]:
         raise BadInput(f"--impl: {impl!r} is not available for {algo}; allowed: {', '.join(AVAILABLE[algo])}")
     if not env_exists(env_id):
