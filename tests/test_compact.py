@@ -276,7 +276,8 @@ def test_export_pack_and_the_shipped_reference_fallback(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "reading the project's shipped reference results (results/reference/)" in p.stderr
     assert sorted(x.relative_to(home) for x in home.rglob("*")) == before  # nothing written in the tree
-    assert (cache / "bench" / "reference.db").is_file()
+    # What it keeps there is the answer (a few KB per pack content), never an unpacked copy of the packs.
+    assert list((cache / "bench" / "answers").glob("*.json")) and not (cache / "bench" / "reference.db").exists()
     import json
 
     dense = [r for r in json.loads(p.stdout) if r["envs"]]
@@ -298,9 +299,9 @@ def test_the_reference_is_found_from_any_directory(tmp_path, monkeypatch, capsys
     # The first read unpacks it into the cache and says so (tens of seconds for the real reference).
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     said: list[str] = []
-    first = api.reference(log=said.append).url
+    first = api.reference(log=said.append, unpack=True).url
     assert any("first use of the shipped reference: unpacking 1 pack(s)" in s for s in said)
-    assert api.reference(log=said.append).url == first == f"sqlite:///{tmp_path / 'cache' / 'bench' / 'reference.db'}"
+    assert api.reference(log=said.append, unpack=True).url == first == f"sqlite:///{tmp_path / 'cache' / 'bench' / 'reference.db'}"
     assert len(said) == 1
 
 
