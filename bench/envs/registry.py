@@ -235,6 +235,9 @@ REGISTRY: dict[str, EnvSpec] = {
 #: SB3 A2C 460, REINFORCE 345, own PPO 333, own TRPO 323, own A2C 278; same pack and VM, none contended).
 #: MiniGrid-LavaGapS5-v0 900: SB3 PPO's mean 847 (776-908; sb3-contrib TRPO 709, SB3 A2C 547, own TRPO 405,
 #: REINFORCE 381, own A2C 358, own PPO 338; same pack and VM, none contended).
+#: MiniGrid-KeyCorridorS3R1-v0 600: SB3 PPO's mean 531 (516-561; 5 runs at 5e5, none contended, the same pack,
+#: 2026-11-27, on an AMD EPYC, CPUID 25/17), the slowest label (sb3-contrib TRPO 386, SB3 A2C 309, own PPO 236,
+#: REINFORCE 228, own TRPO 213, own A2C 211).
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
     "ALE/Pong-v5": 3400.0,
@@ -256,6 +259,7 @@ TIME_SCALE_US: dict[str, float] = {
     "Walker2d-v5": 2100.0,
     "MiniGrid-DoorKey-5x5-v0": 900.0,
     "MiniGrid-Unlock-v0": 900.0,
+    "MiniGrid-KeyCorridorS3R1-v0": 600.0,
     "MiniGrid-LavaGapS5-v0": 900.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
