@@ -25,3 +25,20 @@ CHANGELOG.md lists each one's new place.
 from __future__ import annotations
 
 __version__ = "0.1.0"
+
+import importlib
+
+#: The public API a plugin needs (``from bench import HyperParams, RecorderProtocol``), imported on
+#: first use so that ``import bench`` stays cheap: name → ``module:attribute``.
+PUBLIC = {
+    "HyperParams": "bench.algos.hyperparams:HyperParams",
+    "RecorderProtocol": "bench.run.record:RecorderProtocol",
+    "PluginError": "bench.algos.plugins:PluginError",
+}
+
+
+def __getattr__(name: str):
+    if name in PUBLIC:
+        module, attr = PUBLIC[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'bench' has no attribute {name!r}")

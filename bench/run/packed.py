@@ -599,6 +599,10 @@ def unpack(packs: list[Path], cache: Path, *, on_build: Callable[[], None] | Non
             c.execute(sa.text(f"INSERT INTO {_CACHE_TABLE} (fingerprint) VALUES (:fp)"), {"fp": fp})
         db.dispose()
         load_studies(packs, f"sqlite:///{tmp}", durable=False)  # a build that dies is deleted, not used
+        # A -wal or -shm left beside the old file belongs to it: SQLite would replay that WAL's frames into
+        # the new file on its next open (a planted store's rows read as the cache's, seen in CI).
+        for side in ("-wal", "-shm", "-journal"):
+            cache.with_name(cache.name + side).unlink(missing_ok=True)
         tmp.replace(cache)
     finally:
         tmp.unlink(missing_ok=True)

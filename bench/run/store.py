@@ -472,8 +472,9 @@ def hide_password(url: str) -> str:
 
     The password is everything between ``scheme://user:`` and the URL's *last* ``@``: SQLAlchemy ends it
     at the first, but a password typed with a raw ``@``, ``/`` or ``:`` in it is still a password. With no
-    ``@`` at all, what follows ``user:`` up to the next ``/`` is shown only if it is a port (digits):
-    ``postgresql://postgres:secret/db`` is a password whose host was left out more often than a port.
+    ``@`` at all, what follows ``user:`` is shown only if it is a port (digits) and a database name:
+    ``postgresql://postgres:secret/db`` is a password whose host was left out more often than a port, and
+    a password may hold ``/`` and ``:``, so all up to the last ``/`` is hidden.
     A string with an ``@`` but no ``://`` shows only what follows its last ``@``.
     """
     m = _USER_PART.match(url)
@@ -483,8 +484,18 @@ def hide_password(url: str) -> str:
     at = rest.rfind("@")
     if at >= 0:
         return head + MASK + rest[at:]
-    port, slash, tail = rest.partition("/")
-    return head + (port if port.isdigit() or not port else MASK) + slash + tail
+    if _shown_as_port(rest):
+        return head + rest
+    last = rest.rfind("/")
+    return head + MASK + (rest[last:] if last >= 0 else "")
+
+
+def _shown_as_port(rest: str) -> bool:
+    """Whether what follows ``scheme://user:`` in a URL with no ``@`` is shown: nothing, or a port (digits)
+    and a database name. Anything else may be a password whose ``@host`` was left out, and a password may
+    hold ``/`` and ``:``, so all of it up to the last ``/`` is hidden."""
+    port, _, tail = rest.partition("/")
+    return not rest or port.isdigit() and "/" not in tail
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -506,8 +517,13 @@ def url_secret(url: str) -> str | None:
         return None
     rest = m.group(2)
     at = rest.rfind("@")
-    secret = rest[:at] if at >= 0 else rest.partition("/")[0]
-    return None if not secret or secret.isdigit() and at < 0 else secret
+    if at >= 0:
+        secret = rest[:at]
+    elif _shown_as_port(rest):
+        return None
+    else:
+        secret = rest[:rest.rfind("/")] if "/" in rest else rest
+    return secret or None
 
 
 def describe_url(url: str) -> str:
