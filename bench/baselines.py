@@ -370,7 +370,6 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
     Raises whatever training raises, including :class:`bench.run.record.Diverged`.
     """
     from stable_baselines3.common.logger import Logger
-    from stable_baselines3.common.vec_env import VecNormalize
 
     from bench.envs import get_spec
 
@@ -388,11 +387,7 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
         # Episodes are counted by bench's EpisodeMonitor, not SB3's Monitor.
         warnings.filterwarnings("ignore", message=r".*not wrapped with a ``Monitor`` wrapper.*")
 
-        venv: Any = sb3_vec_env(env_id, p.n_envs, recorder=recorder, vec_env=p.vec_env)
-        vecnorm: VecNormalize | None = None
-        if p.normalize_obs or p.normalize_reward:
-            vecnorm = VecNormalize(venv, norm_obs=p.normalize_obs, norm_reward=p.normalize_reward, gamma=p.gamma)
-            venv = vecnorm
+        venv, vecnorm = _normalised_vec_env(env_id, p, recorder)
         try:
             model = _model_class(algo)(
                 policy,
@@ -507,21 +502,28 @@ def _off_policy_callback_class() -> type:
     return AfterTraining
 
 
+def _normalised_vec_env(env_id: str, p: Any, recorder: Any) -> tuple[Any, Any]:
+    """The run's SB3 vec env under bench's episode monitor, wrapped in ``VecNormalize`` when the params ask
+    for observation or reward normalisation: ``(venv, the VecNormalize or None)``."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    venv: Any = sb3_vec_env(env_id, p.n_envs, recorder=recorder, vec_env=p.vec_env)
+    if not (p.normalize_obs or p.normalize_reward):
+        return venv, None
+    vecnorm = VecNormalize(venv, norm_obs=p.normalize_obs, norm_reward=p.normalize_reward, gamma=p.gamma)
+    return vecnorm, vecnorm
+
+
 def _train_off_policy(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps: int, recorder: Any) -> None:
     """Train SB3's DQN, SAC or TD3 (see :func:`train_sb3`; the budget is met within one training phase,
     ``train_freq × n_envs`` steps, as SB3 stops only between them)."""
     from stable_baselines3.common.logger import Logger
-    from stable_baselines3.common.vec_env import VecNormalize
 
     p: Any = params
     _check_device(p.device)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*not wrapped with a ``Monitor`` wrapper.*")
-        venv: Any = sb3_vec_env(env_id, p.n_envs, recorder=recorder, vec_env=p.vec_env)
-        vecnorm: VecNormalize | None = None
-        if p.normalize_obs or p.normalize_reward:
-            vecnorm = VecNormalize(venv, norm_obs=p.normalize_obs, norm_reward=p.normalize_reward, gamma=p.gamma)
-            venv = vecnorm
+        venv, vecnorm = _normalised_vec_env(env_id, p, recorder)
         try:
             model = _model_class(algo)("MlpPolicy", venv, seed=seed, device=p.device, verbose=0,
                                        **_off_policy_kwargs(algo, p, venv.action_space))
