@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bench.analysis import claims
@@ -239,3 +240,19 @@ def test_equal_compute_runs_on_different_machines_settle_no_measure(tmp_path):
         assert c.verdict == verdict, (name, c.why)
         assert ("equal-compute runs on CartPole-v1, LunarLander-v3 ran on more than one machine" in c.why) == \
             (name == "mixed"), c.why
+
+
+def test_a_p_at_the_monte_carlo_floor_is_printed_as_a_bound():
+    """A drawn permutation test's least p is 1 / (draws + 1): printed as "< floor", never as a measured value;
+    an exact test's p is printed as it is (issue 40)."""
+    rng = np.random.default_rng(0)
+    # Two envs of 12 runs a side: C(24, 12)^2 relabelings, too many to enumerate, so the test draws.
+    runs = pd.DataFrame([dict(env=e, algo=a, label=f"{a}-bench", auc_steps_norm=float(v), meta={})
+                         for e in ("E1", "E2") for a, shift in (("x", 1.0), ("y", 0.0))
+                         for v in rng.normal(shift, 0.01, 12)])
+    c = claims.check(runs, dict(a="x", op=">", b="y", measure="sample efficiency"), ["E1", "E2"], n_boot=200)
+    assert c.p_floor is not None and c.p_value <= c.p_floor * (1 + 1e-9)
+    (row,) = claims.rows([claims.ClaimResult("s", "x beats y", None, c.verdict, [c], ["E1", "E2"])])
+    assert row["p"] == f"< {c.p_floor:.0e}"
+    assert all(f"(p < {f:.0e})" in row["per_env"] if f is not None else "(p <" not in row["per_env"]
+               for f in c.per_env_floors)

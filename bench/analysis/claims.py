@@ -92,6 +92,11 @@ class Check:
     scope: str = ""
     #: Cochran's Q p-value of homogeneity of the per-env effects (directional, ≥ 2 envs).
     p_heterogeneity: float | None = None
+    #: The least p ``p_value``'s Monte Carlo test can give (``1 / (draws + 1)``); ``None`` for an exact test.
+    #: At the floor the p is printed as ``< floor``, never as if measured.
+    p_floor: float | None = None
+    #: The same for each entry of ``per_env``, in its order.
+    per_env_floors: list[float | None] = field(default_factory=list)
 
 
 @dataclass
@@ -260,18 +265,20 @@ def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n
     if col in DETERMINISTIC:
         return _deterministic(line, x, y, envs, runs_txt, 1.0 if sign == ">" else -1.0, scope)
     test = stats.permutation_test(x, y, stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0)
-    per_env = [(e, float(stats.aggregate_task_mean_iqm([xa]) - stats.aggregate_task_mean_iqm([yb])),
-                float(stats.permutation_test([xa], [yb], stats.aggregate_task_mean_iqm, alternative="two-sided",
-                                             rng=0).p_value))
-               for e, xa, yb in zip(envs, x, y)] if len(envs) > 1 else []
+    env_tests = [stats.permutation_test([xa], [yb], stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0)
+                 for xa, yb in zip(x, y)] if len(envs) > 1 else []
+    per_env = [(e, float(stats.aggregate_task_mean_iqm([xa]) - stats.aggregate_task_mean_iqm([yb])), float(t.p_value))
+               for e, xa, yb, t in zip(envs, x, y, env_tests)]
+    floors = dict(p_floor=_floor(test), per_env_floors=[_floor(t) for t in env_tests])
     few = min(counts[0] + counts[1]) < scoring.MIN_SEEDS
     if few:
         effect = float(stats.aggregate_task_mean_iqm(x) - stats.aggregate_task_mean_iqm(y))
         return Check(line, OPEN, effect=effect, p_value=test.p_value, runs=runs_txt,
-                     why=f"fewer than {scoring.MIN_SEEDS} runs per side and env", per_env=per_env, scope=scope)
+                     why=f"fewer than {scoring.MIN_SEEDS} runs per side and env", per_env=per_env, scope=scope,
+                     **floors)
     effect, lo, hi = _difference(x, y, n_boot)
     out = Check(line, OPEN, effect=effect, lo=lo, hi=hi, kind="ci", p_value=test.p_value, runs=runs_txt,
-                per_env=per_env, scope=scope)
+                per_env=per_env, scope=scope, **floors)
     out.verdict, out.why = verdict(test.p_value, effect, lo, hi, 1.0 if sign == ">" else -1.0)
     if len(envs) > 1:
         out.p_heterogeneity = _heterogeneity(x, y)
@@ -286,6 +293,11 @@ def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n
             f"equal-compute runs on {', '.join(mixed)} ran on more than one machine: what a CPU budget buys depends "
             "on the machine, so no verdict on any measure until both sides ran on one")
     return out
+
+
+def _floor(test: stats.PermutationTest) -> float | None:
+    """The least p a permutation test can give: ``1 / (draws + 1)`` when drawn at random, none when exact."""
+    return None if test.exact else 1.0 / (1 + test.n_permutations)
 
 
 def _deterministic(line: str, x: list[np.ndarray], y: list[np.ndarray], envs: list[str], runs_txt: str,
@@ -432,12 +444,13 @@ def rows(results: list[ClaimResult]) -> list[dict[str, Any]]:
                 effect = f"{c.effect:+.3g} [{c.lo:+.3g}, {c.hi:+.3g}]"
             else:
                 effect = "—" if c.effect != c.effect else f"{c.effect:+.3g} (no interval: {c.why})"
+            floors = c.per_env_floors or [None] * len(c.per_env)
             out.append(dict(suite=r.suite, claim=r.text, source=r.source or "", claim_verdict=r.verdict, line=c.line,
-                            verdict=c.verdict, effect=effect, p="—" if c.p_value is None else f"{c.p_value:.2g}",
+                            verdict=c.verdict, effect=effect, p=generalise.format_p(c.p_value, c.p_floor),
                             p_heterogeneity="" if c.p_heterogeneity is None else f"{c.p_heterogeneity:.2g}",
                             runs=c.runs, why=c.why, envs=", ".join(r.envs), scope=c.scope,
-                            per_env="; ".join(f"{e} {d:+.3g}" + ("" if pv != pv else f" (p {pv:.2g})")
-                                             for e, d, pv in c.per_env)))
+                            per_env="; ".join(f"{e} {d:+.3g}" + ("" if pv != pv else f" (p {generalise.format_p(pv, fl)})")
+                                             for (e, d, pv), fl in zip(c.per_env, floors))))
     return out
 
 
