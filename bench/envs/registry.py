@@ -238,6 +238,10 @@ REGISTRY: dict[str, EnvSpec] = {
 #: MiniGrid-KeyCorridorS3R1-v0 600: SB3 PPO's mean 531 (516-561; 5 runs at 5e5, none contended, the same pack,
 #: 2026-11-27, on an AMD EPYC, CPUID 25/17), the slowest label (sb3-contrib TRPO 386, SB3 A2C 309, own PPO 236,
 #: REINFORCE 228, own TRPO 213, own A2C 211).
+#: PointMaze_UMaze-v3 900: SB3 A2C's 880 µs per step (872-885, 3 runs at 5e5 on an AMD EPYC of CPUID 25/17; its
+#: other 2 ran at 509-514 on one of CPUID 26/2, whose speed probe reads 12 ms against 20), the slowest label on the
+#: slower machine, so no run's curve is cut (``results/reference/pointmaze``, 2026-11-27, none contended; SB3 PPO 385,
+#: sb3-contrib TRPO 318 on the faster machine, own A2C 245, own PPO 102, own TRPO 90, REINFORCE 59).
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
     "ALE/Pong-v5": 3400.0,
@@ -261,6 +265,7 @@ TIME_SCALE_US: dict[str, float] = {
     "MiniGrid-Unlock-v0": 900.0,
     "MiniGrid-KeyCorridorS3R1-v0": 600.0,
     "MiniGrid-LavaGapS5-v0": 900.0,
+    "PointMaze_UMaze-v3": 900.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
