@@ -46,8 +46,9 @@ import torch.multiprocessing as tmp
 
 from bench.algos.checkpoint import savable
 from bench.algos.a2c import a2c_gradient
-from bench.algos.common import Collector, FlatParams, Normalizer, explained_variance, linear, pick_device, \
-    pin_one_thread, seed_everything
+from bench.algos.collect import Collector
+from bench.algos.common import FlatParams, Normalizer, explained_variance, pick_device, pin_one_thread, seed_everything
+from bench.algos.loop import schedule_at
 from bench.algos.hyperparams import A3CParams
 from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.algos.policy import make_policy
@@ -148,7 +149,7 @@ def _worker(rank: int, env_id: str, p: A3CParams, seed: int, timesteps: int, sha
                     break
                 steps.value += batch  # claimed before the rollout, so the workers together stop at the budget
                 progress = 1.0 - (steps.value - batch) / timesteps
-            lr = linear(p.learning_rate, p.lr_schedule, progress)
+            lr = schedule_at(p, progress).learning_rate  # the driver's schedule (bench.algos.loop), per worker
 
             flat.param.data.copy_(shared)  # θ' ← θ
             seen = updates.value

@@ -23,17 +23,17 @@ last update of a budget that is a whole number of rollouts has learning rate 0).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
 from bench.algos.checkpoint import savable
-from bench.algos.common import (Collector, FlatParams, ent_coef_at, explained_variance, fused_adam_step, gae,
-                                grad_noise_ratio, linear, setup)
+from bench.algos.collect import Collector
+from bench.algos.common import FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio, setup
+from bench.algos.loop import Rollouts, Schedule, drive, linear
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
 from bench.algos.policy import PGStats
 from bench.algos.hyperparams import PPOParams
+from bench.algos.sequence_policy import policy_terms
 from bench.run.record import RecorderProtocol
 
 
@@ -66,13 +66,10 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
     """Train PPO on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
     p = params
     device, rng, envs, norm, policy = setup(env_id, p, seed, recorder)
-    seq = p.policy == "sequence"
-    if seq:
-        # The language-model setting: start from the task's SFT reference, keep it frozen for the KL.
-        from bench.algos.sequence_policy import (SequenceActorCritic, drain_episode_infos, k3_kl,
-                                                 reward_model_parameters, sft_reference)
-
-        policy = SequenceActorCritic(sft_reference(env_id), separate_critic=p.critic == "separate").to(device)
+    # The policy's own terms: none for the MLP policy; the language-model policy brings its frozen SFT
+    # reference, a KL penalty to it and its episode scores (bench.algos.sequence_policy.SequenceTerms).
+    terms = policy_terms(env_id, p, envs, policy, device)
+    policy = terms.policy
     # Adam with eps 1e-5, as SB3's ActorCriticPolicy and the PPO reference code. All
     # parameters live in one flat buffer and the kernel is fused, so clipping and the
     # step are a few ops per minibatch instead of ~10 per parameter tensor.
@@ -80,10 +77,9 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
     flat = FlatParams([q for q in policy.parameters() if q.requires_grad])
     optimizer = torch.optim.Adam([flat.param], lr=p.learning_rate, eps=1e-5, fused=True)
     adam_step = fused_adam_step(optimizer)  # optimizer.step(), bit for bit, without its per-call Python layer
-    # Every model the run holds: the trained policy and value, Adam's state, and in the language-model setting
-    # the frozen reference and the reward models of preference tasks.
+    # Every model the run holds: the trained policy and value, Adam's state, and what the policy keeps frozen.
     recorder.note_models([q for q in policy.parameters() if q.requires_grad], [optimizer],
-                         other=[*policy.reference.parameters(), *reward_model_parameters(envs)] if seq else ())
+                         other=terms.frozen_parameters())
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
     # the loss is the one ``torch_grads`` below states, checked against it in the tests.
     kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
@@ -91,29 +87,18 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
                           sde_sample_freq=p.sde_sample_freq)
 
     # Derived sizes, in one place.
-    batch = p.n_steps * p.n_envs
-    n_iters = math.ceil(timesteps / batch)
+    budget = Rollouts(timesteps, p.n_steps * p.n_envs)
+    batch = budget.batch
     gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
 
-    for it in range(n_iters):
-        progress_remaining = 1.0 - it / n_iters
-        lr = linear(p.learning_rate, p.lr_schedule, progress_remaining)
-        for g in optimizer.param_groups:
-            g["lr"] = lr
-        clip = linear(p.clip_range, p.clip_range_schedule, progress_remaining)
-        ent_coef = ent_coef_at(p, progress_remaining)
+    def update(s: Schedule) -> dict[str, float]:
+        clip = linear(p.clip_range, p.clip_range_schedule, s.progress_remaining)
+        ent_coef = s.ent_coef
 
         # -- rollout and advantages -------------------------------------------
         ro = collector.collect(p.n_steps)
         values_np = ro.values.cpu().numpy()
-        rewards = ro.rewards
-        if seq:
-            ref_logp = policy.ref_logp(ro.obs, ro.actions)  # (T, N)
-            kl_tokens = k3_kl(ro.logp, ref_logp)  # ≥ 0 per token, mean KL(π ‖ π_ref)
-            if p.kl_in == "reward" and p.kl_coef > 0:
-                # InstructGPT's per-token penalty, r_t − β (log π(a_t|s_t) − log π_ref(a_t|s_t)).
-                rewards = rewards - p.kl_coef * (ro.logp - ref_logp).cpu().numpy()
-            ref_logp_flat = ref_logp.reshape(batch)
+        rewards = terms.rewards(ro)
         adv_np, ret_np = gae(rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
         adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
         obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
@@ -134,9 +119,7 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
                 clip, p.clip_range_vf,
             )
             entropy = pd.entropy().mean()
-            loss = pg_loss + p.vf_coef * v_loss - ent_coef * entropy
-            if seq and p.kl_in == "loss" and p.kl_coef > 0:
-                loss = loss + p.kl_coef * k3_kl(logp, ref_logp_flat[idx]).mean()  # GRPO's placement
+            loss = terms.loss(pg_loss + p.vf_coef * v_loss - ent_coef * entropy, logp, idx)
             flat.zero_grad()
             loss.backward()
             with torch.no_grad():
@@ -186,18 +169,10 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
                     "policy/clip_fraction": m[4], "grad/norm": float(np.mean(gnorms))}
             diag = {k: float(v) for k, v in diag.items()}
         diag["value/explained_variance"] = explained_variance(values_np, ret_np)
-        diag["train/learning_rate"] = lr
-        if p.ent_schedule != "constant":
-            diag["train/ent_coef"] = ent_coef
+        diag.update(s.diagnostics(p))
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
-        if seq:
-            diag["kl/reference"] = float(kl_tokens.mean())
-            done = drain_episode_infos(envs)
-            for name in ("exact_match", "true_score", "proxy_score"):
-                vals = [float(i[name]) for i in done if name in i]
-                if vals:  # means over the episodes that ended in this rollout
-                    diag[f"seq/{name}"] = float(np.mean(vals))
+        diag.update(terms.diagnostics(envs))
         if p.grad_noise_chunks:
             adv_n = (advantages - advantages.mean()) / (advantages.std() + 1e-8) if p.normalize_advantage else advantages
 
@@ -206,6 +181,8 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
 
             diag["grad/noise_ratio"] = grad_noise_ratio(pg_loss_of, policy.actor_parameters(), batch,
                                                         p.grad_noise_chunks, gen)
-        recorder.diagnostics(diag)
-        recorder.after_update(savable(collector.policy_fn(), policy, norm))
+        return diag
+
+    drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
+          optimizers=[optimizer])
     envs.close()
