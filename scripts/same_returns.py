@@ -1,7 +1,8 @@
 """Same seeds, same returns: a sha256 per (env, algorithm, implementation) of what a tiny run records.
 
 Every algorithm × implementation the project runs (``bench.suites.suite.AVAILABLE``) trains for a few
-updates on CartPole-v1, Pendulum-v1 and HalfCheetah-v5 where it accepts the env's action space, through
+updates on CartPole-v1, Pendulum-v1 and HalfCheetah-v5 where it accepts the env's action space (and the
+language-model policy's PPO, GRPO and RLOO on ``bench/Sort-v0[n=3]``, :data:`SEQUENCE`), through
 the runner's own cell function (:func:`bench.run.runner.record_cell`) on cells that a suite resolved
 (zoo hyperparameters filled in, as ``bench run`` does). Each cell's hash covers its recorded training
 episodes (global step, return, length, in order), its evaluation returns (one evaluation at the end of
@@ -61,9 +62,38 @@ ENV_HYPERPARAMS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
+#: The language-model policy (bench.algos.sequence_policy) on a sequence task: PPO with the KL penalty in the
+#: reward, in the loss, and with a value model of its own; GRPO and RLOO from the same SFT reference.
+SEQUENCE_ENV = {"id": "bench/Sort-v0", "kwargs": {"n": 3}}
+_SEQ = {"policy": "sequence", "n_envs": 4, "n_steps": 32, "batch_size": 64, "n_epochs": 2, "gamma": 1.0}
+SEQUENCE: list[dict[str, Any]] = [
+    {"algo": "ppo", "impl": "bench", "label": "ppo-seq-kl-reward", "hyperparams": {**_SEQ, "kl_coef": 0.05}},
+    {"algo": "ppo", "impl": "bench", "label": "ppo-seq-kl-loss",
+     "hyperparams": {**_SEQ, "kl_coef": 0.05, "kl_in": "loss"}},
+    {"algo": "ppo", "impl": "bench", "label": "ppo-seq-critic", "hyperparams": {**_SEQ, "critic": "separate"}},
+    {"algo": "grpo", "impl": "bench", "label": "grpo-seq",
+     "hyperparams": {"policy": "sequence", "group_size": 4, "groups_per_update": 4, "gamma": 1.0}},
+    {"algo": "rloo", "impl": "bench", "label": "rloo-seq",
+     "hyperparams": {"policy": "sequence", "group_size": 4, "groups_per_update": 4, "gamma": 1.0}},
+]
+SEQUENCE_TIMESTEPS = 384
+
+
+def _load(suite: dict[str, Any]) -> list[Any]:
+    from bench.suites.suite import SuiteError, load_suite
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "same_returns.yaml"
+        path.write_text(yaml.safe_dump(suite, sort_keys=False))
+        try:
+            return load_suite(path).cells
+        except SuiteError as e:
+            raise SystemExit(str(e)) from None
+
+
 def cells(envs: list[str] | None = None) -> list[Any]:
     """The resolved cells, one per (env, algorithm, implementation), in a fixed order."""
-    from bench.suites.suite import AVAILABLE, SuiteError, load_suite
+    from bench.suites.suite import AVAILABLE
 
     out = []
     for env_id, spec in ENVS.items():
@@ -75,17 +105,19 @@ def cells(envs: list[str] | None = None) -> list[Any]:
         suite = {"name": "same-returns", "seeds": [SEED],
                  "defaults": {"timesteps": spec["timesteps"], "eval": {"every": spec["timesteps"], "episodes": 2}},
                  "envs": [{"id": env_id}], "algorithms": algos}
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "same_returns.yaml"
-            path.write_text(yaml.safe_dump(suite, sort_keys=False))
-            try:
-                out += load_suite(path).cells
-            except SuiteError as e:
-                raise SystemExit(str(e)) from None
+        out += _load(suite)
+    if not envs or SEQUENCE_ENV["id"] in envs:
+        out += _load({"name": "same-returns-sequence", "seeds": [SEED],
+                      "defaults": {"timesteps": SEQUENCE_TIMESTEPS,
+                                   "eval": {"every": SEQUENCE_TIMESTEPS, "episodes": 2}},
+                      "envs": [SEQUENCE_ENV], "algorithms": SEQUENCE})
     return out
 
 
 def name(cell: Any) -> str:
+    """``env/algo/impl``, or ``env/label`` for a cell with a label of its own (the sequence cells)."""
+    if cell.label != f"{cell.algo}-{cell.impl}":
+        return f"{cell.env_id}/{cell.label}"
     return f"{cell.env_id}/{cell.algo}/{cell.impl}"
 
 

@@ -1,6 +1,7 @@
 """Same seeds, same returns, bit for bit: every algorithm × implementation on CartPole-v1, Pendulum-v1 and
-HalfCheetah-v5 records the episodes, evaluations and diagnostics whose sha256 ``tests/data/same_returns.json``
-holds (``scripts/same_returns.py`` trains the cells and says what the hash covers).
+HalfCheetah-v5 (and the language-model policy's PPO, GRPO and RLOO on ``bench/Sort-v0[n=3]``) records the
+episodes, evaluations and diagnostics whose sha256 ``tests/data/same_returns.json`` holds
+(``scripts/same_returns.py`` trains the cells and says what the hash covers).
 
 The record was made on the code before the training skeleton (issue 42), so a refactor of the training
 loops that passes this computes what the loops computed before. After a change that is meant to change
@@ -8,10 +9,12 @@ what a run computes, record the hashes again (``python scripts/same_returns.py -
 the commit.
 
 The default tier runs the project's own CartPole-v1 cells (A3C aside: its worker process costs seconds to
-start), 17 s on a loaded 2-core machine (most of it imports); the whole grid (47 cells, 2 to 4 minutes) is ``heavy``
-(``nox -s heavy``).
+start), 17 s on a loaded 2-core machine (most of it imports); the whole grid (47 cells, 2 to 4 minutes)
+and the 5 sequence cells (about 10 s) are ``heavy`` (``nox -s heavy``). The sequence cells were recorded
+on the code before the skeleton too (its commit 3b76a97, with this script).
 
-Across CPUs: on the AVX-512 AMD EPYC the record was made on, every cell gave the same hash under torch's
+Across CPUs: on the AVX-512 AMD EPYC the record was made on, each of the 47 cells of the three envs gave
+the same hash (the sequence cells were not tried) under torch's
 ``ATEN_CPU_CAPABILITY`` avx512 and avx2, and with OpenBLAS and MKL held to AVX2 kernels
 (``OPENBLAS_CORETYPE=Haswell MKL_ENABLE_INSTRUCTIONS=AVX2``, checked on CartPole-v1 and Pendulum-v1), so the
 hashes are of the raw float64 values, unrounded: rounding would not help, since one low bit of a
@@ -62,15 +65,17 @@ def test_the_record_covers_every_algorithm_implementation_and_env():
 
     want = {f"{env}/{a}/{i}" for env, spec in s.ENVS.items() for a, impls in AVAILABLE.items()
             if a not in spec["skip"] for i in impls}
-    assert set(RECORD) == want
-    assert DEFAULT <= want
-    assert len(want) == 47
+    assert len(want) == 47 and DEFAULT <= want
+    sequence = {k for k in RECORD if k.startswith("bench/")}
+    assert set(RECORD) == want | sequence
+    assert sequence == {f"bench/Sort-v0[n=3]/{c['label']}" for c in s.SEQUENCE}
 
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("key", [k if k in DEFAULT else pytest.param(k, marks=pytest.mark.heavy)
                                  for k in sorted(RECORD)])
 def test_a_seed_records_what_it_recorded_before_the_skeleton(key):
-    env_id = key.split("/")[0]
-    got = _script().run_cell(_cells(env_id)[key])
+    s = _script()
+    env_id = s.SEQUENCE_ENV["id"] if key.startswith("bench/") else key.split("/")[0]
+    got = s.run_cell(_cells(env_id)[key])
     assert got == RECORD[key], f"{key}: the run recorded other returns, lengths or diagnostics than the record"
