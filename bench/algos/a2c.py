@@ -35,10 +35,10 @@ import torch
 import torch.nn as nn
 
 from bench.algos.checkpoint import savable
-from bench.algos.collect import Collector, Rollout
+from bench.algos.collect import Rollout, rollout_collector
 from bench.algos.common import FlatParams, explained_variance, gae, grad_noise_ratio, setup
-from bench.algos.loop import Rollouts, Schedule, drive
-from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
+from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
+from bench.algos.npkernel import ActorCriticKernel, standardize
 from bench.algos.policy import ActorCritic, PGStats
 from bench.algos.hyperparams import A2CParams
 from bench.run.record import RecorderProtocol
@@ -116,14 +116,13 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
     recorder.note_models(policy.parameters(), [optimizer])
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
     # the loss is the one the torch branch of the update states, checked against it in the tests.
-    kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
-    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng,
-                          sde_sample_freq=p.sde_sample_freq)
+    collector = rollout_collector(envs, policy, norm, p, seed=seed, device=device, rng=rng)
+    kern = collector.kernel
 
     # Derived sizes, in one place.
     budget = Rollouts(timesteps, p.n_steps * p.n_envs)
     batch = budget.batch
-    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    gen = torch_generator(rng)
 
     def update(s: Schedule) -> dict[str, float]:
         # -- rollout, advantages and the gradient of the loss -------------------

@@ -46,11 +46,10 @@ import torch.multiprocessing as tmp
 
 from bench.algos.checkpoint import savable
 from bench.algos.a2c import a2c_gradient
-from bench.algos.collect import Collector
+from bench.algos.collect import rollout_collector
 from bench.algos.common import FlatParams, Normalizer, explained_variance, pick_device, pin_one_thread, seed_everything
 from bench.algos.loop import schedule_at
 from bench.algos.hyperparams import A3CParams
-from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.algos.policy import make_policy
 from bench.envs import make_vec_env
 from bench.run.record import RecorderProtocol
@@ -137,8 +136,8 @@ def _worker(rank: int, env_id: str, p: A3CParams, seed: int, timesteps: int, sha
                           obs=p.normalize_obs, reward=p.normalize_reward)
         policy = make_policy(envs, p).to(device)
         flat = FlatParams(list(policy.parameters()))  # θ', this worker's copy
-        kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
-        collector = Collector(envs, policy, norm, seed=seed + rank * p.n_envs, device=device, kernel=kern, rng=rng)
+        collector = rollout_collector(envs, policy, norm, p, seed=seed + rank * p.n_envs, device=device, rng=rng)
+        kern = collector.kernel
         rng.integers(2**31)  # a2c.py draws its gradient-noise generator's seed here: keep the streams equal
         batch = p.n_steps * p.n_envs
         steps, updates = counters

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from bench.algos.common import Normalizer, clip
-from bench.algos.npkernel import ActorCriticKernel
+from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.algos.policy import ActorCritic
 
 
@@ -176,6 +176,16 @@ class Collector(Acting):
 
     def _mode(self, obs: np.ndarray) -> np.ndarray:
         return self.kernel.mode(obs) if self.kernel is not None else super()._mode(obs)
+
+
+def rollout_collector(envs: gym.vector.VectorEnv, policy: ActorCritic, normalizer: Normalizer, p: Any, *, seed: int,
+                      device: torch.device, rng: np.random.Generator) -> Collector:
+    """The n-step collector of A2C, A3C, PPO, NPG and TRPO: small MLPs on the CPU act through the NumPy
+    kernel (``p.kernel``; npkernel.py says why), sampling from ``rng``; gSDE resamples every
+    ``p.sde_sample_freq`` steps. Its ``kernel`` is the algorithm's too, for the update."""
+    kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
+    return Collector(envs, policy, normalizer, seed=seed, device=device, kernel=kern, rng=rng,
+                     sde_sample_freq=p.sde_sample_freq)
 
 
 # --------------------------------------------------------------------------- #

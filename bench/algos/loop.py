@@ -30,6 +30,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
+import numpy as np
+import torch
+
 
 def linear(value: float, kind: str, progress_remaining: float) -> float:
     """A schedule's value: ``constant``, or ``linear`` decay to 0 (SB3 / zoo ``lin_X``)."""
@@ -75,6 +78,12 @@ def schedule_at(p: Any, progress_remaining: float) -> Schedule:
     lr = linear(p.learning_rate, p.lr_schedule, progress_remaining)
     ent = ent_coef_at(p, progress_remaining) if hasattr(p, "ent_schedule") else None
     return Schedule(progress_remaining, lr, ent)
+
+
+def torch_generator(rng: np.random.Generator) -> torch.Generator:
+    """torch's generator for minibatch shuffles, sub-samples and gradient-noise chunks, seeded by one draw
+    from the run's NumPy stream (after the collector's set-up, so every algorithm draws in the same place)."""
+    return torch.Generator().manual_seed(int(rng.integers(2**31)))
 
 
 class Rollouts:

@@ -36,10 +36,10 @@ import torch
 from torch.nn.utils import parameters_to_vector
 
 from bench.algos.checkpoint import savable
-from bench.algos.collect import Collector
+from bench.algos.collect import rollout_collector
 from bench.algos.common import FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio, setup
-from bench.algos.loop import Rollouts, Schedule, drive
-from bench.algos.npkernel import ActorCriticKernel, use_kernel
+from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
+from bench.algos.npkernel import ActorCriticKernel
 from bench.algos.policy import ActorCritic, CategoricalPd, GaussianPd, Pd
 from bench.algos.hyperparams import NPGParams
 from bench.run.record import RecorderProtocol
@@ -240,15 +240,14 @@ def train_natural(env_id: str, p: Any, step_fn: PolicyStep, prefix: str, *, seed
     recorder.note_models(policy.parameters(), [optimizer])
     # Small MLPs on the CPU act and fit the critic through NumPy (npkernel.py says why). The
     # policy step stays in torch: the Fisher-vector products need double backward.
-    kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
-    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng,
-                          sde_sample_freq=p.sde_sample_freq)
+    collector = rollout_collector(envs, policy, norm, p, seed=seed, device=device, rng=rng)
+    kern = collector.kernel
 
     # Derived sizes, in one place.
     budget = Rollouts(timesteps, p.n_steps * p.n_envs)
     batch = budget.batch
     n_sub = len(range(0, batch, p.sub_sampling_factor))  # samples in the policy step
-    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    gen = torch_generator(rng)
 
     def update(s: Schedule) -> dict[str, float]:
         # -- rollout and advantages -------------------------------------------

@@ -27,10 +27,10 @@ import numpy as np
 import torch
 
 from bench.algos.checkpoint import savable
-from bench.algos.collect import Collector
+from bench.algos.collect import rollout_collector
 from bench.algos.common import FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio, setup
-from bench.algos.loop import Rollouts, Schedule, drive, linear
-from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
+from bench.algos.loop import Rollouts, Schedule, drive, linear, torch_generator
+from bench.algos.npkernel import standardize
 from bench.algos.policy import PGStats
 from bench.algos.hyperparams import PPOParams
 from bench.algos.sequence_policy import policy_terms
@@ -82,14 +82,13 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
                          other=terms.frozen_parameters())
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
     # the loss is the one ``torch_grads`` below states, checked against it in the tests.
-    kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
-    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng,
-                          sde_sample_freq=p.sde_sample_freq)
+    collector = rollout_collector(envs, policy, norm, p, seed=seed, device=device, rng=rng)
+    kern = collector.kernel
 
     # Derived sizes, in one place.
     budget = Rollouts(timesteps, p.n_steps * p.n_envs)
     batch = budget.batch
-    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    gen = torch_generator(rng)
 
     def update(s: Schedule) -> dict[str, float]:
         clip = linear(p.clip_range, p.clip_range_schedule, s.progress_remaining)

@@ -40,7 +40,7 @@ import torch.nn as nn
 from bench.algos.checkpoint import savable
 from bench.algos.collect import EpisodeCollector
 from bench.algos.common import episode_cap, explained_variance, grad_noise_ratio, setup
-from bench.algos.loop import Schedule, Steps, drive
+from bench.algos.loop import Schedule, Steps, drive, torch_generator
 from bench.algos.hyperparams import REINFORCEParams
 from bench.run.record import RecorderProtocol
 
@@ -109,7 +109,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
 
     # Derived sizes, in one place.
     min_batch = p.n_steps * p.n_envs  # steps per batch at least; the last batch is cut to the budget left
-    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    gen = torch_generator(rng)
 
     budget = Steps(timesteps)
 
