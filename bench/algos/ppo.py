@@ -23,17 +23,19 @@ last update of a budget that is a whole number of rollouts has learning rate 0).
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 import torch
 
 from bench.algos.checkpoint import savable
-from bench.algos.collect import rollout_collector
+from bench.algos.collect import Rollout, rollout_collector
 from bench.algos.common import FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio, setup
 from bench.algos.loop import Rollouts, Schedule, drive, linear, torch_generator
-from bench.algos.npkernel import standardize
+from bench.algos.npkernel import ActorCriticKernel, standardize
 from bench.algos.policy import PGStats
 from bench.algos.hyperparams import PPOParams
-from bench.algos.sequence_policy import policy_terms
+from bench.algos.sequence_policy import PolicyTerms, policy_terms
 from bench.run.record import RecorderProtocol
 
 
@@ -62,6 +64,71 @@ def ppo_losses(
     return pg_loss, v_loss, clip_frac
 
 
+class Batch(NamedTuple):
+    """One rollout as ``B = n_steps × n_envs`` samples with its GAE(λ) advantages and returns: what the
+    epochs of minibatches reuse. Tensors ``(B, ...)``; ``adv`` and ``ret`` are the same as NumPy ``(B,)``."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    old_logp: torch.Tensor
+    old_values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    adv: np.ndarray
+    ret: np.ndarray
+    values: np.ndarray  # (T, N) V(s) at collection time
+
+
+def rollout_batch(ro: Rollout, rewards: np.ndarray, p: PPOParams, device: torch.device) -> Batch:
+    """GAE(λ) on the rollout ``ro`` with ``rewards`` (``(T, N)``, as the policy's terms shape them), flattened."""
+    batch = ro.rewards.size
+    values_np = ro.values.cpu().numpy()
+    adv_np, ret_np = gae(rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
+    adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
+    return Batch(ro.obs.reshape(batch, *ro.obs.shape[2:]), ro.actions.reshape(batch, *ro.actions.shape[2:]),
+                 ro.logp.reshape(batch), ro.values.reshape(batch), torch.from_numpy(adv_np).to(device),
+                 torch.from_numpy(ret_np).to(device), adv_np, ret_np, values_np)
+
+
+def minibatch_grads(policy: Any, flat: FlatParams, terms: PolicyTerms, b: Batch, idx: torch.Tensor, p: PPOParams, *,
+                    clip: float, ent_coef: float) -> PGStats:
+    """The loss on minibatch ``idx`` of ``b`` and its gradient into ``flat.grad``, through autograd:
+    L = clipped surrogate + c_v · value loss − c_e · entropy (+ the policy's own term)."""
+    pd, values = policy.dist_value(b.obs[idx])
+    logp = pd.log_prob(b.actions[idx])
+    adv = b.advantages[idx]
+    if p.normalize_advantage and len(idx) > 1:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    pg_loss, v_loss, clip_frac = ppo_losses(
+        logp, b.old_logp[idx], adv, values, b.old_values[idx], b.returns[idx],
+        clip, p.clip_range_vf,
+    )
+    entropy = pd.entropy().mean()
+    loss = terms.loss(pg_loss + p.vf_coef * v_loss - ent_coef * entropy, logp, idx)
+    flat.zero_grad()
+    loss.backward()
+    with torch.no_grad():
+        # Low-variance KL estimator k3 = E[(r − 1) − log r] (Schulman 2020, "Approximating KL
+        # divergence", http://joschu.net/blog/kl-approx.html), as SB3 and CleanRL use.
+        log_ratio = logp - b.old_logp[idx]
+        approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
+    return PGStats(float(pg_loss.detach()), float(v_loss.detach()), float(entropy.detach()), approx_kl,
+                   float(clip_frac))
+
+
+def minibatch_grads_numpy(kern: ActorCriticKernel, views: tuple[np.ndarray, ...], b: Batch, idx: torch.Tensor,
+                          p: PPOParams, *, clip: float, ent_coef: float) -> PGStats:
+    """:func:`minibatch_grads` through the NumPy kernel, on ``views`` (obs, actions, old log π, old V) of ``b``."""
+    obs, actions, old_logp, old_values = views
+    i = idx.numpy()
+    adv = b.adv[i]
+    if p.normalize_advantage and len(i) > 1:
+        adv = standardize(adv)
+    return kern.pg_step(obs[i], actions[i], adv, b.ret[i], vf_coef=p.vf_coef, ent_coef=ent_coef,
+                        old_logp=old_logp[i], clip_range=clip, old_values=old_values[i],
+                        clip_range_vf=p.clip_range_vf)
+
+
 def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
     """Train PPO on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
     p = params
@@ -81,7 +148,7 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
     recorder.note_models([q for q in policy.parameters() if q.requires_grad], [optimizer],
                          other=terms.frozen_parameters())
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
-    # the loss is the one ``torch_grads`` below states, checked against it in the tests.
+    # the loss is the one ``minibatch_grads`` states, checked against it in the tests.
     collector = rollout_collector(envs, policy, norm, p, seed=seed, device=device, rng=rng)
     kern = collector.kernel
 
@@ -92,58 +159,20 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
 
     def update(s: Schedule) -> dict[str, float]:
         clip = linear(p.clip_range, p.clip_range_schedule, s.progress_remaining)
-        ent_coef = s.ent_coef
 
         # -- rollout and advantages -------------------------------------------
         ro = collector.collect(p.n_steps)
-        values_np = ro.values.cpu().numpy()
-        rewards = terms.rewards(ro)
-        adv_np, ret_np = gae(rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
-        adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
-        obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
-        actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
-        old_logp, old_values = ro.logp.reshape(batch), ro.values.reshape(batch)
-        advantages = torch.from_numpy(adv_np).to(device)
-        returns = torch.from_numpy(ret_np).to(device)
+        b = rollout_batch(ro, terms.rewards(ro), p, device)
+        if kern is not None:  # the kernel's minibatches are zero-copy views of the (CPU) rollout
+            views = tuple(x.numpy() for x in (b.obs, b.actions, b.old_logp, b.old_values))
 
-        def torch_grads(idx: torch.Tensor) -> PGStats:
-            """The loss on minibatch ``idx`` and its gradient into ``flat.grad``, through autograd."""
-            pd, values = policy.dist_value(obs[idx])
-            logp = pd.log_prob(actions[idx])
-            adv = advantages[idx]
-            if p.normalize_advantage and len(idx) > 1:
-                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-            pg_loss, v_loss, clip_frac = ppo_losses(
-                logp, old_logp[idx], adv, values, old_values[idx], returns[idx],
-                clip, p.clip_range_vf,
-            )
-            entropy = pd.entropy().mean()
-            loss = terms.loss(pg_loss + p.vf_coef * v_loss - ent_coef * entropy, logp, idx)
-            flat.zero_grad()
-            loss.backward()
-            with torch.no_grad():
-                # Low-variance KL estimator k3 = E[(r − 1) − log r] (Schulman 2020, "Approximating KL
-                # divergence", http://joschu.net/blog/kl-approx.html), as SB3 and CleanRL use.
-                log_ratio = logp - old_logp[idx]
-                approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
-            return PGStats(float(pg_loss.detach()), float(v_loss.detach()), float(entropy.detach()), approx_kl,
-                           float(clip_frac))
-
-        def numpy_grads(idx: torch.Tensor) -> PGStats:
-            """The same, through the NumPy kernel on zero-copy views of the (CPU) rollout."""
-            i = idx.numpy()
-            adv = adv_np[i]
-            if p.normalize_advantage and len(i) > 1:
-                adv = standardize(adv)
-            return kern.pg_step(obs_np[i], act_np[i], adv, ret_np[i], vf_coef=p.vf_coef, ent_coef=ent_coef,
-                                old_logp=old_logp_np[i], clip_range=clip, old_values=old_values_np[i],
-                                clip_range_vf=p.clip_range_vf)
-
-        if kern is not None:
-            obs_np, act_np, old_logp_np, old_values_np = (x.numpy() for x in (obs, actions, old_logp, old_values))
+            def grads(idx: torch.Tensor) -> PGStats:
+                return minibatch_grads_numpy(kern, views, b, idx, p, clip=clip, ent_coef=s.ent_coef)
+        else:
+            def grads(idx: torch.Tensor) -> PGStats:
+                return minibatch_grads(policy, flat, terms, b, idx, p, clip=clip, ent_coef=s.ent_coef)
 
         # -- update: n_epochs of shuffled minibatches ---------------------------
-        grads = numpy_grads if kern is not None else torch_grads
         steps: list[PGStats] = []
         gnorms: list[float] = []
         stop = False
@@ -167,16 +196,17 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
             diag = {"loss/policy": m[0], "loss/value": m[1], "policy/entropy": m[2], "policy/approx_kl": m[3],
                     "policy/clip_fraction": m[4], "grad/norm": float(np.mean(gnorms))}
             diag = {k: float(v) for k, v in diag.items()}
-        diag["value/explained_variance"] = explained_variance(values_np, ret_np)
+        diag["value/explained_variance"] = explained_variance(b.values, b.ret)
         diag.update(s.diagnostics(p))
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
         diag.update(terms.diagnostics(envs))
         if p.grad_noise_chunks:
-            adv_n = (advantages - advantages.mean()) / (advantages.std() + 1e-8) if p.normalize_advantage else advantages
+            adv = b.advantages
+            adv_n = (adv - adv.mean()) / (adv.std() + 1e-8) if p.normalize_advantage else adv
 
             def pg_loss_of(idx: torch.Tensor) -> torch.Tensor:
-                return -(policy.dist(obs[idx]).log_prob(actions[idx]) * adv_n[idx]).mean()
+                return -(policy.dist(b.obs[idx]).log_prob(b.actions[idx]) * adv_n[idx]).mean()
 
             diag["grad/noise_ratio"] = grad_noise_ratio(pg_loss_of, policy.actor_parameters(), batch,
                                                         p.grad_noise_chunks, gen)
