@@ -26,7 +26,7 @@ reference, so the reference sees today's scaling of the inputs it was trained on
 from __future__ import annotations
 
 import copy
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -38,6 +38,7 @@ from bench.algos.common import Normalizer, episode_cap, pick_device, seed_everyt
 from bench.algos.loop import Schedule, Steps, drive
 from bench.algos.hyperparams import GRPOParams
 from bench.algos.policy import ActorCritic, make_policy
+from bench.algos.sequence_policy import SequenceActorCritic, episode_scores, reward_model_parameters, sft_reference
 from bench.envs import make_vec_env
 from bench.run.record import RecorderProtocol
 
@@ -143,6 +144,21 @@ def reference_policy(policy: ActorCritic, checkpoint: str | None) -> ActorCritic
     return ref
 
 
+def policy_and_reference(env_id: str, p: GRPOParams, policy: ActorCritic, device: torch.device) -> tuple[Any, Any]:
+    """The trained policy and its frozen reference. ``policy: mlp``: ``policy`` (from
+    :func:`~bench.algos.policy.make_policy`) without its critic, which GRPO has no use for, and
+    :func:`reference_policy`. ``policy: sequence`` (the language-model setting: G answers to one prompt):
+    two copies of the task's SFT reference, one trained (its value head carried, never trained), one frozen."""
+    if p.policy != "sequence":
+        policy.vf = None  # no memory held for a critic
+        return policy, reference_policy(policy, p.ref_checkpoint)
+    sft = sft_reference(env_id)
+    policy, ref = SequenceActorCritic(sft).to(device), SequenceActorCritic(sft).to(device)
+    ref.requires_grad_(False)
+    policy.net.value.requires_grad_(False)
+    return policy, ref
+
+
 # --------------------------------------------------------------------------- #
 # Training
 # --------------------------------------------------------------------------- #
@@ -155,24 +171,11 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
     envs = make_vec_env(env_id, p.group_size, recorder=recorder, vec_env=p.vec_env)
     norm = Normalizer(envs.single_observation_space.shape, p.group_size, p.gamma, obs=p.normalize_obs, reward=False)
     policy = make_policy(envs, p).to(device)
-    seq = p.policy == "sequence"
-    if seq:
-        # The language-model setting: G answers to one prompt, from the task's SFT reference, kept frozen.
-        from bench.algos.sequence_policy import (SequenceActorCritic, episode_scores, reward_model_parameters,
-                                                 sft_reference)
-
-        sft = sft_reference(env_id)
-        policy, ref = SequenceActorCritic(sft).to(device), SequenceActorCritic(sft).to(device)
-        ref.requires_grad_(False)
-        policy.net.value.requires_grad_(False)  # no critic here: its head is carried, never trained
-    else:
-        # GRPO has no critic: drop the one ActorCritic builds, so no memory is held for it.
-        policy.vf = None
-        ref = reference_policy(policy, p.ref_checkpoint)
+    policy, ref = policy_and_reference(env_id, p, policy, device)
     trained = [q for q in policy.parameters() if q.requires_grad]
     optimizer = torch.optim.Adam(trained, lr=p.learning_rate)
     recorder.note_models(trained, [optimizer],
-                         other=[*ref.parameters(), *(reward_model_parameters(envs) if seq else ())])
+                         other=[*ref.parameters(), *reward_model_parameters(envs)])  # a preference task's
     collector = GroupCollector(envs, policy, norm, device)
 
     budget = Steps(timesteps)
@@ -248,8 +251,7 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
         }
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
-        if seq:
-            diag.update(episode_scores(envs))
+        diag.update(episode_scores(envs))  # a sequence task's exact match and scores; none elsewhere
         return diag
 
     drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
