@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algos import a2c
+from bench.algos import a2c, collect
 from bench.algos.common import FlatParams
 from bench.algos.hyperparams import resolve
 from bench.analysis.metrics import first_crossing, summarize
@@ -73,14 +73,14 @@ def test_first_update_matches_a_hand_computed_one(monkeypatch, kernel):
     from its rollout with plain n-step returns (gae_lambda 1) and the pre-update policy."""
     seen = []
 
-    class Spy(a2c.Collector):
+    class Spy(collect.Collector):
         def collect(self, n_steps):
             before = copy.deepcopy(self.policy)
             ro = super().collect(n_steps)
             seen.append((ro, before))
             return ro
 
-    monkeypatch.setattr(a2c, "Collector", Spy)
+    monkeypatch.setattr(collect, "Collector", Spy)  # what rollout_collector builds
     rec = run("CartPole-v1", 40, ent_coef=0.01, kernel=kernel)  # one rollout of 8 envs × 5 steps
     assert rec.updates == 1 and len(seen) == 1
     ro, pol = seen[0]

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from bench.algos import TRAIN
-from bench.algos.common import ent_coef_at
+from bench.algos.loop import ent_coef_at
 from bench.algos.hyperparams import resolve
 from bench.run.record import Recorder
 

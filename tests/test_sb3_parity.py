@@ -21,7 +21,8 @@ import pytest
 import torch
 
 from bench.algos import a2c, npg, trpo
-from bench.algos.common import Collector, FlatParams, Normalizer, Rollout, gae
+from bench.algos.collect import Collector, Rollout
+from bench.algos.common import FlatParams, Normalizer, gae
 from bench.algos.hyperparams import resolve
 from bench.algos.npkernel import ActorCriticKernel
 from bench.algos.policy import ActorCritic, GaussianPd, make_policy

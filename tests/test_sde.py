@@ -14,7 +14,8 @@ import torch
 from pydantic import ValidationError
 
 from bench.algos import a2c, ppo, trpo
-from bench.algos.common import Collector, Normalizer
+from bench.algos.collect import Collector
+from bench.algos.common import Normalizer
 from bench.algos.hyperparams import A3CParams, PPOParams, TRPOParams, key_view, resolve
 from bench.algos.npkernel import use_kernel
 from bench.algos.policy import SDE_EPS, ActorCritic, SDEGaussianPd, make_policy

@@ -23,12 +23,11 @@ not centred, no momentum, squared-gradient average started at 0), not the zoo's 
 Two differences, both deliberate (docs/parity.md, "Differences, line by line"): a linear
 schedule takes the progress at the start of update k (1 − k/n, so the first update gets the
 full rate and none gets 0) where SB3 takes it after the rollout (1 − (k+1)/n), and the
-normaliser's order (:class:`~bench.algos.common.Collector`).
+normaliser's order (:class:`~bench.algos.collect.Collector`).
 """
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -36,9 +35,10 @@ import torch
 import torch.nn as nn
 
 from bench.algos.checkpoint import savable
-from bench.algos.common import (Collector, FlatParams, Rollout, ent_coef_at, explained_variance, gae, grad_noise_ratio,
-                                linear, setup)
-from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
+from bench.algos.collect import Rollout, rollout_collector
+from bench.algos.common import FlatParams, explained_variance, gae, grad_noise_ratio, setup
+from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
+from bench.algos.npkernel import ActorCriticKernel, standardize
 from bench.algos.policy import ActorCritic, PGStats
 from bench.algos.hyperparams import A2CParams
 from bench.run.record import RecorderProtocol
@@ -116,24 +116,18 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
     recorder.note_models(policy.parameters(), [optimizer])
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
     # the loss is the one the torch branch of the update states, checked against it in the tests.
-    kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
-    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng,
-                          sde_sample_freq=p.sde_sample_freq)
+    collector = rollout_collector(envs, policy, norm, p, seed=seed, device=device, rng=rng)
+    kern = collector.kernel
 
     # Derived sizes, in one place.
-    batch = p.n_steps * p.n_envs
-    n_iters = math.ceil(timesteps / batch)
-    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    budget = Rollouts(timesteps, p.n_steps * p.n_envs)
+    batch = budget.batch
+    gen = torch_generator(rng)
 
-    for it in range(n_iters):
-        lr = linear(p.learning_rate, p.lr_schedule, 1.0 - it / n_iters)
-        ent_coef = ent_coef_at(p, 1.0 - it / n_iters)
-        for g in optimizer.param_groups:
-            g["lr"] = lr
-
+    def update(s: Schedule) -> dict[str, float]:
         # -- rollout, advantages and the gradient of the loss -------------------
         ro = collector.collect(p.n_steps)
-        st, obs, actions, advantages, values_np, ret_np = a2c_gradient(ro, policy, flat, kern, p, device, ent_coef)
+        st, obs, actions, advantages, values_np, ret_np = a2c_gradient(ro, policy, flat, kern, p, device, s.ent_coef)
         gnorm = flat.clip_grad_norm(p.max_grad_norm)
         optimizer.step()
 
@@ -153,10 +147,8 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
             "policy/approx_kl": float((np.exp(log_ratio) - 1 - log_ratio).mean()),
             "grad/norm": float(gnorm),
             "value/explained_variance": explained_variance(values_np, ret_np),
-            "train/learning_rate": lr,
+            **s.diagnostics(p),
         }
-        if p.ent_schedule != "constant":
-            diag["train/ent_coef"] = ent_coef
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
         if p.grad_noise_chunks:
@@ -166,6 +158,8 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
 
             diag["grad/noise_ratio"] = grad_noise_ratio(pg_loss_of, policy.actor_parameters(), batch,
                                                         p.grad_noise_chunks, gen)
-        recorder.diagnostics(diag)
-        recorder.after_update(savable(collector.policy_fn(), policy, norm))
+        return diag
+
+    drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
+          optimizers=[optimizer])
     envs.close()

@@ -38,18 +38,17 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any
 
-import numpy as np
 import torch
 import torch.multiprocessing as tmp
 
 from bench.algos.checkpoint import savable
 from bench.algos.a2c import a2c_gradient
-from bench.algos.common import Collector, FlatParams, Normalizer, explained_variance, linear, pick_device, \
-    pin_one_thread, seed_everything
+from bench.algos.collect import Acting, rollout_collector
+from bench.algos.common import FlatParams, Normalizer, explained_variance, pick_device, pin_one_thread, seed_everything
+from bench.algos.loop import schedule_at
 from bench.algos.hyperparams import A3CParams
-from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.algos.policy import make_policy
 from bench.envs import make_vec_env
 from bench.run.record import RecorderProtocol
@@ -136,8 +135,8 @@ def _worker(rank: int, env_id: str, p: A3CParams, seed: int, timesteps: int, sha
                           obs=p.normalize_obs, reward=p.normalize_reward)
         policy = make_policy(envs, p).to(device)
         flat = FlatParams(list(policy.parameters()))  # θ', this worker's copy
-        kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
-        collector = Collector(envs, policy, norm, seed=seed + rank * p.n_envs, device=device, kernel=kern, rng=rng)
+        collector = rollout_collector(envs, policy, norm, p, seed=seed + rank * p.n_envs, device=device, rng=rng)
+        kern = collector.kernel
         rng.integers(2**31)  # a2c.py draws its gradient-noise generator's seed here: keep the streams equal
         batch = p.n_steps * p.n_envs
         steps, updates = counters
@@ -148,7 +147,7 @@ def _worker(rank: int, env_id: str, p: A3CParams, seed: int, timesteps: int, sha
                     break
                 steps.value += batch  # claimed before the rollout, so the workers together stop at the budget
                 progress = 1.0 - (steps.value - batch) / timesteps
-            lr = linear(p.learning_rate, p.lr_schedule, progress)
+            lr = schedule_at(p, progress).learning_rate  # the driver's schedule (bench.algos.loop), per worker
 
             flat.param.data.copy_(shared)  # θ' ← θ
             seen = updates.value
@@ -193,7 +192,7 @@ def train(env_id: str, params: A3CParams, *, seed: int, timesteps: int, recorder
     probe = make_vec_env(env_id, 1)  # for the spaces only; the workers step their own envs
     policy = make_policy(probe, p).to(device)  # θ: initialised as a2c.py initialises (same seed, same order)
     norm = Normalizer(probe.single_observation_space.shape, 1, p.gamma, obs=p.normalize_obs, reward=False)
-    space = probe.single_action_space
+    acting = Acting(probe, policy, norm, device)  # the evaluation policy θ, acting as every collector does
     probe.close()
     flat = FlatParams(list(policy.parameters()))
     flat.param.share_memory_()  # the policy's parameters are views of it: they follow it into shared memory
@@ -208,7 +207,7 @@ def train(env_id: str, params: A3CParams, *, seed: int, timesteps: int, recorder
     workers = [ctx.Process(target=_worker, name=f"a3c-worker-{i}", daemon=True,
                            args=(i, env_id, p, seed, timesteps, flat.param.data, opt, counters, out, stop))
                for i in range(p.n_workers)]
-    policy_fn = savable(_policy_fn(policy, norm, space), policy, norm)
+    policy_fn = savable(acting.policy_fn(), policy, norm)
     try:
         for w in workers:
             w.start()
@@ -251,16 +250,3 @@ def train(env_id: str, params: A3CParams, *, seed: int, timesteps: int, recorder
                 w.join(timeout=5)
         out.cancel_join_thread()
         out.close()
-
-
-def _policy_fn(policy: Any, norm: Normalizer, space: Any) -> Callable[[np.ndarray], np.ndarray]:
-    """The deterministic policy θ on raw observations, for evaluation in the parent."""
-    continuous = not policy.discrete
-
-    def act(raw: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            o = torch.as_tensor(norm.obs(raw, update=False).astype(np.float32, copy=False))
-            a = policy.dist(o).mode().numpy()
-        return np.clip(a, space.low, space.high) if continuous else a
-
-    return act

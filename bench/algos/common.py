@@ -5,8 +5,7 @@
 - :class:`FlatParams`: parameters and gradients as views of two flat buffers.
 - :class:`Normalizer`: running observation / reward normalisation, VecNormalize's
   algorithm (SB3), so ``normalize:`` means the same for both implementations.
-- :class:`Collector` and :class:`Rollout`: n-step rollouts on a vector env that
-  tell termination from truncation (bootstrap from V(s') on truncation only).
+- :func:`episode_cap` and :func:`clip`: what the collectors (:mod:`bench.algos.collect`) share with them.
 - :func:`gae`: generalised advantage estimation (Schulman et al. 2016).
 - :func:`explained_variance` and :func:`grad_noise_ratio`: diagnostics.
 
@@ -15,7 +14,6 @@ Shapes: ``T`` rollout steps, ``N`` envs, ``B = T * N`` samples.
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Callable, NamedTuple
 
@@ -26,7 +24,6 @@ import torch.nn as nn
 
 from bench.envs import make_vec_env
 
-from bench.algos.npkernel import ActorCriticKernel
 from bench.algos.policy import ActorCritic, make_policy
 
 def pin_one_thread() -> None:
@@ -274,146 +271,6 @@ class Normalizer:
 
 
 # --------------------------------------------------------------------------- #
-# Rollouts
-# --------------------------------------------------------------------------- #
-class Rollout(NamedTuple):
-    """``T`` steps of ``N`` envs. Rewards are as trained on (normalised if enabled)."""
-
-    obs: torch.Tensor  # (T, N, *obs_shape), as the policy saw them
-    actions: torch.Tensor  # (T, N) discrete, (T, N, d) continuous (unclipped samples)
-    logp: torch.Tensor  # (T, N) log π(a|s) at collection time
-    values: torch.Tensor  # (T, N) V(s)
-    rewards: np.ndarray  # (T, N)
-    terminated: np.ndarray  # (T, N) true terminal state: no bootstrap
-    ended: np.ndarray  # (T, N) terminated or truncated: the episode ends here
-    next_values: np.ndarray  # (T, N) V(s') of the true next state (final obs when an episode ended)
-
-
-class Collector:
-    """Steps a vector env with the current policy, ``n_steps`` at a time.
-
-    The env must use ``AutoresetMode.SAME_STEP`` (:func:`bench.envs.make_vec_env`'s
-    default): a finished sub-env is reset inside ``step()`` and its last
-    observation is in ``info["final_obs"]``, which we need to bootstrap
-    V(s') on truncation (Pardo et al. 2018, "Time Limits in RL").
-
-    With a ``kernel`` (:class:`bench.algos.npkernel.ActorCriticKernel`) the policy
-    acts through NumPy on the same parameters, sampling from ``rng``; otherwise
-    through torch, sampling from torch's generator.
-
-    A gSDE policy (``policy.use_sde``) gets new noise matrices at the start of every rollout and, with
-    ``sde_sample_freq`` k > 0, before every k-th step of it, as SB3's ``collect_rollouts``; it acts
-    through torch (the NumPy kernel has no gSDE).
-
-    One known difference from SB3's ``VecNormalize`` + ``collect_rollouts`` (kept, see
-    docs/parity.md, "Differences, line by line"): a truncated episode's final observation is
-    normalised with the statistics *before* this step's update, SB3's after it. The two
-    differ by one batch of ``n_envs`` observations in a running count of every observation
-    seen, at least a time limit's worth per env at the first truncation: the normalised
-    final observation moves by about 1/(time limit) of the batch's deviation from the running
-    mean then (MountainCar 1/200, MuJoCo 1/1000), and less at every later one. Changing it
-    would change every seed of every normalised run with time limits.
-    """
-
-    def __init__(self, envs: gym.vector.VectorEnv, policy: ActorCritic, normalizer: Normalizer, *, seed: int,
-                 device: torch.device = torch.device("cpu"), kernel: "ActorCriticKernel | None" = None,
-                 rng: np.random.Generator | None = None, sde_sample_freq: int = -1):
-        self.envs, self.policy, self.norm, self.device = envs, policy, normalizer, device
-        self.kernel = kernel
-        self.sde = getattr(policy, "use_sde", False)
-        if self.sde and kernel is not None:
-            raise ValueError("a gSDE policy acts through torch; the NumPy kernel has no state-dependent noise")
-        self.sde_sample_freq = sde_sample_freq
-        self.rng = rng if rng is not None else np.random.default_rng(seed)
-        space = envs.single_action_space
-        self.continuous = isinstance(space, gym.spaces.Box)
-        self.low = space.low if self.continuous else None
-        self.high = space.high if self.continuous else None
-        self.act_shape = space.shape if self.continuous else ()
-        raw, _ = envs.reset(seed=seed)  # sub-env i gets seed + i, as SB3's DummyVecEnv
-        self.obs = self._prep(normalizer.obs(raw, update=True))
-
-    def _prep(self, obs: np.ndarray) -> np.ndarray:
-        # Vector observations are float32 for the networks (MuJoCo returns float64); pixels stay uint8.
-        return obs if obs.dtype == np.uint8 else obs.astype(np.float32, copy=False)
-
-    def _t(self, x: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(x, device=self.device)
-
-    def _act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sample from π(·|obs): ``(actions, log π, V)`` as NumPy arrays."""
-        if self.kernel is not None:
-            return self.kernel.act(obs, self.rng)
-        pd, v = self.policy.dist_value(self._t(obs))
-        a = pd.sample()
-        return a.cpu().numpy(), pd.log_prob(a).cpu().numpy(), v.cpu().numpy()
-
-    def _value(self, obs: np.ndarray) -> np.ndarray:
-        if self.kernel is not None:
-            return self.kernel.value(obs)
-        return self.policy.value(self._t(obs)).cpu().numpy()
-
-    def collect(self, n_steps: int) -> Rollout:
-        n = self.envs.num_envs
-        obs_buf = np.empty((n_steps, *self.obs.shape), dtype=self.obs.dtype)
-        act_buf = np.empty((n_steps, n, *self.act_shape), dtype=np.float32 if self.continuous else np.int64)
-        logp_buf = np.empty((n_steps, n), dtype=np.float32)
-        val_buf = np.empty((n_steps + 1, n), dtype=np.float32)
-        rew = np.empty((n_steps, n), dtype=np.float32)
-        term = np.empty((n_steps, n), dtype=np.float32)
-        ended = np.empty((n_steps, n), dtype=np.float32)
-        final_values: list[tuple[int, np.ndarray, np.ndarray]] = []  # (t, env mask, V(final_obs))
-        with torch.inference_mode():
-            for t in range(n_steps):
-                if self.sde and (t == 0 or (self.sde_sample_freq > 0 and t % self.sde_sample_freq == 0)):
-                    self.policy.reset_noise(n)
-                obs_buf[t] = self.obs
-                a, logp_buf[t], val_buf[t] = self._act(self.obs)
-                act_buf[t] = a
-                # The env gets actions clipped to its bounds; the log-prob stays that of the unclipped sample.
-                env_a = clip(a, self.low, self.high) if self.continuous else a
-                raw, r, te, tr, info = self.envs.step(env_a)
-                done = te | tr
-                rew[t] = self.norm.reward(r, done)
-                term[t], ended[t] = te, done
-                if tr.any():
-                    mask = tr & ~te
-                    if mask.any():
-                        fo = self._prep(self.norm.obs(np.stack(info["final_obs"][mask]), update=False))
-                        final_values.append((t, mask, self._value(fo)))
-                self.obs = self._prep(self.norm.obs(raw, update=True))
-            val_buf[n_steps] = self._value(self.obs)
-        next_values = val_buf[1:].copy()
-        for t, mask, v in final_values:
-            next_values[t, mask] = v
-        dev = self.device
-        return Rollout(
-            obs=torch.from_numpy(obs_buf).to(dev),
-            actions=torch.from_numpy(act_buf).to(dev),
-            logp=torch.from_numpy(logp_buf).to(dev),
-            values=torch.from_numpy(val_buf[:-1]).to(dev),
-            rewards=rew,
-            terminated=term,
-            ended=ended,
-            next_values=next_values,
-        )
-
-    def policy_fn(self) -> Callable[[np.ndarray], np.ndarray]:
-        """The deterministic policy on raw observations, for evaluation (stats frozen)."""
-
-        def act(raw: np.ndarray) -> np.ndarray:
-            obs = self._prep(self.norm.obs(raw, update=False))
-            if self.kernel is not None:
-                a = self.kernel.mode(obs)
-            else:
-                with torch.inference_mode():
-                    a = self.policy.dist(self._t(obs)).mode().cpu().numpy()
-            return np.clip(a, self.low, self.high) if self.continuous else a
-
-        return act
-
-
-# --------------------------------------------------------------------------- #
 # Advantages and diagnostics
 # --------------------------------------------------------------------------- #
 def gae(
@@ -474,26 +331,3 @@ def grad_noise_ratio(loss_of: Callable[[torch.Tensor], torch.Tensor], params: li
     mean = G.mean(0)
     var = (G - mean).pow(2).sum(1).mean()
     return float(var / mean.pow(2).sum().clamp_min(1e-20))
-
-
-def linear(value: float, kind: str, progress_remaining: float) -> float:
-    """A schedule's value: ``constant``, or ``linear`` decay to 0 (SB3 / zoo ``lin_X``)."""
-    return value * progress_remaining if kind == "linear" else value
-
-
-def ent_coef_at(p: Any, progress_remaining: float) -> float:
-    """The entropy-bonus weight at ``progress_remaining`` (1 at the start of training, → 0 at its end),
-    from ``p.ent_coef`` and ``p.ent_schedule``:
-
-    - constant: c₀;
-    - linear: c₀ · progress_remaining (to 0 at the end, as the zoo's ``lin_X``);
-    - exponential: c₀ · exp(−k · (1 − progress_remaining)), k = ``p.ent_schedule_rate``
-      (ends at c₀·e⁻ᵏ; halves every ln 2 / k of the budget).
-
-    Decaying the bonus keeps early exploration without holding a collapsed
-    policy's log-std up late in training (issue 15's HalfCheetah story).
-    """
-    c0 = p.ent_coef
-    if p.ent_schedule == "exponential":
-        return c0 * math.exp(-p.ent_schedule_rate * (1.0 - progress_remaining))
-    return linear(c0, p.ent_schedule, progress_remaining)

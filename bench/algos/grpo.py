@@ -26,17 +26,19 @@ reference, so the reference sees today's scaling of the inputs it was trained on
 from __future__ import annotations
 
 import copy
-from typing import Callable, NamedTuple
+from typing import Any, NamedTuple
 
-import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
 
 from bench.algos.checkpoint import savable
-from bench.algos.common import Normalizer, episode_cap, linear, pick_device, seed_everything
+from bench.algos.collect import Group, GroupCollector
+from bench.algos.common import Normalizer, episode_cap, pick_device, seed_everything
+from bench.algos.loop import Schedule, Steps, drive
 from bench.algos.hyperparams import GRPOParams
 from bench.algos.policy import ActorCritic, make_policy
+from bench.algos.sequence_policy import SequenceActorCritic, episode_scores, reward_model_parameters, sft_reference
 from bench.envs import make_vec_env
 from bench.run.record import RecorderProtocol
 
@@ -124,76 +126,8 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor
 
 
 # --------------------------------------------------------------------------- #
-# Groups of episodes from one initial state
+# The frozen reference
 # --------------------------------------------------------------------------- #
-class Group(NamedTuple):
-    """G whole episodes from one reset seed; step arrays are concatenated episode after episode."""
-
-    obs: np.ndarray  # (B, *obs_shape), as the policy saw them
-    actions: np.ndarray  # (B,) or (B, d), unclipped samples
-    rewards: list[np.ndarray]  # G arrays (T_i,), raw env rewards
-    lengths: np.ndarray  # (G,)
-
-
-class GroupCollector:
-    """Plays a group: every sub-env of a G-env vector env is reset with one seed, then the active
-    ones step together (the policy sees them as one batch) until every episode has ended."""
-
-    def __init__(self, envs: gym.vector.SyncVectorEnv, policy: ActorCritic, normalizer: Normalizer,
-                 device: torch.device):
-        self.envs, self.policy, self.norm, self.device = envs, policy, normalizer, device
-        space = envs.single_action_space
-        self.continuous = isinstance(space, gym.spaces.Box)
-        self.low = space.low if self.continuous else None
-        self.high = space.high if self.continuous else None
-
-    def play(self, seed: int, max_steps: int | None = None) -> Group | None:
-        """A group from reset seed ``seed``; None when its episodes are still going after ``max_steps`` steps in
-        all (:func:`~bench.algos.common.episode_cap`): cut at the budget, it is dropped (see :func:`train`)."""
-        subs = self.envs.envs
-        taken = 0
-        n = len(subs)
-        raw = np.stack([e.reset(seed=seed)[0] for e in subs])  # the same initial state G times
-        obs = self.norm.obs(raw, update=True)
-        steps: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(n)]
-        active = np.ones(n, dtype=bool)
-        with torch.inference_mode():
-            while active.any():
-                idx = np.flatnonzero(active)
-                o = obs[idx].astype(np.float32, copy=False)
-                a = self.policy.dist(torch.as_tensor(o, device=self.device)).sample().cpu().numpy()
-                env_a = np.clip(a, self.low, self.high) if self.continuous else a
-                for j, i in enumerate(idx):
-                    r_obs, r, te, tr, _ = subs[i].step(env_a[j])
-                    steps[i].append((o[j], a[j], float(r)))
-                    raw[i] = r_obs
-                    if te or tr:
-                        active[i] = False
-                taken += len(idx)
-                if max_steps is not None and taken >= max_steps and active.any():
-                    return None
-                if active.any():
-                    live = np.flatnonzero(active)
-                    obs[live] = self.norm.obs(raw[live], update=True)
-        return Group(
-            obs=np.stack([s[0] for ep in steps for s in ep]),
-            actions=np.stack([s[1] for ep in steps for s in ep]),
-            rewards=[np.array([s[2] for s in ep]) for ep in steps],
-            lengths=np.array([len(ep) for ep in steps]),
-        )
-
-    def policy_fn(self) -> Callable[[np.ndarray], np.ndarray]:
-        """The deterministic policy on raw observations, for evaluation (stats frozen)."""
-
-        def act(raw: np.ndarray) -> np.ndarray:
-            with torch.inference_mode():
-                o = torch.as_tensor(self.norm.obs(raw, update=False).astype(np.float32, copy=False), device=self.device)
-                a = self.policy.dist(o).mode().cpu().numpy()
-            return np.clip(a, self.low, self.high) if self.continuous else a
-
-        return act
-
-
 def reference_policy(policy: ActorCritic, checkpoint: str | None) -> ActorCritic:
     """A frozen copy of ``policy``'s actor: the policy as it is now, or loaded from ``checkpoint``."""
     ref = copy.deepcopy(policy)
@@ -210,6 +144,21 @@ def reference_policy(policy: ActorCritic, checkpoint: str | None) -> ActorCritic
     return ref
 
 
+def policy_and_reference(env_id: str, p: GRPOParams, policy: ActorCritic, device: torch.device) -> tuple[Any, Any]:
+    """The trained policy and its frozen reference. ``policy: mlp``: ``policy`` (from
+    :func:`~bench.algos.policy.make_policy`) without its critic, which GRPO has no use for, and
+    :func:`reference_policy`. ``policy: sequence`` (the language-model setting: G answers to one prompt):
+    two copies of the task's SFT reference, one trained (its value head carried, never trained), one frozen."""
+    if p.policy != "sequence":
+        policy.vf = None  # no memory held for a critic
+        return policy, reference_policy(policy, p.ref_checkpoint)
+    sft = sft_reference(env_id)
+    policy, ref = SequenceActorCritic(sft).to(device), SequenceActorCritic(sft).to(device)
+    ref.requires_grad_(False)
+    policy.net.value.requires_grad_(False)
+    return policy, ref
+
+
 # --------------------------------------------------------------------------- #
 # Training
 # --------------------------------------------------------------------------- #
@@ -222,37 +171,22 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
     envs = make_vec_env(env_id, p.group_size, recorder=recorder, vec_env=p.vec_env)
     norm = Normalizer(envs.single_observation_space.shape, p.group_size, p.gamma, obs=p.normalize_obs, reward=False)
     policy = make_policy(envs, p).to(device)
-    seq = p.policy == "sequence"
-    if seq:
-        # The language-model setting: G answers to one prompt, from the task's SFT reference, kept frozen.
-        from bench.algos.sequence_policy import (SequenceActorCritic, drain_episode_infos, reward_model_parameters,
-                                                 sft_reference)
-
-        sft = sft_reference(env_id)
-        policy, ref = SequenceActorCritic(sft).to(device), SequenceActorCritic(sft).to(device)
-        ref.requires_grad_(False)
-        policy.net.value.requires_grad_(False)  # no critic here: its head is carried, never trained
-    else:
-        # GRPO has no critic: drop the one ActorCritic builds, so no memory is held for it.
-        policy.vf = None
-        ref = reference_policy(policy, p.ref_checkpoint)
+    policy, ref = policy_and_reference(env_id, p, policy, device)
     trained = [q for q in policy.parameters() if q.requires_grad]
     optimizer = torch.optim.Adam(trained, lr=p.learning_rate)
     recorder.note_models(trained, [optimizer],
-                         other=[*ref.parameters(), *(reward_model_parameters(envs) if seq else ())])
+                         other=[*ref.parameters(), *reward_model_parameters(envs)])  # a preference task's
     collector = GroupCollector(envs, policy, norm, device)
 
-    while recorder.steps < timesteps:
-        lr = linear(p.learning_rate, p.lr_schedule, max(0.0, 1.0 - recorder.steps / timesteps))
-        for g in optimizer.param_groups:
-            g["lr"] = lr
+    budget = Steps(timesteps)
 
+    def update(s: Schedule) -> dict[str, float] | None:
         # -- groups and their advantages -----------------------------------------
         # On an env whose episodes need not end, the update stops one rollout past the budget. A group cut
         # there is dropped: its advantages compare whole episodes' returns (Shao et al. 2024, eq. 3), and a
         # cut one has none, nor a critic to bootstrap from. The groups completed before it make the last
         # update, and the run ends.
-        cap = episode_cap(envs, timesteps - recorder.steps, p.groups_per_update * p.group_size,
+        cap = episode_cap(envs, budget.left, p.groups_per_update * p.group_size,
                           episodes_per_env=p.groups_per_update)
         groups: list[Group] = []
         for _ in range(p.groups_per_update):
@@ -260,9 +194,12 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
             if g is None:
                 break
             groups.append(g)
-        cut = len(groups) < p.groups_per_update
+        # The recorder counts every env step taken, a dropped group's too.
+        budget.spend(recorder.steps - budget.done)
+        if len(groups) < p.groups_per_update:
+            budget.stop()  # cut at the budget: this update is the last
         if not groups:
-            break
+            return None
         if p.advantage in ("outcome", "rloo", "mean"):
             disc = [np.array([(r * p.gamma ** np.arange(len(r))).sum() for r in g.rewards]) for g in groups]
             a_ep = (group_advantages(np.stack(disc)) if p.advantage == "outcome"
@@ -306,7 +243,7 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
             "policy/entropy": float(m[3]),
             "policy/approx_kl": approx_kl,
             "grad/norm": float(np.mean(gnorms)),
-            "train/learning_rate": lr,
+            **s.diagnostics(p),
             "train/episodes": float(len(lengths)),
             "train/batch_steps": float(len(adv_np)),
             # Mean within-group std of the returns: 0 means no group tells its episodes apart (no signal).
@@ -314,14 +251,9 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
         }
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
-        if seq:
-            done = drain_episode_infos(envs)
-            for name in ("exact_match", "true_score", "proxy_score"):
-                vals = [float(i[name]) for i in done if name in i]
-                if vals:
-                    diag[f"seq/{name}"] = float(np.mean(vals))
-        recorder.diagnostics(diag)
-        recorder.after_update(savable(collector.policy_fn(), policy, norm))
-        if cut:
-            break
+        diag.update(episode_scores(envs))  # a sequence task's exact match and scores; none elsewhere
+        return diag
+
+    drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
+          optimizers=[optimizer])
     envs.close()

@@ -36,9 +36,10 @@ import torch
 from torch.nn.utils import parameters_to_vector
 
 from bench.algos.checkpoint import savable
-from bench.algos.common import (Collector, FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio,
-                                linear, setup)
-from bench.algos.npkernel import ActorCriticKernel, use_kernel
+from bench.algos.collect import rollout_collector
+from bench.algos.common import FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio, setup
+from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
+from bench.algos.npkernel import ActorCriticKernel
 from bench.algos.policy import ActorCritic, CategoricalPd, GaussianPd, Pd
 from bench.algos.hyperparams import NPGParams
 from bench.run.record import RecorderProtocol
@@ -239,21 +240,16 @@ def train_natural(env_id: str, p: Any, step_fn: PolicyStep, prefix: str, *, seed
     recorder.note_models(policy.parameters(), [optimizer])
     # Small MLPs on the CPU act and fit the critic through NumPy (npkernel.py says why). The
     # policy step stays in torch: the Fisher-vector products need double backward.
-    kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
-    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng,
-                          sde_sample_freq=p.sde_sample_freq)
+    collector = rollout_collector(envs, policy, norm, p, seed=seed, device=device, rng=rng)
+    kern = collector.kernel
 
     # Derived sizes, in one place.
-    batch = p.n_steps * p.n_envs
-    n_iters = math.ceil(timesteps / batch)
+    budget = Rollouts(timesteps, p.n_steps * p.n_envs)
+    batch = budget.batch
     n_sub = len(range(0, batch, p.sub_sampling_factor))  # samples in the policy step
-    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    gen = torch_generator(rng)
 
-    for it in range(n_iters):
-        lr = linear(p.learning_rate, p.lr_schedule, 1.0 - it / n_iters)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-
+    def update(s: Schedule) -> dict[str, float]:
         # -- rollout and advantages -------------------------------------------
         ro = collector.collect(p.n_steps)
         values_np = ro.values.cpu().numpy()
@@ -298,14 +294,16 @@ def train_natural(env_id: str, p: Any, step_fn: PolicyStep, prefix: str, *, seed
             **({"trpo/line_search_iters": float(step.line_search_iters)} if prefix == "trpo" else {}),
             "value/explained_variance": explained_variance(values_np, ret_np),
             "grad/norm": step.grad_norm,
-            "train/learning_rate": lr,
+            **s.diagnostics(p),
         }
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
         if noise is not None:
             diag["grad/noise_ratio"] = noise
-        recorder.diagnostics(diag)
-        recorder.after_update(savable(collector.policy_fn(), policy, norm))
+        return diag
+
+    drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
+          optimizers=[optimizer])
     envs.close()
 
 

@@ -23,17 +23,19 @@ last update of a budget that is a whole number of rollouts has learning rate 0).
 
 from __future__ import annotations
 
-import math
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from bench.algos.checkpoint import savable
-from bench.algos.common import (Collector, FlatParams, ent_coef_at, explained_variance, fused_adam_step, gae,
-                                grad_noise_ratio, linear, setup)
-from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
+from bench.algos.collect import Rollout, rollout_collector
+from bench.algos.common import FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio, setup
+from bench.algos.loop import Rollouts, Schedule, drive, linear, torch_generator
+from bench.algos.npkernel import ActorCriticKernel, standardize
 from bench.algos.policy import PGStats
 from bench.algos.hyperparams import PPOParams
+from bench.algos.sequence_policy import PolicyTerms, policy_terms
 from bench.run.record import RecorderProtocol
 
 
@@ -62,17 +64,79 @@ def ppo_losses(
     return pg_loss, v_loss, clip_frac
 
 
+class Batch(NamedTuple):
+    """One rollout as ``B = n_steps × n_envs`` samples with its GAE(λ) advantages and returns: what the
+    epochs of minibatches reuse. Tensors ``(B, ...)``; ``adv`` and ``ret`` are the same as NumPy ``(B,)``."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    old_logp: torch.Tensor
+    old_values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    adv: np.ndarray
+    ret: np.ndarray
+    values: np.ndarray  # (T, N) V(s) at collection time
+
+
+def rollout_batch(ro: Rollout, rewards: np.ndarray, p: PPOParams, device: torch.device) -> Batch:
+    """GAE(λ) on the rollout ``ro`` with ``rewards`` (``(T, N)``, as the policy's terms shape them), flattened."""
+    batch = ro.rewards.size
+    values_np = ro.values.cpu().numpy()
+    adv_np, ret_np = gae(rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
+    adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
+    return Batch(ro.obs.reshape(batch, *ro.obs.shape[2:]), ro.actions.reshape(batch, *ro.actions.shape[2:]),
+                 ro.logp.reshape(batch), ro.values.reshape(batch), torch.from_numpy(adv_np).to(device),
+                 torch.from_numpy(ret_np).to(device), adv_np, ret_np, values_np)
+
+
+def minibatch_grads(policy: Any, flat: FlatParams, terms: PolicyTerms, b: Batch, idx: torch.Tensor, p: PPOParams, *,
+                    clip: float, ent_coef: float) -> PGStats:
+    """The loss on minibatch ``idx`` of ``b`` and its gradient into ``flat.grad``, through autograd:
+    L = clipped surrogate + c_v · value loss − c_e · entropy (+ the policy's own term)."""
+    pd, values = policy.dist_value(b.obs[idx])
+    logp = pd.log_prob(b.actions[idx])
+    adv = b.advantages[idx]
+    if p.normalize_advantage and len(idx) > 1:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    pg_loss, v_loss, clip_frac = ppo_losses(
+        logp, b.old_logp[idx], adv, values, b.old_values[idx], b.returns[idx],
+        clip, p.clip_range_vf,
+    )
+    entropy = pd.entropy().mean()
+    loss = terms.loss(pg_loss + p.vf_coef * v_loss - ent_coef * entropy, logp, idx)
+    flat.zero_grad()
+    loss.backward()
+    with torch.no_grad():
+        # Low-variance KL estimator k3 = E[(r − 1) − log r] (Schulman 2020, "Approximating KL
+        # divergence", http://joschu.net/blog/kl-approx.html), as SB3 and CleanRL use.
+        log_ratio = logp - b.old_logp[idx]
+        approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
+    return PGStats(float(pg_loss.detach()), float(v_loss.detach()), float(entropy.detach()), approx_kl,
+                   float(clip_frac))
+
+
+def minibatch_grads_numpy(kern: ActorCriticKernel, views: tuple[np.ndarray, ...], b: Batch, idx: torch.Tensor,
+                          p: PPOParams, *, clip: float, ent_coef: float) -> PGStats:
+    """:func:`minibatch_grads` through the NumPy kernel, on ``views`` (obs, actions, old log π, old V) of ``b``."""
+    obs, actions, old_logp, old_values = views
+    i = idx.numpy()
+    adv = b.adv[i]
+    if p.normalize_advantage and len(i) > 1:
+        adv = standardize(adv)
+    return kern.pg_step(obs[i], actions[i], adv, b.ret[i], vf_coef=p.vf_coef, ent_coef=ent_coef,
+                        old_logp=old_logp[i], clip_range=clip, old_values=old_values[i],
+                        clip_range_vf=p.clip_range_vf)
+
+
 def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
     """Train PPO on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
     p = params
     device, rng, envs, norm, policy = setup(env_id, p, seed, recorder)
-    seq = p.policy == "sequence"
-    if seq:
-        # The language-model setting: start from the task's SFT reference, keep it frozen for the KL.
-        from bench.algos.sequence_policy import (SequenceActorCritic, drain_episode_infos, k3_kl,
-                                                 reward_model_parameters, sft_reference)
-
-        policy = SequenceActorCritic(sft_reference(env_id), separate_critic=p.critic == "separate").to(device)
+    # The policy's own terms: none for the MLP policy; the language-model policy brings its frozen SFT
+    # reference, a KL penalty to it and its episode scores (bench.algos.sequence_policy.SequenceTerms).
+    terms = policy_terms(env_id, p, envs, policy, device)
+    policy = terms.policy
     # Adam with eps 1e-5, as SB3's ActorCriticPolicy and the PPO reference code. All
     # parameters live in one flat buffer and the kernel is fused, so clipping and the
     # step are a few ops per minibatch instead of ~10 per parameter tensor.
@@ -80,88 +144,35 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
     flat = FlatParams([q for q in policy.parameters() if q.requires_grad])
     optimizer = torch.optim.Adam([flat.param], lr=p.learning_rate, eps=1e-5, fused=True)
     adam_step = fused_adam_step(optimizer)  # optimizer.step(), bit for bit, without its per-call Python layer
-    # Every model the run holds: the trained policy and value, Adam's state, and in the language-model setting
-    # the frozen reference and the reward models of preference tasks.
+    # Every model the run holds: the trained policy and value, Adam's state, and what the policy keeps frozen.
     recorder.note_models([q for q in policy.parameters() if q.requires_grad], [optimizer],
-                         other=[*policy.reference.parameters(), *reward_model_parameters(envs)] if seq else ())
+                         other=terms.frozen_parameters())
     # Small MLPs on the CPU act and take gradients through NumPy (npkernel.py says why);
-    # the loss is the one ``torch_grads`` below states, checked against it in the tests.
-    kern = ActorCriticKernel(policy) if use_kernel(p.kernel, policy, device) else None
-    collector = Collector(envs, policy, norm, seed=seed, device=device, kernel=kern, rng=rng,
-                          sde_sample_freq=p.sde_sample_freq)
+    # the loss is the one ``minibatch_grads`` states, checked against it in the tests.
+    collector = rollout_collector(envs, policy, norm, p, seed=seed, device=device, rng=rng)
+    kern = collector.kernel
 
     # Derived sizes, in one place.
-    batch = p.n_steps * p.n_envs
-    n_iters = math.ceil(timesteps / batch)
-    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    budget = Rollouts(timesteps, p.n_steps * p.n_envs)
+    batch = budget.batch
+    gen = torch_generator(rng)
 
-    for it in range(n_iters):
-        progress_remaining = 1.0 - it / n_iters
-        lr = linear(p.learning_rate, p.lr_schedule, progress_remaining)
-        for g in optimizer.param_groups:
-            g["lr"] = lr
-        clip = linear(p.clip_range, p.clip_range_schedule, progress_remaining)
-        ent_coef = ent_coef_at(p, progress_remaining)
+    def update(s: Schedule) -> dict[str, float]:
+        clip = linear(p.clip_range, p.clip_range_schedule, s.progress_remaining)
 
         # -- rollout and advantages -------------------------------------------
         ro = collector.collect(p.n_steps)
-        values_np = ro.values.cpu().numpy()
-        rewards = ro.rewards
-        if seq:
-            ref_logp = policy.ref_logp(ro.obs, ro.actions)  # (T, N)
-            kl_tokens = k3_kl(ro.logp, ref_logp)  # ≥ 0 per token, mean KL(π ‖ π_ref)
-            if p.kl_in == "reward" and p.kl_coef > 0:
-                # InstructGPT's per-token penalty, r_t − β (log π(a_t|s_t) − log π_ref(a_t|s_t)).
-                rewards = rewards - p.kl_coef * (ro.logp - ref_logp).cpu().numpy()
-            ref_logp_flat = ref_logp.reshape(batch)
-        adv_np, ret_np = gae(rewards, values_np, ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
-        adv_np, ret_np = adv_np.reshape(batch), ret_np.reshape(batch)
-        obs = ro.obs.reshape(batch, *ro.obs.shape[2:])
-        actions = ro.actions.reshape(batch, *ro.actions.shape[2:])
-        old_logp, old_values = ro.logp.reshape(batch), ro.values.reshape(batch)
-        advantages = torch.from_numpy(adv_np).to(device)
-        returns = torch.from_numpy(ret_np).to(device)
+        b = rollout_batch(ro, terms.rewards(ro), p, device)
+        if kern is not None:  # the kernel's minibatches are zero-copy views of the (CPU) rollout
+            views = tuple(x.numpy() for x in (b.obs, b.actions, b.old_logp, b.old_values))
 
-        def torch_grads(idx: torch.Tensor) -> PGStats:
-            """The loss on minibatch ``idx`` and its gradient into ``flat.grad``, through autograd."""
-            pd, values = policy.dist_value(obs[idx])
-            logp = pd.log_prob(actions[idx])
-            adv = advantages[idx]
-            if p.normalize_advantage and len(idx) > 1:
-                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-            pg_loss, v_loss, clip_frac = ppo_losses(
-                logp, old_logp[idx], adv, values, old_values[idx], returns[idx],
-                clip, p.clip_range_vf,
-            )
-            entropy = pd.entropy().mean()
-            loss = pg_loss + p.vf_coef * v_loss - ent_coef * entropy
-            if seq and p.kl_in == "loss" and p.kl_coef > 0:
-                loss = loss + p.kl_coef * k3_kl(logp, ref_logp_flat[idx]).mean()  # GRPO's placement
-            flat.zero_grad()
-            loss.backward()
-            with torch.no_grad():
-                # Low-variance KL estimator k3 = E[(r − 1) − log r] (Schulman 2020, "Approximating KL
-                # divergence", http://joschu.net/blog/kl-approx.html), as SB3 and CleanRL use.
-                log_ratio = logp - old_logp[idx]
-                approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
-            return PGStats(float(pg_loss.detach()), float(v_loss.detach()), float(entropy.detach()), approx_kl,
-                           float(clip_frac))
-
-        def numpy_grads(idx: torch.Tensor) -> PGStats:
-            """The same, through the NumPy kernel on zero-copy views of the (CPU) rollout."""
-            i = idx.numpy()
-            adv = adv_np[i]
-            if p.normalize_advantage and len(i) > 1:
-                adv = standardize(adv)
-            return kern.pg_step(obs_np[i], act_np[i], adv, ret_np[i], vf_coef=p.vf_coef, ent_coef=ent_coef,
-                                old_logp=old_logp_np[i], clip_range=clip, old_values=old_values_np[i],
-                                clip_range_vf=p.clip_range_vf)
-
-        if kern is not None:
-            obs_np, act_np, old_logp_np, old_values_np = (x.numpy() for x in (obs, actions, old_logp, old_values))
+            def grads(idx: torch.Tensor) -> PGStats:
+                return minibatch_grads_numpy(kern, views, b, idx, p, clip=clip, ent_coef=s.ent_coef)
+        else:
+            def grads(idx: torch.Tensor) -> PGStats:
+                return minibatch_grads(policy, flat, terms, b, idx, p, clip=clip, ent_coef=s.ent_coef)
 
         # -- update: n_epochs of shuffled minibatches ---------------------------
-        grads = numpy_grads if kern is not None else torch_grads
         steps: list[PGStats] = []
         gnorms: list[float] = []
         stop = False
@@ -185,27 +196,22 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
             diag = {"loss/policy": m[0], "loss/value": m[1], "policy/entropy": m[2], "policy/approx_kl": m[3],
                     "policy/clip_fraction": m[4], "grad/norm": float(np.mean(gnorms))}
             diag = {k: float(v) for k, v in diag.items()}
-        diag["value/explained_variance"] = explained_variance(values_np, ret_np)
-        diag["train/learning_rate"] = lr
-        if p.ent_schedule != "constant":
-            diag["train/ent_coef"] = ent_coef
+        diag["value/explained_variance"] = explained_variance(b.values, b.ret)
+        diag.update(s.diagnostics(p))
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
-        if seq:
-            diag["kl/reference"] = float(kl_tokens.mean())
-            done = drain_episode_infos(envs)
-            for name in ("exact_match", "true_score", "proxy_score"):
-                vals = [float(i[name]) for i in done if name in i]
-                if vals:  # means over the episodes that ended in this rollout
-                    diag[f"seq/{name}"] = float(np.mean(vals))
+        diag.update(terms.diagnostics(envs))
         if p.grad_noise_chunks:
-            adv_n = (advantages - advantages.mean()) / (advantages.std() + 1e-8) if p.normalize_advantage else advantages
+            adv = b.advantages
+            adv_n = (adv - adv.mean()) / (adv.std() + 1e-8) if p.normalize_advantage else adv
 
             def pg_loss_of(idx: torch.Tensor) -> torch.Tensor:
-                return -(policy.dist(obs[idx]).log_prob(actions[idx]) * adv_n[idx]).mean()
+                return -(policy.dist(b.obs[idx]).log_prob(b.actions[idx]) * adv_n[idx]).mean()
 
             diag["grad/noise_ratio"] = grad_noise_ratio(pg_loss_of, policy.actor_parameters(), batch,
                                                         p.grad_noise_chunks, gen)
-        recorder.diagnostics(diag)
-        recorder.after_update(savable(collector.policy_fn(), policy, norm))
+        return diag
+
+    drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
+          optimizers=[optimizer])
     envs.close()

@@ -33,17 +33,14 @@ run ends with that batch.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
-
-import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
 
 from bench.algos.checkpoint import savable
-from bench.algos.common import (Normalizer, ent_coef_at, episode_cap, explained_variance, grad_noise_ratio, linear,
-                                setup)
-from bench.algos.policy import ActorCritic
+from bench.algos.collect import EpisodeCollector
+from bench.algos.common import episode_cap, explained_variance, grad_noise_ratio, setup
+from bench.algos.loop import Schedule, Steps, drive, torch_generator
 from bench.algos.hyperparams import REINFORCEParams
 from bench.run.record import RecorderProtocol
 
@@ -96,123 +93,6 @@ def policy_gradient_loss(logp: torch.Tensor, advantages: torch.Tensor) -> torch.
 
 
 # --------------------------------------------------------------------------- #
-# Whole-episode collection
-# --------------------------------------------------------------------------- #
-class EpisodeBatch(NamedTuple):
-    """Whole episodes, concatenated in the order they finished; ``B`` steps in all."""
-
-    obs: torch.Tensor  # (B, *obs_shape), as the policy saw them
-    actions: torch.Tensor  # (B,) discrete, (B, d) continuous (unclipped samples)
-    rewards: np.ndarray  # (B,) as trained on (normalised if enabled)
-    ends: np.ndarray  # (B,) bool: an episode's last step
-    truncated_at: np.ndarray  # (K,) positions of the ends that are truncations (time limits)
-    final_obs: torch.Tensor  # (K, *obs_shape) the observation after each of them
-    n_episodes: int
-    steps: int  # env steps the batch took: B, plus those of episodes cut at the budget and dropped
-
-
-class EpisodeCollector:
-    """Plays whole episodes on a vector env's sub-envs with the current policy.
-
-    Sub-envs are stepped directly (``envs.envs``), so idle ones take no steps;
-    the policy still sees all active envs in one batch. A finished sub-env is
-    reset at once, so its final observation is the one ``step`` returned.
-    """
-
-    def __init__(self, envs: gym.vector.SyncVectorEnv, policy: ActorCritic, normalizer: Normalizer, *, seed: int,
-                 device: torch.device = torch.device("cpu")):
-        self.envs, self.policy, self.norm, self.device = envs, policy, normalizer, device
-        space = envs.single_action_space
-        self.continuous = isinstance(space, gym.spaces.Box)
-        self.low = space.low if self.continuous else None
-        self.high = space.high if self.continuous else None
-        raw, _ = envs.reset(seed=seed)  # sub-env i gets seed + i; later resets continue its own stream
-        self.obs = normalizer.obs(raw, update=True)
-
-    def _t(self, x: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(x, device=self.device)
-
-    def collect(self, min_steps: int, max_steps: int | None = None, keep_cut: bool = True) -> EpisodeBatch | None:
-        """Whole episodes until at least ``min_steps`` steps. At ``max_steps`` (:func:`episode_cap`) the episodes
-        still in flight are cut: kept as truncations (their final observation is the current one) with
-        ``keep_cut``, else dropped. None when nothing is left (every episode was cut and dropped)."""
-        n = self.envs.num_envs
-        subs = self.envs.envs
-        running: list[list[tuple[np.ndarray, torch.Tensor, float]]] = [[] for _ in range(n)]
-        done_eps: list[tuple[list[tuple[np.ndarray, torch.Tensor, float]], np.ndarray | None]] = []
-        active = np.ones(n, dtype=bool)
-        steps = 0
-        with torch.inference_mode():
-            while active.any():
-                idx = np.flatnonzero(active)
-                a = self.policy.dist(self._t(self.obs[idx])).sample().cpu()
-                a_np = a.numpy()
-                env_a = np.clip(a_np, self.low, self.high) if self.continuous else a_np
-                raws, rews, dones, finals = [], np.empty(len(idx)), np.zeros(len(idx), bool), []
-                for j, i in enumerate(idx):
-                    raw, r, te, tr, _ = subs[i].step(env_a[j])
-                    rews[j], dones[j] = r, te or tr
-                    finals.append(raw if tr and not te else None)
-                    if dones[j]:
-                        raw, _ = subs[i].reset()
-                    raws.append(raw)
-                steps += len(idx)
-                rews = self.norm.reward_of(rews, dones, idx)
-                for j, i in enumerate(idx):
-                    running[i].append((self.obs[i].copy(), a[j], float(rews[j])))
-                    if dones[j]:
-                        fo = None if finals[j] is None else self.norm.obs(finals[j][None], update=False)[0]
-                        done_eps.append((running[i], fo))
-                        running[i] = []
-                        if steps >= min_steps:
-                            active[i] = False
-                self.obs[idx] = self.norm.obs(np.stack(raws), update=True)
-                if max_steps is not None and steps >= max_steps:  # the budget cuts what is still in flight
-                    for i in np.flatnonzero(active):
-                        if running[i] and keep_cut:
-                            done_eps.append((running[i], self.obs[i].copy()))
-                        running[i] = []
-                    break
-        if not done_eps:
-            return None
-
-        obs, acts, rews_all, ends, trunc_at, finals_all, pos = [], [], [], [], [], [], 0
-        for ep, fo in done_eps:
-            obs += [o for o, _, _ in ep]
-            acts += [x for _, x, _ in ep]
-            rews_all += [r for _, _, r in ep]
-            e = np.zeros(len(ep), bool)
-            e[-1] = True
-            ends.append(e)
-            pos += len(ep)
-            if fo is not None:
-                trunc_at.append(pos - 1)
-                finals_all.append(fo)
-        shape = self.obs.shape[1:]
-        return EpisodeBatch(
-            obs=self._t(np.stack(obs)),
-            actions=torch.stack(acts).to(self.device),
-            rewards=np.asarray(rews_all, dtype=np.float64),
-            ends=np.concatenate(ends),
-            truncated_at=np.asarray(trunc_at, dtype=np.int64),
-            final_obs=self._t(np.stack(finals_all) if finals_all else np.empty((0, *shape), self.obs.dtype)),
-            n_episodes=len(done_eps),
-            steps=steps,
-        )
-
-    def policy_fn(self) -> Callable[[np.ndarray], np.ndarray]:
-        """The deterministic policy on raw observations, for evaluation (stats frozen)."""
-
-        def act(raw: np.ndarray) -> np.ndarray:
-            with torch.inference_mode():
-                o = self._t(self.norm.obs(raw, update=False))
-                a = self.policy.dist(o).mode().cpu().numpy()
-            return np.clip(a, self.low, self.high) if self.continuous else a
-
-        return act
-
-
-# --------------------------------------------------------------------------- #
 # Training
 # --------------------------------------------------------------------------- #
 def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
@@ -229,22 +109,18 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
 
     # Derived sizes, in one place.
     min_batch = p.n_steps * p.n_envs  # steps per batch at least; the last batch is cut to the budget left
-    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    gen = torch_generator(rng)
 
-    done = 0
-    while done < timesteps:
-        lr = linear(p.learning_rate, p.lr_schedule, 1.0 - done / timesteps)
-        ent_coef = ent_coef_at(p, 1.0 - done / timesteps)
-        for g in optimizer.param_groups:
-            g["lr"] = lr
+    budget = Steps(timesteps)
 
+    def update(s: Schedule) -> dict[str, float] | None:
         # -- episodes and returns ---------------------------------------------
         # A cut episode bootstraps from the critic where there is one, else it is dropped (module docstring).
-        batch = collector.collect(min(min_batch, timesteps - done), episode_cap(envs, timesteps - done, min_batch),
+        batch = collector.collect(min(min_batch, budget.left), episode_cap(envs, budget.left, min_batch),
                                   keep_cut=use_value)
         if batch is None:  # every episode was cut at the budget and dropped: the run is over
-            break
-        done += batch.steps
+            return None
+        budget.spend(batch.steps)
         obs, actions = batch.obs, batch.actions
         bootstrap = np.zeros(len(batch.rewards))
         with torch.no_grad():
@@ -263,7 +139,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
         logp = pd.log_prob(actions)
         pg_loss = policy_gradient_loss(logp, adv)
         entropy = pd.entropy().mean()
-        loss = pg_loss - ent_coef * entropy
+        loss = pg_loss - s.ent_coef * entropy
         if use_value:
             v_loss = (policy.value(obs) - returns).pow(2).mean()
             loss = loss + p.vf_coef * v_loss
@@ -291,17 +167,17 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
             "policy/entropy": float(entropy.detach()),
             "policy/approx_kl": approx_kl,
             "grad/norm": gnorm,
-            "train/learning_rate": lr,
             "train/episodes": float(batch.n_episodes),
             "train/batch_steps": float(len(adv)),
+            **s.diagnostics(p),
         })
-        if p.ent_schedule != "constant":
-            diag["train/ent_coef"] = ent_coef
         if use_value:
             diag["loss/value"] = float(v_loss.detach())
             diag["value/explained_variance"] = explained_variance(values.cpu().numpy(), ret_np)
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
-        recorder.diagnostics(diag)
-        recorder.after_update(savable(collector.policy_fn(), policy, norm))
+        return diag
+
+    drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
+          optimizers=[optimizer])
     envs.close()

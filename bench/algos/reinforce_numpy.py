@@ -41,7 +41,8 @@ from typing import Any, Callable, NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from bench.algos.common import Normalizer, ent_coef_at, episode_cap, explained_variance, linear
+from bench.algos.common import Normalizer, episode_cap, explained_variance
+from bench.algos.loop import Schedule, Steps, drive
 from bench.algos.hyperparams import REINFORCEParams
 from bench.envs import make_vec_env
 from bench.run.record import RecorderProtocol, SavablePolicy
@@ -321,20 +322,20 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
     min_batch = p.n_steps * p.n_envs
     use_value = p.baseline == "value"
 
-    done = 0
-    while done < timesteps:
-        progress_remaining = 1.0 - done / timesteps
-        optimizer.lr = linear(p.learning_rate, p.lr_schedule, progress_remaining)
-        ent_coef = ent_coef_at(p, progress_remaining)
+    budget = Steps(timesteps)
+
+    def update(s: Schedule) -> dict[str, float] | None:
+        nonlocal obs, w_value
+        optimizer.lr = s.learning_rate  # this module's own Adam (no torch param_groups for the driver to set)
 
         # -- episodes, returns and advantages -----------------------------------
         # A cut episode (an env without a time limit) bootstraps from the linear baseline where there is one,
         # else it is dropped, as bench.algos.reinforce does and says why.
-        batch, obs = collect_episodes(envs, policy, norm, obs, min(min_batch, timesteps - done), rng,
-                                      episode_cap(envs, timesteps - done, min_batch), keep_cut=use_value)
+        batch, obs = collect_episodes(envs, policy, norm, obs, min(min_batch, budget.left), rng,
+                                      episode_cap(envs, budget.left, min_batch), keep_cut=use_value)
         if batch is None:  # every episode was cut at the budget and dropped: the run is over
-            break
-        done += batch.steps
+            return None
+        budget.spend(batch.steps)
         values = batch.phi @ w_value if use_value else np.zeros(len(batch.rewards))
         bootstrap = np.where(batch.truncated, batch.final_phi @ w_value, 0.0) if use_value \
             else np.zeros(len(batch.rewards))
@@ -343,7 +344,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
                             normalize_returns=p.normalize_returns, normalize_advantage=p.normalize_advantage)
 
         # -- one gradient step (ascent), then refit the baseline ------------------
-        grads = policy.gradient(batch.phi, batch.actions, adv, ent_coef)
+        grads = policy.gradient(batch.phi, batch.actions, adv, s.ent_coef)
         gnorm = float(np.sqrt(sum(float((g * g).sum()) for g in grads)))
         if p.max_grad_norm is not None and gnorm > p.max_grad_norm:
             grads = [g * (p.max_grad_norm / (gnorm + 1e-6)) for g in grads]
@@ -360,19 +361,18 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
             "policy/entropy": entropy,
             "policy/approx_kl": float((np.exp(log_ratio) - 1 - log_ratio).mean()),  # k3, as reinforce.py
             "grad/norm": gnorm,
-            "train/learning_rate": optimizer.lr,
             "train/episodes": float(batch.n_episodes),
             "train/batch_steps": float(len(adv)),
+            **s.diagnostics(p),
         }
-        if p.ent_schedule != "constant":
-            diag["train/ent_coef"] = ent_coef
         if use_value:  # the baseline's error on this batch, before it is refitted to it
             diag["loss/value"] = float(((returns - values) ** 2).mean())
             diag["value/explained_variance"] = explained_variance(values, returns)
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.mean())
-        recorder.diagnostics(diag)
-        recorder.after_update(policy_fn(policy, norm, space))
+        return diag
+
+    drive(budget, p, update, recorder, policy=lambda: policy_fn(policy, norm, space))
     envs.close()
 
 
