@@ -30,7 +30,7 @@ from bench.algos.search import Dim
 from bench.traits import ACTIONS
 
 __all__ = ["AlgoSpec", "ALGOS", "CellFacts", "Refusal", "register", "unregister", "spec", "IMPLS", "PARAMS", "ZOO",
-           "ZOO_TIMESTEPS", "AVAILABLE", "View", "DEFAULT_SPACES", "OFF_POLICY_ACTIONS", "names", "rollout_minimum",
+           "ZOO_TIMESTEPS", "AVAILABLE", "View", "DEFAULT_SPACES", "OFF_POLICY_ACTIONS", "names", "BudgetMinimum", "rollout_minimum",
            "phase_minimum", "vector_obs_only", "learns_within_budget"]
 
 #: The implementations a built-in algorithm can have: the project's own, SB3's, the pure-NumPy one.
@@ -76,22 +76,28 @@ class Refusal:
 Check = Callable[[CellFacts], "Refusal | None"]
 
 
-def rollout_minimum(f: CellFacts) -> Refusal | None:
-    """An on-policy run updates once per rollout of ``n_envs × n_steps`` steps: a smaller budget never updates."""
-    rollout = int(f.hyperparams.get("n_envs", 1)) * int(f.hyperparams.get("n_steps", 1))
-    if f.timesteps >= rollout:
-        return None
-    return Refusal("timesteps", f"budget is smaller than one rollout of {f.label} on {f.env} (n_envs × n_steps = "
-                                f"{rollout}); allowed: >= {rollout}", f.timesteps)
+@dataclass(frozen=True)
+class BudgetMinimum:
+    """A check: the budget holds at least one unit of ``n_envs × <per_env>`` steps, the run's smallest step.
+
+    A dataclass, not a closure, so that a spec that holds it pickles (a cell carries its spec to the worker).
+    """
+
+    per_env: str
+    unit: str
+
+    def __call__(self, f: CellFacts) -> Refusal | None:
+        need = int(f.hyperparams.get("n_envs", 1)) * int(f.hyperparams.get(self.per_env, 1))
+        if f.timesteps >= need:
+            return None
+        return Refusal("timesteps", f"budget is smaller than {self.unit} of {f.label} on {f.env} (n_envs × "
+                                    f"{self.per_env} = {need}); allowed: >= {need}", f.timesteps)
 
 
-def phase_minimum(f: CellFacts) -> Refusal | None:
-    """An off-policy run has no rollout: its unit is one training phase, ``train_freq`` steps per env."""
-    phase = int(f.hyperparams.get("n_envs", 1)) * int(f.hyperparams.get("train_freq", 1))
-    if f.timesteps >= phase:
-        return None
-    return Refusal("timesteps", f"budget is smaller than one training phase of {f.label} on {f.env} (n_envs × "
-                                f"train_freq = {phase}); allowed: >= {phase}", f.timesteps)
+#: An on-policy run updates once per rollout of ``n_envs × n_steps`` steps: a smaller budget never updates.
+rollout_minimum = BudgetMinimum("n_steps", "one rollout")
+#: An off-policy run has no rollout: its unit is one training phase, ``train_freq`` steps per env.
+phase_minimum = BudgetMinimum("train_freq", "one training phase")
 
 
 def vector_obs_only(f: CellFacts) -> Refusal | None:
