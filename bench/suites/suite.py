@@ -75,8 +75,10 @@ from bench.suites.schema import (
     EvalSpec,
     Expectation,
     Resources,
+    SaveMode,
     Suite,
     Traits,
+    VecEnvMode,
     json_schema,
     merge_resources,
 )
@@ -86,10 +88,11 @@ from bench.suites.spaces import check_tune
 # algorithm registry: importers keep ``from bench.suites.suite import ...``.
 __all__ = ["ALGOS", "AVAILABLE", "IMPLS", "OFF_POLICY_ACTIONS", "BENCH_ONLY", "NUMPY_UNUSED", "CLAIM_MEASURES",
            "DIAG_POINTS", "KEY_VERSION", "MAX_CELLS", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INT32", "MAX_LABEL",
-           "MAX_MEMORY_MB", "MAX_NODES", "MAX_STRING", "MAX_TIMESTEPS", "MAX_WALL_MINUTES", "FILTER_KEYS", "AlgoEntry",
-           "Cell", "Claim", "Defaults", "EnvEntry", "EvalSpec", "Expectation", "LoadedSuite", "Outputs", "Resources",
-           "Suite", "SuiteError", "Traits", "cell_key", "did_you_mean", "json_schema", "load_suite", "matches_only",
-           "merge_resources", "one_line", "parse_only", "select", "names"]
+           "MAX_MEMORY_MB", "MAX_NODES", "MAX_STRING", "MAX_TIMESTEPS", "MAX_WALL_MINUTES", "FILTER_KEYS",
+           "AlgoEntry", "Cell", "Claim", "Defaults", "EnvEntry", "EvalSpec", "Expectation", "LoadedSuite",
+           "Outputs", "Resources", "SaveMode", "Suite", "SuiteError", "Traits", "VecEnvMode", "cell_key",
+           "did_you_mean", "json_schema", "load_suite", "matches_only", "merge_resources", "one_line",
+           "parse_only", "select", "names"]
 
 
 def load_suite(path: str | Path, overrides: Sequence[str] = ()) -> LoadedSuite:
