@@ -128,6 +128,8 @@ def test_the_registry_is_the_only_declaration(tmp_path, toy):
         load_suite(sb3)
     with pytest.raises(ValueError, match="already registered"):
         register(AlgoSpec("toy", toy.ToyParams, {"bench": "toy_algo:train"}))
+    with pytest.raises(ValueError, match="cannot be written in a suite"):
+        register(AlgoSpec("Toy-2", toy.ToyParams, {"bench": "toy_algo:train"}))
     registry.unregister("toy")
     assert "toy" not in PARAMS and "toy" not in AVAILABLE
     with pytest.raises(SuiteError, match="algorithms\\[0\\]\\.algo: unknown algorithm; allowed: reinforce, "):

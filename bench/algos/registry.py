@@ -17,6 +17,7 @@ registry (as suite validation does) imports no torch and no SB3.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
@@ -29,9 +30,9 @@ from bench.algos.offpolicy_params import OFF_POLICY_PARAMS, ZOO_OFF_POLICY, ZOO_
 from bench.algos.search import Dim
 from bench.traits import ACTIONS
 
-__all__ = ["AlgoSpec", "ALGOS", "CellFacts", "Refusal", "register", "unregister", "spec", "IMPLS", "PARAMS", "ZOO",
-           "ZOO_TIMESTEPS", "AVAILABLE", "View", "DEFAULT_SPACES", "OFF_POLICY_ACTIONS", "names", "BudgetMinimum", "rollout_minimum",
-           "phase_minimum", "vector_obs_only", "learns_within_budget"]
+__all__ = ["AlgoSpec", "ALGOS", "CellFacts", "Refusal", "register", "unregister", "spec", "names", "IMPLS", "PARAMS",
+           "ZOO", "ZOO_TIMESTEPS", "AVAILABLE", "DEFAULT_SPACES", "OFF_POLICY_ACTIONS", "View", "BudgetMinimum",
+           "rollout_minimum", "phase_minimum", "vector_obs_only", "learns_within_budget"]
 
 #: The implementations a built-in algorithm can have: the project's own, SB3's, the pure-NumPy one.
 #: (A plugin's is ``python``: :mod:`bench.algos.plugins`.)
@@ -231,8 +232,11 @@ ALGOS: dict[str, AlgoSpec] = {s.name: s for s in [
 def register(algo: AlgoSpec) -> None:
     """Declare an algorithm: from now on suites, the runner, ``bench tune`` and the help read it.
 
-    :raises ValueError: the name is taken, or names no implementation.
+    :raises ValueError: the name is taken or is not one a suite can write, or the spec names no implementation.
     """
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", algo.name):
+        raise ValueError(f"algorithm name {algo.name!r} cannot be written in a suite; allowed: a lowercase letter, "
+                         "then up to 31 lowercase letters, digits or _")
     if algo.name in ALGOS:
         raise ValueError(f"algorithm {algo.name!r} is already registered; give it its own name")
     if not algo.impls:
