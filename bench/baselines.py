@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from bench.algos.hyperparams import A2CParams, NetArch, PPOParams, TRPOParams
 from bench.algos.offpolicy_params import OFF_POLICY
+from bench.algos.registry import ALGOS
 from bench.run.record import SavablePolicy
 
 __all__ = ["train_sb3", "sb3_vec_env", "SB3_KEYS", "SB3_OFF_POLICY_KEYS", "policy_kwargs", "schedule", "sb3_checkpoint",
@@ -180,23 +181,14 @@ def _algo_kwargs(algo: str, params: BaseModel) -> dict[str, Any]:
 
 
 def _model_class(algo: str) -> type:
-    if algo in OFF_POLICY:
-        import stable_baselines3
+    """The SB3 / sb3-contrib model class of ``algo``: its spec's ``sb3_class`` (imported here, on first use)."""
+    import importlib
 
-        return getattr(stable_baselines3, algo.upper())
-    if algo == "ppo":
-        from stable_baselines3 import PPO
-
-        return PPO
-    if algo == "a2c":
-        from stable_baselines3 import A2C
-
-        return A2C
-    if algo == "trpo":
-        from sb3_contrib import TRPO
-
-        return TRPO
-    raise ValueError(f"no SB3 baseline for {algo!r}; allowed: ppo, a2c, trpo")
+    name = ALGOS[algo].sb3_class if algo in ALGOS else None
+    if name is None:
+        raise ValueError(f"no SB3 baseline for {algo!r}; allowed: {', '.join(n for n, s in ALGOS.items() if s.sb3_class)}")
+    module, _, cls = name.partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def _writer_class() -> type:

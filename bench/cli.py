@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from bench.algos.registry import DEFAULT_SPACES, IMPLS
 from bench.run.packed import PackError
 from bench.streams import ensure_standard_streams, silence_output
 from bench.run.store import DEFAULT_URL, StoreError
@@ -761,8 +762,8 @@ class Objective(str, Enum):
 @app.command()
 def tune(
     suite: Optional[Path] = typer.Argument(None, help="Suite YAML (its tune: block); or use --algo, --impl and --env."),
-    algo: Optional[str] = typer.Option(None, "--algo", help="reinforce | ac_mc | ac_td | a2c | a3c | npg | trpo | ppo | grpo | rloo (without a suite)."),
-    impl: str = typer.Option("bench", "--impl", help="bench | sb3 | numpy (without a suite)."),
+    algo: Optional[str] = typer.Option(None, "--algo", help=f"{' | '.join(DEFAULT_SPACES)} (without a suite)."),
+    impl: str = typer.Option("bench", "--impl", help=f"{' | '.join(IMPLS)} (without a suite)."),
     env: Optional[str] = typer.Option(None, "--env", help="Gymnasium id (without a suite)."),
     timesteps: Optional[int] = typer.Option(None, "--timesteps", min=1, help="Env steps per seed per trial."),
     trials: Optional[int] = typer.Option(None, "--trials", min=1, help="Finished trials wanted per study, in total (default 20)."),

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from pydantic import BaseModel
 
 from bench.algos.hyperparams import HyperParams
+from bench.algos.registry import AlgoSpec
 
 __all__ = ["ENTRY_GROUP", "Plugin", "PluginError", "entry_of", "load", "run"]
 
@@ -54,6 +55,11 @@ class Plugin:
     train: Callable[..., None]
     params: type[BaseModel]
     version: str | None
+
+    def spec(self, name: str) -> AlgoSpec:
+        """The plugin as the suite's algorithm ``name``: one implementation, ``python``, with no zoo table and
+        no default search space (``bench tune`` reads the model's ``search_space``)."""
+        return AlgoSpec(name, self.params, {"python": self.entry})
 
 
 def entry_of(name: str) -> str:
@@ -117,6 +123,7 @@ def load(entry: str) -> Plugin:
 
 
 def run(entry: str, env_id: str, hyperparams: dict[str, Any], **kwargs: Any) -> None:
-    """Load ``entry``, validate ``hyperparams`` with its model and train (how a worker runs a plugin cell)."""
+    """Load ``entry``, validate ``hyperparams`` with its model and train (how a worker runs a plugin cell
+    whose typed parameters did not travel with it)."""
     p = load(entry)
     p.train(env_id, p.params.model_validate(hyperparams), **kwargs)

@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from bench.envs import families
+from bench.traits import Action, Obs, Reward
 
 __all__ = [
     "ATARI_FRAME_SKIP",
@@ -80,9 +81,9 @@ class EnvSpec:
 
     id: str
     family: Family
-    action: Literal["discrete", "continuous"]
-    obs: Literal["vector", "pixels", "sequence"]
-    reward: Literal["dense", "sparse"]
+    action: Action
+    obs: Obs
+    reward: Reward
     horizon: int | None
     threshold: float | None
     threshold_source: str
@@ -502,7 +503,7 @@ def get_spec(env_id: str) -> EnvSpec:
                        horizon=cap, threshold=thr, registered=False, time_scale_us=TIME_SCALE_US.get(gym_id),
                        threshold_source="chosen: 0.9 exact match" if thr is not None else "none: set one in the suite")
     if isinstance(act_space, gym.spaces.Discrete):
-        action: Literal["discrete", "continuous"] = "discrete"
+        action: Action = "discrete"
     elif isinstance(act_space, gym.spaces.Box):
         action = "continuous"
     else:

@@ -197,30 +197,19 @@ def _iso(t: float) -> str:
 # One cell
 # --------------------------------------------------------------------------- #
 def train_cell(cell: Cell, recorder: Any) -> None:
-    """Dispatch one cell to its implementation. Algorithms see only env, params, seed, budget, recorder."""
-    if cell.impl == "python":
-        from bench.algos.plugins import run
+    """Dispatch one cell to its implementation, a lookup on its :class:`~bench.algos.registry.AlgoSpec`.
+    Algorithms see only env, typed params, seed, budget, recorder."""
+    from bench.algos.plugins import load
+    from bench.algos.registry import spec as registered
 
-        assert cell.entry is not None
-        run(cell.entry, cell.env_id, cell.hyperparams, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
-        return
-    from bench.algos.hyperparams import PARAMS
-
-    params = PARAMS[cell.algo].model_validate(cell.hyperparams)
-    if cell.impl == "sb3":
-        from bench.baselines import train_sb3
-
-        train_sb3(cell.env_id, cell.algo, params, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
-    elif cell.impl == "bench":
-        from bench.algos import TRAIN
-
-        TRAIN[cell.algo](cell.env_id, params, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
-    elif cell.impl == "numpy":
-        from bench.algos import TRAIN_NUMPY
-
-        TRAIN_NUMPY[cell.algo](cell.env_id, params, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
-    else:
-        raise NotImplementedError(f"impl {cell.impl!r} for {cell.algo!r} is not available")
+    spec = cell.spec
+    if spec is None:  # a cell built without one (the tuner's): the registry's, or the plugin its entry names
+        spec = load(cell.entry).spec(cell.algo) if cell.impl == "python" and cell.entry else registered(cell.algo)
+    if cell.impl not in spec.impls:
+        raise NotImplementedError(f"impl {cell.impl!r} for {cell.algo!r} is not available; allowed: "
+                                  f"{', '.join(spec.impls)}")
+    params = cell.params if cell.params is not None else spec.params.model_validate(cell.hyperparams)
+    spec.trainer(cell.impl)(cell.env_id, params, seed=cell.seed, timesteps=cell.timesteps, recorder=recorder)
 
 
 def make_recorder(cell: Cell, heartbeat: Callable[[], None] | None = None):
