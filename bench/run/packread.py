@@ -160,6 +160,8 @@ class PackSet:
                 continue
             have = pq.read_schema(f).names
             t = pq.read_table(f, columns=[c for c in columns if c in have])
+            if not len(t):  # an empty table (its key column typed null): nothing of it to read
+                continue
             mask = None
             if mine != self._pack_keys(i):  # only some of its runs: filter (most reads take every run of a pack)
                 mask = pc.is_in(t["key"], value_set=pa.array(sorted(mine), type=t.schema.field("key").type))
