@@ -87,6 +87,21 @@ def test_last_evaluations_read_in_place_as_unpacked_with_an_empty_evaluations_ta
     assert want and got == want
 
 
+def test_the_packs_tuning_studies_give_the_sensitivity_table_in_place():
+    # The report's sensitivity criterion: every study of the tuning pack, each scored on its fixed scale,
+    # which for a final-return objective needs its env's anchor (in the classic pack beside it).
+    from bench.tune.sensitivity import sensitivity_table
+
+    tune = ROOT / "results" / "reference" / "classic-tune"
+    packs = PackSet([tune, ROOT / "results" / "reference" / "classic"])
+    try:
+        table = sensitivity_table(packs.studies_url())
+    finally:
+        packs.dispose()
+    assert len(table) == packed.read_manifest(tune)["studies"]["count"]
+    assert table["score_iqr"].notna().all() and (table["note"] == "").all()
+
+
 def test_a_pack_set_refuses_a_damaged_pack(two_packs):
     _, root = two_packs
     f = root / "ref" / "runs.parquet"
