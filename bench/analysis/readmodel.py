@@ -54,7 +54,9 @@ class ReadModel:
         self._owned = owned(source)
         self._small: dict[Any, Any] = {}
         self._runs: dict[str | None, pd.DataFrame] = {}
-        self._episodes = pd.DataFrame(columns=_EPISODES)
+        # One frame per read, never concatenated: a second section's runs are read apart, and a section that
+        # asks for the runs of one read gets that frame itself (the main read holds millions of rows).
+        self._episodes: list[tuple[set[str], pd.DataFrame]] = []
         self._episode_keys: set[str] = set()
         self._diagnostics = pd.DataFrame(columns=_DIAGNOSTICS)
         self._diagnostic_keys: dict[str, set[str]] = {}
@@ -118,12 +120,14 @@ class ReadModel:
     def episodes_for(self, keys: Sequence[str]) -> pd.DataFrame:
         """``key, step, wall_s, cpu_s, ret`` of the runs ``keys``, each run's episodes in order."""
         if missing := [k for k in dict.fromkeys(keys) if k not in self._episode_keys]:
-            got = self.reader.episodes_for(missing)
-            self._episodes = got if not len(self._episodes) else pd.concat([self._episodes, got], ignore_index=True)
+            self._episodes.append((set(missing), self.reader.episodes_for(missing)))
             self._episode_keys.update(missing)
-        if len(keys) == len(self._episode_keys) and set(keys) == self._episode_keys:
-            return self._episodes  # every run read so far (the common case: one read): no copy
-        return _rows_of(self._episodes, keys)
+        want = set(keys)
+        for held, frame in self._episodes:
+            if held == want:
+                return frame  # the runs of one read (the common case: one read): no copy
+        parts = [_rows_of(frame, keys) for held, frame in self._episodes if held & want]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=_EPISODES)
 
     def diagnostics_for(self, keys: Sequence[str], names: Sequence[str]) -> pd.DataFrame:
         """``key, step, name, value`` of the runs ``keys`` for the diagnostics ``names``, in stored order."""
