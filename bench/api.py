@@ -65,7 +65,7 @@ def reference_dir() -> Path | None:
 @dataclass(frozen=True)
 class Reference:
     """The shipped reference: ``url`` to read it by (``packs:FOLDER``, read in place by
-    :class:`bench.run.packread.PackSet`; a SQLite URL where :func:`reference` was asked to ``unpack``),
+    :class:`bench.run.packread.PackSet`),
     ``folder`` it came from, ``packs`` in it, ``manifests``: each pack's folder name and manifest sha256
     (what its answers are keyed by)."""
 
@@ -86,26 +86,19 @@ def cache_dir() -> Path:
     return packed.private_cache_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench")
 
 
-def reference(log: Callable[[str], None] | None = None, *, unpack: bool = False) -> Reference | None:
+def reference(log: Callable[[str], None] | None = None) -> Reference | None:
     """The shipped reference, every pack verified against its manifest's sha256 list on each call
     (:class:`bench.run.packed.PackError` when one fails); ``None`` where there are no packs.
 
-    It is read in place (``url`` ``packs:FOLDER``). With ``unpack`` it is also unpacked once into a
-    SQLite store in the private cache folder (:func:`cache_dir`), trusted only while it records the
-    manifests it was built from, for the commands that read it as a SQL store (``bench report``,
-    ``parity``); ``log`` is told when that store is (re)built, which takes tens of seconds."""
+    It is read in place (``url`` ``packs:FOLDER``, :class:`bench.run.packread.PackSet`) by every command,
+    ``bench report`` and ``parity`` as ``recommend``: nothing is unpacked or copied. ``log`` is unused (kept
+    for callers that pass one)."""
     folder = reference_dir()
     packs = packed.verified_packs(folder) if folder is not None else []
     if folder is None or not packs:
         return None
     manifests = tuple((p.name, packed.read_manifest(p)[packed.SELF]) for p in packs)
-    if not unpack:
-        return Reference(f"{packread.SCHEME}{folder}", folder, len(packs), manifests)
-    cache = cache_dir() / "reference.db"
-    url = packed.unpack(packs, cache, verified=True, on_build=lambda: log and log(  # once per checkout of the packs
-        f"first use of the shipped reference: unpacking {len(packs)} pack(s) into {cache} "
-        "(once; later commands read it directly)"))
-    return Reference(url, folder, len(packs), manifests)
+    return Reference(f"{packread.SCHEME}{folder}", folder, len(packs), manifests)
 
 
 # --------------------------------------------------------------------------- #
@@ -185,17 +178,15 @@ def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
     import json
 
     from bench.analysis import answers, claims, generalise, offpolicy, scoring
-    from bench.analysis.report import interval_text
+    from bench.analysis.matrix import interval_text
+    from bench.analysis.readmodel import ReadModel
     from bench.suites.suite import one_line
 
-    reader = packread.open_reader(url)
-    try:
-        data = scoring.load(reader, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
+    with ReadModel(url) as db:  # one read of the store or packs for the whole answer
+        data = scoring.load(db, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
                             log=log, sensitivity=False)  # the table does not use the tuner's studies
         left_out = [one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
-                             "sets it beside them") for name, variant in scoring.variant_suites(reader).items()]
-    finally:
-        reader.dispose()
+                             "sets it beside them") for name, variant in scoring.variant_suites(db).items()]
     scored = scoring.score(data)
     recs = answers.recommend(scored, action=action, obs=obs, reward=reward, priority=priority)
     rows = answers.recommendation_rows(recs)
@@ -694,7 +685,7 @@ def results_store(store: str | None = None, *, need_done: bool = True, fallback:
     try:
         db = Store(url, readonly=True)
     except StoreMissing:
-        if given == DEFAULT_URL and fallback and (ref := reference(log=log, unpack=True)) is not None:
+        if given == DEFAULT_URL and fallback and (ref := reference(log=log)) is not None:
             return ref.url, (f"reading the project's shipped reference results ({ref.folder}/): "
                              f"there is no store of your own at {describe_url(DEFAULT_URL)}")
         raise BadInput(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)") \
@@ -721,29 +712,28 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
 
     :raises BadInput: a store or suite that is not there, an unwritable ``out``.
     """
+    from bench.analysis.readmodel import ReadModel
     from bench.analysis.report import build
-    from bench.run.store import Store
     from bench.suites.suite import SuiteError, load_suite
 
     url, where = results_store(store, need_done=False, log=log)
-    db = Store(url, readonly=True)
-    have = db.suite_names()
-    db.dispose()
-    names: list[str] = []
-    for s in suites or []:
-        if s.endswith((".yaml", ".yml")) or Path(s).is_file():
-            try:
-                names.append(load_suite(Path(s)).suite.name)
-            except SuiteError as e:
-                raise BadInput(e.lines) from None
-        else:
-            names.append(s)
-    if unknown := [s for s in names if s not in have]:
-        raise BadInput([f"report: no suite named {s!r} in the store; allowed: {', '.join(have) or 'none'}"
-                        for s in unknown])
-    chosen = list(dict.fromkeys(names))
-    out_dir = writable("--out", Path(out) if out is not None else Path("reports") / ("+".join(chosen) or "all"),
-                       folder=True)
-    if log is not None:
-        log(where)
-    return build(url, out_dir, chosen or None, log=log, stage=stage)
+    with ReadModel(url) as db:  # one read model for the whole report: each table read once
+        have = db.suite_names()
+        names: list[str] = []
+        for s in suites or []:
+            if s.endswith((".yaml", ".yml")) or Path(s).is_file():
+                try:
+                    names.append(load_suite(Path(s)).suite.name)
+                except SuiteError as e:
+                    raise BadInput(e.lines) from None
+            else:
+                names.append(s)
+        if unknown := [s for s in names if s not in have]:
+            raise BadInput([f"report: no suite named {s!r} in the store; allowed: {', '.join(have) or 'none'}"
+                            for s in unknown])
+        chosen = list(dict.fromkeys(names))
+        out_dir = writable("--out", Path(out) if out is not None else Path("reports") / ("+".join(chosen) or "all"),
+                           folder=True)
+        if log is not None:
+            log(where)
+        return build(db, out_dir, chosen or None, log=log, stage=stage)

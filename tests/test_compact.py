@@ -296,13 +296,12 @@ def test_the_reference_is_found_from_any_directory(tmp_path, monkeypatch, capsys
     write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9)], seeds=2, suite="ref-x")
     packed.pack(url, "ref-x", tmp_path / "results" / "reference" / "x")
     assert api.reference_dir() == Path("results/reference")
-    # The first read unpacks it into the cache and says so (tens of seconds for the real reference).
+    # It is read in place, by every command: nothing is unpacked into the cache folder.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    said: list[str] = []
-    first = api.reference(log=said.append, unpack=True).url
-    assert any("first use of the shipped reference: unpacking 1 pack(s)" in s for s in said)
-    assert api.reference(log=said.append, unpack=True).url == first == f"sqlite:///{tmp_path / 'cache' / 'bench' / 'reference.db'}"
-    assert len(said) == 1
+    assert api.reference().url == "packs:results/reference"
+    url, where = api.results_store()
+    assert url == "packs:results/reference" and "shipped reference" in where
+    assert not (tmp_path / "cache").exists()
 
 
 def test_the_shipped_reference_stays_under_64_mb_and_every_pack_reads():

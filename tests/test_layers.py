@@ -29,6 +29,8 @@ PARTS: list[tuple[str, str]] = [
     # Saved policies: find a run in the store, rebuild its policy (own or SB3), act on an env.
     ("bench.policies", "policies"),
     ("bench.analysis.stats", "pure"),
+    ("bench.analysis.permutation", "pure"),
+    ("bench.analysis.survival", "pure"),
     # The trait vocabulary (trait values, priorities), declared once: plain literals every layer reads.
     ("bench.traits", "traits"),
     ("bench.analysis.metrics", "pure"),

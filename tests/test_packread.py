@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -17,6 +19,7 @@ from bench.analysis import answers, scoring
 from bench.cli import app
 from bench.run import packed
 from bench.run.packread import PackSet, open_reader
+from bench.run.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from synthetic import Planted, write_store  # noqa: E402
@@ -69,6 +72,34 @@ def test_a_shipped_pack_reads_the_same_in_place_as_unpacked(tmp_path):
     for suites in (None, [packed.read_manifest(SMALL_PACK)["suite"]]):
         _same_data(scoring.load(cache, suites, anchors=False, diagnostics=scoring.SEQUENCE_DIAGNOSTICS + scoring.DIAGNOSTICS),
                    scoring.load(reader, suites, anchors=False, diagnostics=scoring.SEQUENCE_DIAGNOSTICS + scoring.DIAGNOSTICS))
+
+
+def test_last_evaluations_read_in_place_as_unpacked_with_an_empty_evaluations_table(tmp_path):
+    # mujoco-reinforce holds evaluations; the claim pack's table is empty, its key column typed null (the
+    # report's published-number rows ask both at once).
+    packs = [SMALL_PACK, ROOT / "results" / "reference" / "mujoco-reinforce"]
+    assert pq.read_schema(packs[0] / "evaluations.parquet").field("key").type == pa.null()
+    cache = Store(packed.unpack(packs, tmp_path / "cache.db"), readonly=True)
+    keys = list(cache.runs_frame()["key"])[::2]  # some runs of each pack: read by filtering on key
+    want = cache.last_evaluations(keys)
+    cache.dispose()
+    got = PackSet(packs).last_evaluations(keys)
+    assert want and got == want
+
+
+def test_the_packs_tuning_studies_give_the_sensitivity_table_in_place():
+    # The report's sensitivity criterion: every study of the tuning pack, each scored on its fixed scale,
+    # which for a final-return objective needs its env's anchor (in the classic pack beside it).
+    from bench.tune.sensitivity import sensitivity_table
+
+    tune = ROOT / "results" / "reference" / "classic-tune"
+    packs = PackSet([tune, ROOT / "results" / "reference" / "classic"])
+    try:
+        table = sensitivity_table(packs.studies_url())
+    finally:
+        packs.dispose()
+    assert len(table) == packed.read_manifest(tune)["studies"]["count"]
+    assert table["score_iqr"].notna().all() and (table["note"] == "").all()
 
 
 def test_a_pack_set_refuses_a_damaged_pack(two_packs):

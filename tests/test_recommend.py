@@ -177,8 +177,8 @@ def test_adding_or_removing_a_label_changes_no_other_label_s_score(tmp_path):
     # And the aggregates of each label, every criterion, are the same numbers.
     for name, crit in analysis.CRITERIA.items():
         for lb in ("ppo-bench", "trpo-sb3"):
-            x = analysis.scoring.estimate(before.tasks(lb, crit.column, DENSE), crit, n_boot=200)
-            y = analysis.scoring.estimate(after.tasks(lb, crit.column, DENSE), crit, n_boot=200)
+            x = crit.estimate(before.tasks(lb, crit.column, DENSE), n_boot=200)
+            y = crit.estimate(after.tasks(lb, crit.column, DENSE), n_boot=200)
             np.testing.assert_array_equal([x.point, x.lo, x.hi], [y.point, y.lo, y.hi], err_msg=name)
 
 
@@ -365,7 +365,7 @@ def test_each_env_counts_once_whatever_its_run_count(tmp_path):
     tasks = s.tasks("x", "final_norm", DENSE)
     assert [t.size for t in tasks] == [9, 3]
     crit = analysis.CRITERIA["final performance"]
-    est = analysis.scoring.estimate(tasks, crit)
+    est = crit.estimate(tasks)
     assert est.point == pytest.approx(np.mean([stats.iqm(t) for t in tasks]))
     assert est.kind == "range"  # LunarLander has 3 runs: no bootstrap CI
 

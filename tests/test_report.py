@@ -355,23 +355,23 @@ def test_env_figure_legends_name_every_label(monkeypatch, timed):
     import numpy as np
     import pandas as pd
 
-    from bench.analysis import report
+    from bench.analysis import figures
     from bench.analysis.scoring import EnvCurves
 
     figs = []
-    monkeypatch.setattr(report, "_png", lambda fig: figs.append(fig) or "")
+    monkeypatch.setattr(figures, "_png", lambda fig: figs.append(fig) or "")
     grid = np.linspace(1, 100, 20)
     rng = np.random.default_rng(0)
     curves = {lb: rng.normal(size=(3, 20)) for lb in ("ppo-bench", "ppo-sb3")}
     c = EnvCurves(steps=grid, cpu=grid if timed else np.array([]), by_steps=curves, by_cpu=curves if timed else {})
     runs = pd.DataFrame({"label": ["ppo-bench"] * 3 + ["ppo-sb3"] * 3, "t_steps": [50.0] * 6, "t_cpu": [5.0] * 6,
                          "solved": [True, False, False] * 2})
-    style = report.Style(["ppo-bench", "ppo-sb3"], {"ppo-bench": "bench", "ppo-sb3": "sb3"})
-    report.fig_env("X-v0", c, runs, style, threshold=1.0, random=0.0)
+    style = figures.Style(["ppo-bench", "ppo-sb3"], {"ppo-bench": "bench", "ppo-sb3": "sb3"})
+    figures.fig_env("X-v0", c, runs, style, threshold=1.0, random=0.0)
     axes = figs[0].axes
     top, bottom = (" ".join(t.get_text() for t in axes[i].get_legend().get_texts()) for i in (1, 3))
     for lb in ("ppo-bench", "ppo-sb3"):
-        assert report.legend_text(lb) in top, top
+        assert figures.legend_text(lb) in top, top
         assert lb in bottom, bottom
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from bench import analysis
-from bench.analysis import report
+from bench.analysis import figures, report
 from bench.analysis.style import cielab, styles
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -72,26 +72,26 @@ def test_a_label_keeps_its_style_whatever_else_is_in_the_store():
 
 
 def test_a_label_that_would_be_clipped_is_saved_whole(monkeypatch):
-    plt, _ = report._plt()
-    fig, (ax,) = report._figure(plt, 1, 4, 3, bottom=0.2)
+    plt, _ = figures._plt()
+    fig, (ax,) = figures._figure(plt, 1, 4, 3, bottom=0.2)
     ax.set_xlabel("a label far too long to fit in four inches of figure at this size, " * 2)
     fig.canvas.draw()
-    assert report.overflow(fig) > 1  # the fixed margins cut it...
+    assert figures.overflow(fig) > 1  # the fixed margins cut it...
     from PIL import Image
 
-    png = Image.open(io.BytesIO(base64.b64decode(report._png(fig))))
-    assert png.size[0] > 4 * report.DPI + 50  # ...so the page gets the whole label
-    fig, (ax,) = report._figure(plt, 1, 4, 3)
+    png = Image.open(io.BytesIO(base64.b64decode(figures._png(fig))))
+    assert png.size[0] > 4 * figures.DPI + 50  # ...so the page gets the whole label
+    fig, (ax,) = figures._figure(plt, 1, 4, 3)
     ax.plot([0, 1], [0, 1])
-    assert Image.open(io.BytesIO(base64.b64decode(report._png(fig)))).size == (4 * report.DPI, 3 * report.DPI)
+    assert Image.open(io.BytesIO(base64.b64decode(figures._png(fig)))).size == (4 * figures.DPI, 3 * figures.DPI)
 
 
 def test_improvement_blocks_are_even_and_at_most_eight_wide():
     labels = [f"l{i}" for i in range(20)]
-    assert [len(b) for b in report.improvement_blocks(labels)] == [7, 7, 6]
-    assert [len(b) for b in report.improvement_blocks(labels[:14])] == [7, 7]
-    assert report.improvement_blocks(labels[:8]) == [labels[:8]]
-    assert sum(report.improvement_blocks(labels), []) == labels
+    assert [len(b) for b in figures.improvement_blocks(labels)] == [7, 7, 6]
+    assert [len(b) for b in figures.improvement_blocks(labels[:14])] == [7, 7]
+    assert figures.improvement_blocks(labels[:8]) == [labels[:8]]
+    assert sum(figures.improvement_blocks(labels), []) == labels
 
 
 @pytest.fixture(scope="module")
@@ -103,20 +103,20 @@ def fourteen(tmp_path_factory):
     write_store(url, ["CartPole-v1"], [Planted(lb, a, i, skill=s, tau=0.2 + 0.03 * k)
                                        for k, (lb, a, i, s) in enumerate(QUICKSTART)], seeds=3, suite="quickstart").dispose()
     figs: list[dict] = []
-    png = report._png
+    png = figures._png
 
     def recording(fig):
-        fig.set_dpi(report.DPI)
+        fig.set_dpi(figures.DPI)
         fig.canvas.draw()
         texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
                  if t.get_visible() and t.get_text().strip()]
         figs.append(dict(title=fig._suptitle.get_text() if fig._suptitle else " | ".join(a.get_title() for a in fig.axes),
-                         axes=[a for a in fig.axes if a.get_visible()], overflow=report.overflow(fig),
+                         axes=[a for a in fig.axes if a.get_visible()], overflow=figures.overflow(fig),
                          min_font=min(t.get_fontsize() for t in texts), size=tuple(fig.get_size_inches())))
         return png(fig)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(report, "_png", recording)
+        mp.setattr(figures, "_png", recording)
         page = report.build(url, d / "rep", anchors=True)
     return dict(url=url, page=page, html=page.read_text(), figs=figs)
 
@@ -137,7 +137,7 @@ def test_few_labels_keep_the_single_four_panel_figure(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 's.db'}"
     write_store(url, ["CartPole-v1"], [Planted(lb, a, i, s) for lb, a, i, s in QUICKSTART[:4]], seeds=3).dispose()
     titles = []
-    monkeypatch.setattr(report, "_png", lambda fig: titles.append([a.get_title() for a in fig.axes]) or "")
+    monkeypatch.setattr(figures, "_png", lambda fig: titles.append([a.get_title() for a in fig.axes]) or "")
     report.build(url, tmp_path / "rep", anchors=False)
     assert ["return vs env steps", "return vs training CPU seconds", "solved by env steps (Kaplan-Meier)",
             "solved by CPU seconds (Kaplan-Meier)"] in titles
@@ -149,7 +149,7 @@ def test_fourteen_labels_split_the_heatmap_and_keep_its_text_readable(fourteen):
     assert len(heat) == 2 and all("of 14)" in f["title"] for f in heat)
     page_px = 1320 - 2 * 32  # the page's max-width less its padding (report.html.j2)
     for f in heat:
-        assert f["size"][0] * report.DPI <= page_px  # shown at its own size, not shrunk
+        assert f["size"][0] * figures.DPI <= page_px  # shown at its own size, not shrunk
         assert f["min_font"] >= 8
     # Each label is a row of both blocks, and a column of exactly one.
     cols = [[t.get_text() for t in f["axes"][0].get_xticklabels()] for f in heat]

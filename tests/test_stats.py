@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from bench.analysis import stats
+from bench.analysis import permutation, stats, survival
 
 
 # --------------------------------------------------------------------------- #
@@ -111,23 +111,23 @@ def test_kaplan_meier_by_hand():
     # times 1..4, the run at 2 never solved (censored at its end, 2).
     # t=1: 4 at risk, 1 solved → S = 3/4.  t=2: censored, S unchanged.
     # t=3: 2 at risk, 1 solved → S = 3/4 · 1/2 = 3/8.  t=4: 1 at risk, 1 solved → S = 0.
-    t, f = stats.kaplan_meier(np.array([1, 2, 3, 4]), np.array([True, False, True, True]))
+    t, f = survival.kaplan_meier(np.array([1, 2, 3, 4]), np.array([True, False, True, True]))
     np.testing.assert_allclose(t, [1, 2, 3, 4])
     np.testing.assert_allclose(f, [0.25, 0.25, 0.625, 1.0])
     # on a grid: 0 before the first solve, right-continuous steps
-    _, g = stats.kaplan_meier(np.array([1, 2, 3, 4]), np.array([True, False, True, True]), grid=np.array([0, 0.5, 1, 2.9, 3, 10]))
+    _, g = survival.kaplan_meier(np.array([1, 2, 3, 4]), np.array([True, False, True, True]), grid=np.array([0, 0.5, 1, 2.9, 3, 10]))
     np.testing.assert_allclose(g, [0, 0, 0.25, 0.25, 0.625, 1.0])
 
 
 def test_kaplan_meier_keeps_censored_runs_instead_of_dropping_them():
     # 2 of 4 runs solved (at 10 and 20); 2 ran to 100 without solving.
     times, solved = np.array([10, 20, 100, 100]), np.array([True, True, False, False])
-    _, f = stats.kaplan_meier(times, solved, grid=np.array([5, 15, 50, 100]))
+    _, f = survival.kaplan_meier(times, solved, grid=np.array([5, 15, 50, 100]))
     np.testing.assert_allclose(f, [0, 0.25, 0.5, 0.5])  # dropping the unsolved runs would say 1.0
-    _, none = stats.kaplan_meier(np.array([5, 7]), np.array([False, False]), grid=np.array([1, 10]))
+    _, none = survival.kaplan_meier(np.array([5, 7]), np.array([False, False]), grid=np.array([1, 10]))
     np.testing.assert_allclose(none, [0, 0])
     # censored at the same time as a solve: still at risk there (2 at risk at t=5, 1 solved → ½)
-    _, tie = stats.kaplan_meier(np.array([5, 5]), np.array([True, False]), grid=np.array([5]))
+    _, tie = survival.kaplan_meier(np.array([5, 5]), np.array([True, False]), grid=np.array([5]))
     np.testing.assert_allclose(tie, [0.5])
 
 
@@ -135,7 +135,7 @@ def test_kaplan_meier_band_brackets_the_estimate():
     times = np.array([10, 20, 30, 40, 100, 100, 100, 100], dtype=float)
     solved = np.array([True] * 4 + [False] * 4)
     grid = np.linspace(0, 100, 11)
-    f, lo, hi = stats.kaplan_meier_band(times, solved, grid, n_boot=400)
+    f, lo, hi = survival.kaplan_meier_band(times, solved, grid, n_boot=400)
     assert np.all(lo <= f + 1e-12) and np.all(f <= hi + 1e-12)
     assert f[-1] == pytest.approx(0.5) and lo[-1] < 0.5 < hi[-1]
     assert lo[0] == hi[0] == 0.0  # nothing can be solved at step 0
@@ -310,7 +310,7 @@ def test_exact_permutation_test_matches_brute_force(alternative, aggregate):
     rng = np.random.default_rng(11)
     xs = [rng.normal(0.5, 1.0, 4).round(1), rng.normal(10.5, 1.0, 3).round(1)]  # rounding makes ties
     ys = [rng.normal(0.0, 1.0, 3).round(1), rng.normal(10.0, 1.0, 4).round(1)]
-    res = stats.permutation_test(xs, ys, aggregate, alternative=alternative)
+    res = permutation.permutation_test(xs, ys, aggregate, alternative=alternative)
     p, total = _brute_force_p(xs, ys, aggregate, alternative)
     assert res.exact and res.n_permutations == total == 35 * 35
     assert res.p_value == pytest.approx(p, abs=1e-15) and res.alternative == alternative
@@ -321,29 +321,29 @@ def test_permutation_p_value_floor_with_few_runs():
     x, y = [np.array([4.0, 5.0, 6.0])], [np.array([1.0, 2.0, 3.0])]
     # 3 vs 3, completely separated: C(6,3) = 20 relabelings; only the observed one and its mirror
     # are as extreme, so two-sided p = 2/20 = 0.1: at the 0.05 level no winner can be declared at n = 3.
-    two = stats.permutation_test(x, y)
+    two = permutation.permutation_test(x, y)
     assert two.exact and two.n_permutations == 20 and two.p_value == pytest.approx(0.1)
-    assert stats.permutation_test(x, y, alternative="greater").p_value == pytest.approx(0.05)
-    assert stats.permutation_test(x, y, alternative="less").p_value == pytest.approx(1.0)
+    assert permutation.permutation_test(x, y, alternative="greater").p_value == pytest.approx(0.05)
+    assert permutation.permutation_test(x, y, alternative="less").p_value == pytest.approx(1.0)
     # 5 vs 5 separated: 2 / C(10,5) = 2/252 with the mean ...
     x5, y5 = [np.arange(5.0) + 10], [np.arange(5.0)]
-    assert stats.permutation_test(x5, y5, stats.aggregate_task_mean).p_value == pytest.approx(2 / 252)
+    assert permutation.permutation_test(x5, y5, stats.aggregate_task_mean).p_value == pytest.approx(2 / 252)
     # ... but 4/252 with the IQM, which trims 1 run each end: swapping X's lowest (10) with
     # Y's highest (4) moves only trimmed runs, x = {4, 11, 12, 13, 14} → 12, y = {0, 1, 2, 3, 10} → 2,
     # the same T = 10 as observed (and its mirror).
-    assert stats.permutation_test(x5, y5, stats.aggregate_task_mean_iqm).p_value == pytest.approx(4 / 252)
+    assert permutation.permutation_test(x5, y5, stats.aggregate_task_mean_iqm).p_value == pytest.approx(4 / 252)
 
 
 def test_monte_carlo_permutation_test_is_seedable_and_close_to_exact():
     rng = np.random.default_rng(3)
     xs, ys = [rng.normal(0.8, 1.0, 6)], [rng.normal(0.0, 1.0, 6)]
-    exact = stats.permutation_test(xs, ys, stats.aggregate_task_mean)
-    mc = stats.permutation_test(xs, ys, stats.aggregate_task_mean, max_exact=0, n_perm=20_000, rng=1)
+    exact = permutation.permutation_test(xs, ys, stats.aggregate_task_mean)
+    mc = permutation.permutation_test(xs, ys, stats.aggregate_task_mean, max_exact=0, n_perm=20_000, rng=1)
     assert exact.exact and not mc.exact and mc.n_permutations == 20_000
     assert mc.p_value == pytest.approx(exact.p_value, abs=4 * np.sqrt(0.25 / 20_000))
-    assert mc == stats.permutation_test(xs, ys, stats.aggregate_task_mean, max_exact=0, n_perm=20_000, rng=1)
+    assert mc == permutation.permutation_test(xs, ys, stats.aggregate_task_mean, max_exact=0, n_perm=20_000, rng=1)
     # never zero (Phipson & Smyth 2010): 1 / (1 + n_perm) at least
-    far = stats.permutation_test([np.arange(10.0) + 100], [np.arange(10.0)], max_exact=0, n_perm=999)
+    far = permutation.permutation_test([np.arange(10.0) + 100], [np.arange(10.0)], max_exact=0, n_perm=999)
     assert far.p_value == pytest.approx(1 / 1000)
 
 
@@ -357,9 +357,9 @@ def test_permutation_test_holds_its_level_under_the_null(mode):
         xs = [rng.normal(c, 1.0, 4) for c in centres]
         ys = [rng.normal(c, 1.0, 5) for c in centres]
         if mode == "exact":  # C(9,4)² = 15,876 relabelings
-            res = stats.permutation_test(xs, ys)
+            res = permutation.permutation_test(xs, ys)
         else:
-            res = stats.permutation_test(xs, ys, max_exact=0, n_perm=400, rng=rng)
+            res = permutation.permutation_test(xs, ys, max_exact=0, n_perm=400, rng=rng)
         assert res.exact == (mode == "exact")
         rejections += res.p_value <= 0.05
     assert rejections / reps <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / reps)
@@ -377,9 +377,9 @@ def test_permutation_test_never_moves_runs_across_tasks():
         seen.append(tasks[0].shape[:-1])
         return stats.aggregate_task_mean(tasks)
 
-    exact = stats.permutation_test(xs, ys, spy)
+    exact = permutation.permutation_test(xs, ys, spy)
     assert exact.exact and exact.n_permutations == 10 * 10
-    stats.permutation_test(xs, ys, spy, max_exact=0, n_perm=500)
+    permutation.permutation_test(xs, ys, spy, max_exact=0, n_perm=500)
     assert seen[2] == (100,) and seen[-1] == (500,)  # all relabelings of a batch in one call
     # a pooled (unstratified) relabeling would mix the tasks and give another p-value
     p_strat, _ = _brute_force_p(xs, ys, stats.aggregate_task_mean, "two-sided")
@@ -390,9 +390,9 @@ def test_permutation_test_never_moves_runs_across_tasks():
 
 
 def test_mann_whitney_exact_by_enumeration():
-    assert stats.mann_whitney_exact([4, 5, 6], [1, 2, 3]) == pytest.approx(0.1)
-    assert stats.mann_whitney_exact([4, 5, 6], [1, 2, 3], alternative="greater") == pytest.approx(0.05)
-    assert stats.mann_whitney_exact([4, 5, 6], [1, 2, 3], alternative="less") == pytest.approx(1.0)
+    assert permutation.mann_whitney_exact([4, 5, 6], [1, 2, 3]) == pytest.approx(0.1)
+    assert permutation.mann_whitney_exact([4, 5, 6], [1, 2, 3], alternative="greater") == pytest.approx(0.05)
+    assert permutation.mann_whitney_exact([4, 5, 6], [1, 2, 3], alternative="less") == pytest.approx(1.0)
     # brute force on U itself (ties ½), two-sided on |U − nm/2|
     x, y = [1.0, 3.0, 3.0, 7.0], [2.0, 3.0, 5.0, 6.0, 8.0]
     pool = x + y
@@ -407,16 +407,16 @@ def test_mann_whitney_exact_by_enumeration():
         b = [pool[i] for i in range(len(pool)) if i not in c]
         total += 1
         hits += abs(u(a, b) - centre) >= abs(u_obs - centre) - 1e-9
-    assert stats.mann_whitney_exact(x, y) == pytest.approx(hits / total)
+    assert permutation.mann_whitney_exact(x, y) == pytest.approx(hits / total)
     with pytest.raises(ValueError, match="max_exact"):
-        stats.mann_whitney_exact(np.arange(15), np.arange(15) + 0.5)
+        permutation.mann_whitney_exact(np.arange(15), np.arange(15) + 0.5)
 
 
 def test_permutation_test_refuses_bad_input():
     with pytest.raises(ValueError, match="alternative"):
-        stats.permutation_test([np.ones(2)], [np.ones(2)], alternative="bigger")
+        permutation.permutation_test([np.ones(2)], [np.ones(2)], alternative="bigger")
     with pytest.raises(ValueError, match="same tasks"):
-        stats.permutation_test([np.ones(2)], [np.ones(2), np.ones(2)])
+        permutation.permutation_test([np.ones(2)], [np.ones(2), np.ones(2)])
 
 
 # --------------------------------------------------------------------------- #
@@ -440,17 +440,17 @@ def test_wilson_pooled():
 def test_kaplan_meier_median_by_hand():
     # all solved at 1, 2, 3, 4: F = ¼, ½, ¾, 1; F is exactly ½ on [2, 3) → the midpoint 2.5
     # (R's print.survfit; lifelines' median_survival_time_ says 2)
-    assert stats.kaplan_meier_median([1, 2, 3, 4], [True] * 4) == 2.5
-    assert stats.kaplan_meier_median([1, 2, 3, 4, 5], [True] * 5) == 3.0  # odd count: F = 0.6 at 3
+    assert survival.kaplan_meier_median([1, 2, 3, 4], [True] * 4) == 2.5
+    assert survival.kaplan_meier_median([1, 2, 3, 4, 5], [True] * 5) == 3.0  # odd count: F = 0.6 at 3
     # censoring: the run at 2 is censored. F = ¼ at 1, ¼ at 2, 1 − ¾·½ = ⅝ at 3 → 3
-    assert stats.kaplan_meier_median([1, 2, 3, 4], [True, False, True, True]) == 3.0
+    assert survival.kaplan_meier_median([1, 2, 3, 4], [True, False, True, True]) == 3.0
     # exactly ½ on a stretch that spans a censored run: solves at 10, 20; censored 30; solve at 40 (F 1/4, 1/2, 1/2, 1)
-    assert stats.kaplan_meier_median([10, 20, 30, 40], [True, True, False, True]) == 30.0  # (20 + 40) / 2
+    assert survival.kaplan_meier_median([10, 20, 30, 40], [True, True, False, True]) == 30.0  # (20 + 40) / 2
     # F never reaches ½: nan
-    assert np.isnan(stats.kaplan_meier_median([10, 100, 100], [True, False, False]))
+    assert np.isnan(survival.kaplan_meier_median([10, 100, 100], [True, False, False]))
     # exactly ½ at the last solve, nothing but censored runs after it: that solve's time (print.survfit)
-    assert stats.kaplan_meier_median([10, 20, 100, 100], [True, True, False, False]) == 20.0
+    assert survival.kaplan_meier_median([10, 20, 100, 100], [True, True, False, False]) == 20.0
     # F(5) = ½, then only a censored run at 10: 5 (R's quantile.survfit would say (5 + 10) / 2)
-    assert stats.kaplan_meier_median([5, 10], [True, False]) == 5.0
+    assert survival.kaplan_meier_median([5, 10], [True, False]) == 5.0
     # F reaches exactly ½ at the last time and no later time exists: that time
-    assert stats.kaplan_meier_median([10, 10], [True, False]) == 10.0
+    assert survival.kaplan_meier_median([10, 10], [True, False]) == 10.0

@@ -31,7 +31,7 @@ from typing import Any
 
 from bench.analysis import generalise, parity, stats
 from bench.analysis.scoring import (ACTIONS, ALPHA, CRITERIA, MIN_SEEDS, N_BOOT, OBS, PRIORITIES, PRIORITY_CRITERION,
-                                    REWARDS, Criterion, Scored, compare, estimate, hardware_line)
+                                    REWARDS, Criterion, Scored, hardware_line)
 
 __all__ = ["CORRECTION", "EQUAL_COMPUTE_ONLY", "NO_ENV", "Candidate", "Recommendation", "leave_one_env_out",
            "p_text", "recommend", "recommendation_rows"]
@@ -117,7 +117,9 @@ def _disagree(scored: Scored, labels: list[str], envs: list[str]) -> list[str]:
     them different, ``"env (a: n runs)"`` where one has too few runs for parity to check."""
     out = []
     for a, b in itertools.combinations(labels, 2):
-        for ep in parity.parity(scored.runs, a, b, envs=envs):
+        # Each env's parity depends on that env's runs alone: computed once per pair, for every env.
+        by_env = scored.once(("parity", a, b), lambda: parity.parity(scored.runs, a, b))  # noqa: B023 - called at once
+        for ep in (ep for ep in by_env if ep.env in envs):
             n = {c.n_a for c in ep.comparisons} | {c.n_b for c in ep.comparisons}
             if min(n) < MIN_SEEDS:
                 out.append(f"{ep.env} ({a} v {b}: fewer than {MIN_SEEDS} runs to check parity)")
@@ -158,7 +160,7 @@ def _candidates(scored: Scored, crit: Criterion, envs: list[str]) -> tuple[list[
 
 def _rank(scored: Scored, cands: list[Candidate], crit: Criterion, envs: list[str],
           n_boot: int) -> tuple[list[Candidate], dict[str, stats.Interval]]:
-    est = {c.name: estimate(scored.tasks(c.name, crit.column, envs, c.by), crit, n_boot=n_boot) for c in cands}
+    est = {c.name: crit.estimate(scored.tasks(c.name, crit.column, envs, c.by), n_boot=n_boot) for c in cands}
     return sorted(cands, key=lambda c: (-est[c.name].point, c.name)), est
 
 
@@ -181,7 +183,7 @@ def _counts(scored: Scored, c: Candidate, col: str, envs: list[str]) -> str:
 def _headline(scored: Scored, crit: Criterion, envs: list[str], best: Candidate, second: Candidate) -> dict[str, Any]:
     """The one test of ``best`` against ``second``: ``p``, its Monte Carlo ``floor``, ``stat`` (its sign says
     who is ahead), ``test``, ``meta``, ``tested`` envs, per-env ``effects`` and whether the runs are ``enough``."""
-    xt, yt = scored.pair(best.name, second.name, crit.column, envs, best.by, second.by)
+    xt, yt = scored.pair(best.name, second.name, crit, envs, best.by, second.by)
     used = [i for i, (a, b) in enumerate(zip(xt, yt)) if a.size and b.size]
     xt, yt = [xt[i] for i in used], [yt[i] for i in used]
     out: dict[str, Any] = dict(tested=[envs[i] for i in used], p=None, floor=None, stat=0.0, test="", meta=None,
@@ -194,7 +196,7 @@ def _headline(scored: Scored, crit: Criterion, envs: list[str], best: Candidate,
         m = generalise.hksj(effects, ses)
         out.update(p=m.p, stat=m.mu, test="random effects", meta=m)
     else:
-        t = compare(xt, yt, crit)
+        t = crit.compare(xt, yt)
         out.update(p=t.p_value, stat=t.statistic, test="permutation",
                    floor=None if t.exact else 1.0 / (1 + t.n_permutations))
     return out
@@ -214,11 +216,11 @@ def _implementation(scored: Scored, c: Candidate, crit: Criterion, envs: list[st
         return ("only", labels[0], None, None) if labels else None
     ranked, _ = _rank(scored, [Candidate(lb, "label", c.name) for lb in labels], crit, envs, n_boot)
     a, b = ranked[0].name, ranked[1].name
-    xt, yt = scored.pair(a, b, crit.column, envs)
+    xt, yt = scored.pair(a, b, crit, envs)
     both = [i for i, (x, y) in enumerate(zip(xt, yt)) if x.size and y.size]
     if not both:
         return ("leaning", a, b, None)
-    t = compare([xt[i] for i in both], [yt[i] for i in both], crit)
+    t = crit.compare([xt[i] for i in both], [yt[i] for i in both])
     if any(min(xt[i].size, yt[i].size) < MIN_SEEDS for i in both):
         return ("leaning", a, b, t.p_value)
     return ("tie" if t.p_value >= ALPHA else "better", a, b, t.p_value)
@@ -276,12 +278,12 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
         scored_on = set(scored.runs.loc[scored.runs[crit.column].notna(), "env"])
         envs = [e for e in profile if e in scored_on]
         rec = Recommendation(a, o, rw, p, "insufficient evidence", envs=envs,
-                             hardware=hardware_line(scored, envs) if p == "time" else "")
+                             hardware=hardware_line(scored, envs) if crit.is_time else "")
         out.append(rec)
         stats_of.append(0.0)
         if not envs:
             # A profile env has anchors (final_norm), so by samples the only way to lack a score is equal compute.
-            rec.message = EQUAL_COMPUTE_ONLY if profile and crit.column == "auc_steps_norm" else NO_ENV
+            rec.message = EQUAL_COMPUTE_ONLY if profile and crit.over_steps else NO_ENV
             continue
         cands, rec.pooling = _candidates(scored, crit, envs)
         rec.runs = {c.name: _counts(scored, c, crit.column, envs) for c in cands}
@@ -346,8 +348,8 @@ def leave_one_env_out(scored: Scored, crit: Criterion, envs: list[str], *, n_boo
         if top == pick:
             hits += 1
             continue
-        xt, yt = scored.pair(top.name, pick.name, crit.column, [held], top.by, pick.by)
-        hits += int(not (xt[0].size and yt[0].size) or compare(xt, yt, crit).p_value >= ALPHA)
+        xt, yt = scored.pair(top.name, pick.name, crit, [held], top.by, pick.by)
+        hits += int(not (xt[0].size and yt[0].size) or crit.compare(xt, yt).p_value >= ALPHA)
     return hits, trials
 
 

@@ -51,7 +51,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.analysis import generalise, machines, scoring, stats
+from bench.analysis import generalise, machines, permutation, scoring, stats
+from bench.analysis.readmodel import read_model
 
 #: Expectation measure (as a suite writes it) → the per-run column it compares.
 MEASURES: dict[str, str] = {
@@ -264,8 +265,8 @@ def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n
         return out
     if col in DETERMINISTIC:
         return _deterministic(line, x, y, envs, runs_txt, 1.0 if sign == ">" else -1.0, scope)
-    test = stats.permutation_test(x, y, stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0)
-    env_tests = [stats.permutation_test([xa], [yb], stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0)
+    test = permutation.permutation_test(x, y, stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0)
+    env_tests = [permutation.permutation_test([xa], [yb], stats.aggregate_task_mean_iqm, alternative="two-sided", rng=0)
                  for xa, yb in zip(x, y)] if len(envs) > 1 else []
     per_env = [(e, float(stats.aggregate_task_mean_iqm([xa]) - stats.aggregate_task_mean_iqm([yb])), float(t.p_value))
                for e, xa, yb, t in zip(envs, x, y, env_tests)]
@@ -295,7 +296,7 @@ def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n
     return out
 
 
-def _floor(test: stats.PermutationTest) -> float | None:
+def _floor(test: permutation.PermutationTest) -> float | None:
     """The least p a permutation test can give: ``1 / (draws + 1)`` when drawn at random, none when exact."""
     return None if test.exact else 1.0 / (1 + test.n_permutations)
 
@@ -405,25 +406,22 @@ def _equivalence(line: str, x: list[np.ndarray], y: list[np.ndarray], envs: list
     return out
 
 
-def evaluate(store_url: str, suites: list[str] | None = None, *, n_boot: int = scoring.N_BOOT,
+def evaluate(source: Any, suites: list[str] | None = None, *, n_boot: int = scoring.N_BOOT,
              anchors: bool = True) -> list[ClaimResult]:
-    """The claim of every suite in ``suites`` (default: all in the store) that has one, with its verdict."""
-    import json
+    """The claim of every suite in ``suites`` (default: all in the store) that has one, with its verdict.
+    ``source``: a store URL or an open reader (a command's :class:`bench.analysis.readmodel.ReadModel`)."""
+    with read_model(source) as db:
+        return _evaluate(db, db.suite_specs(), suites, n_boot=n_boot, anchors=anchors)
 
-    import sqlalchemy as sa
 
-    from bench.run import store as st
-
-    db = st.Store(store_url, readonly=True)
-    with db.engine.connect() as c:
-        specs = {r.name: json.loads(r.spec) for r in c.execute(sa.select(st.suites.c.name, st.suites.c.spec))}
-    db.dispose()
+def _evaluate(db: Any, specs: dict[str, dict[str, Any]], suites: list[str] | None, *, n_boot: int,
+              anchors: bool) -> list[ClaimResult]:
     out = []
     for name, spec in sorted(specs.items()):
         claim = spec.get("claim")
         if not claim or (suites is not None and name not in suites):
             continue
-        data = scoring.load(store_url, [name], anchors=anchors)
+        data = scoring.load(db, [name], anchors=anchors)
         scored = scoring.score(data)
         runs = measures(scored, data.diagnostics)
         envs = sorted(runs["env"].unique()) if len(runs) else []
@@ -506,10 +504,10 @@ def lm_criteria(scored: scoring.Scored, diagnostics: pd.DataFrame, category: str
             hack.append(dict(base(lb, g), criterion="reward hacking", point=np.nan, lo=np.nan, hi=np.nan, kind="none",
                              n_envs=0, note="no learned-reward task" if not with_rm else "no proxy/true scores"))
             continue
-        ci = scoring.estimate(t, crit, n_boot=n_boot)
+        ci = crit.estimate(t, n_boot=n_boot)
         tasks[lb] = t
         hack.append(dict(base(lb, g), criterion="reward hacking", point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind,
                          n_envs=len(with_rm)))
     enough = len(with_rm) >= scoring.MIN_ENVS and all(x.size >= scoring.MIN_SEEDS for t in tasks.values() for x in t)
-    scoring._mark(hack, tasks, crit, scored, with_rm, lower_is_better=True, enough=enough)
+    scoring.mark_by_test(hack, tasks, crit, scored, with_rm, lower_is_better=True, enough=enough)
     return rows + hack

@@ -46,8 +46,7 @@ import pandas as pd
 
 from bench.analysis import generalise
 from bench.analysis.answers import Recommendation, p_text, recommend
-from bench.analysis.scoring import (CRITERIA, N_BOOT, PRIORITIES, PRIORITY_CRITERION, SENSITIVITY, Scored, categories,
-                                    estimate)
+from bench.analysis.scoring import CRITERIA, N_BOOT, PRIORITIES, PRIORITY_CRITERION, SENSITIVITY, Scored, categories
 
 __all__ = ["COLUMNS", "GLYPHS", "MARKS", "criteria_of", "decision_matrix", "decision_rows", "interval_text", "mark",
            "track_record"]
@@ -93,9 +92,9 @@ def decision_matrix(scored: Scored, sensitivity: pd.DataFrame | None = None, *,
                             directions="", note="")
                 if not mine:
                     out.append(dict(base, point=np.nan, lo=np.nan, hi=np.nan, kind="none",
-                                    note="no time scale for these envs" if crit.column == "auc_time_norm" else "no runs"))
+                                    note="no time scale for these envs" if crit.is_time else "no runs"))
                     continue
-                ci = estimate(scored.tasks(lb, crit.column, mine), crit, n_boot=n_boot)
+                ci = crit.estimate(scored.tasks(lb, crit.column, mine), n_boot=n_boot)
                 # A score over fewer envs is not set beside one over all of them without saying so (issue 40).
                 fewer = f"over {len(mine)} of the {len(envs)} envs only" if len(mine) < len(envs) else ""
                 out.append(dict(base, point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind, note=fewer))

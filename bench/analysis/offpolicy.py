@@ -26,7 +26,7 @@ from typing import Any
 
 from bench.analysis import stats
 from bench.analysis.scoring import (CRITERIA, N_BOOT, OFF_POLICY, PRIORITIES, PRIORITY_CRITERION, Data, Scored,
-                                    compare, estimate, score)
+                                    score)
 
 __all__ = ["OFF_POLICY", "Gap", "OffPolicyLine", "off_policy_lines", "off_policy_rows", "line_text"]
 
@@ -124,14 +124,14 @@ def _gap(scored: Scored, rec: Any, envs: list[str], n_boot: int) -> Gap:
     envs = [e for e in envs if e in set(off["env"])]
     g = Gap(rec.priority, answer=rec.algorithm, answer_verdict=rec.verdict, envs=envs)
     if not envs:
-        g.message = f"no {name} score for the off-policy runs here (no time scale)" if rec.priority == "time" \
+        g.message = f"no {name} score for the off-policy runs here (no time scale)" if crit.is_time \
             else "no off-policy run scored"
         return g
     cands = [a for a in OFF_POLICY if scored.covers(a, col, envs, "algo")]
     if not cands:
         g.message = f"no off-policy algorithm ran every one of {', '.join(envs)}"
         return g
-    est = {a: estimate(scored.tasks(a, col, envs, "algo"), crit, n_boot=n_boot) for a in cands}
+    est = {a: crit.estimate(scored.tasks(a, col, envs, "algo"), n_boot=n_boot) for a in cands}
     g.best = max(cands, key=lambda a: (est[a].point, a))
     g.best_score = est[g.best]
     g.runs = {a: int(min(t.size for t in scored.tasks(a, col, envs, "algo"))) for a in cands}
@@ -142,12 +142,12 @@ def _gap(scored: Scored, rec: Any, envs: list[str], n_boot: int) -> Gap:
     if not scored.covers(rec.algorithm, col, envs, by):
         g.message = f"{rec.algorithm} has no {name} score on every one of {', '.join(envs)}"
         return g
-    g.answer_score = estimate(scored.tasks(rec.algorithm, col, envs, by), crit, n_boot=n_boot)
+    g.answer_score = crit.estimate(scored.tasks(rec.algorithm, col, envs, by), n_boot=n_boot)
     g.gap = float(g.best_score.point - g.answer_score.point)
-    xt, yt = scored.pair(g.best, rec.algorithm, col, envs, "algo", by)
+    xt, yt = scored.pair(g.best, rec.algorithm, crit, envs, "algo", by)
     both = [i for i, (x, y) in enumerate(zip(xt, yt)) if x.size and y.size]
     if both:
-        g.p_value = float(compare([xt[i] for i in both], [yt[i] for i in both], crit).p_value)
+        g.p_value = float(crit.compare([xt[i] for i in both], [yt[i] for i in both]).p_value)
     else:
         g.message = "no shared machine on quiet cores to test the gap"
     return g

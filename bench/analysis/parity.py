@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bench.analysis.stats import kaplan_meier_median
+from bench.analysis.survival import kaplan_meier_median
 
 __all__ = ["ALPHA", "MARGIN", "POWER", "METRICS", "Comparison", "EnvParity", "compare", "parity",
            "seeds_for_equivalence", "welch", "implementation_pairs"]

@@ -20,7 +20,7 @@ Two more, for censored samples-to-threshold and for reliability:
 
 - the Kaplan-Meier estimate of the fraction of runs solved by step ``s``, runs
   that never reached the threshold being right-censored at their last step
-  (Kaplan & Meier 1958), never dropped;
+  (Kaplan & Meier 1958), never dropped (:mod:`bench.analysis.survival`);
 - the lower-tail CVaR (the mean of the worst α fraction of runs), the
   "risk across runs" reliability measure of Chan et al. 2020, "Measuring the
   Reliability of Reinforcement Learning Algorithms" (ICLR).
@@ -32,13 +32,13 @@ Small-sample honesty, because a benchmark often has 3 to 10 runs per env:
   the runs, labelled as such (``Interval.kind == "range"``), never as a CI;
 - env-weighted aggregates (:func:`aggregate_task_mean_iqm` and friends): each
   environment counts once, whatever its number of runs;
-- :func:`permutation_test`: a stratified (within-task) permutation test of
-  ``aggregate(x) - aggregate(y)``, exact by enumeration when small, with the
-  p-value's floor made visible (3 vs 3 runs can never reach p < 0.1 two-sided);
-  :func:`mann_whitney_exact` is its rank version for one task;
+- :func:`bench.analysis.permutation.permutation_test`: a stratified (within-task)
+  permutation test of ``aggregate(x) - aggregate(y)``, exact by enumeration when
+  small, with the p-value's floor made visible (3 vs 3 runs can never reach
+  p < 0.1 two-sided); ``mann_whitney_exact`` is its rank version for one task;
 - :func:`wilson_pooled` for success rates over envs, and
-  :func:`kaplan_meier_median`, the median time to threshold as R's survival
-  package prints it.
+  :func:`bench.analysis.survival.kaplan_meier_median`, the median time to
+  threshold as R's survival package prints it.
 
 Conventions. A *task* is one environment. Scores of many tasks are a list of 1-D
 arrays, one per task, because tasks may hold different numbers of runs (failed
@@ -50,8 +50,6 @@ shape ``(...)``, so one call evaluates every bootstrap replicate at once.
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -79,12 +77,6 @@ __all__ = [
     "stratified_bootstrap_ci",
     "performance_profile",
     "probability_of_improvement",
-    "kaplan_meier",
-    "kaplan_meier_band",
-    "kaplan_meier_median",
-    "PermutationTest",
-    "permutation_test",
-    "mann_whitney_exact",
     "wilson_interval",
     "wilson_pooled",
     "normalise",
@@ -491,301 +483,6 @@ def probability_of_improvement(
     reps = np.mean([_p_greater(a, b) for a, b in zip(bx, by)], axis=0)
     lo, hi = percentile_interval(reps, level)
     return Interval(point, float(lo), float(hi), level)
-
-
-# --------------------------------------------------------------------------- #
-# Stratified permutation tests
-# --------------------------------------------------------------------------- #
-_ALTERNATIVES = ("two-sided", "greater", "less")
-#: Floats per batch of relabelings, to bound memory (≈ 8 MB per copy of the runs).
-_PERM_CHUNK_FLOATS = 1 << 20
-
-
-@dataclass(frozen=True)
-class PermutationTest:
-    """Result of :func:`permutation_test`.
-
-    ``statistic`` is the observed ``aggregate(x) - aggregate(y)``; ``exact`` says
-    whether every within-task relabeling was enumerated (then ``n_permutations``
-    is their count) or ``n_permutations`` random ones were drawn.
-    """
-
-    statistic: float
-    p_value: float
-    exact: bool
-    n_permutations: int
-    alternative: str
-
-
-def _relabel(pools: list[np.ndarray], idx: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Split each task's pooled runs by positions ``idx[k] = (x_positions (B, n_k), y_positions (B, m_k))``."""
-    return [pool[i] for pool, (i, _) in zip(pools, idx)], [pool[j] for pool, (_, j) in zip(pools, idx)]
-
-
-@functools.lru_cache(maxsize=32)
-def _orderings(size: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every way to label ``n`` of ``size`` runs X: the X positions ``(C(size, n), n)`` and the Y
-    positions ``(C(size, n), size - n)``, each row increasing. Cached: a report tests the same seed
-    counts on many env pairs, and building C(20, 10) = 184,756 rows is most of an exact test's cost.
-    Two contiguous arrays, not one split by views: gathering through a contiguous index array is
-    2.5x faster (measured, 184,756 rows of 10)."""
-    flat = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(size), n)), dtype=np.intp)
-    chosen = flat.reshape(-1, n)
-    rest = np.ones((chosen.shape[0], size), dtype=bool)
-    rest[np.arange(chosen.shape[0])[:, None], chosen] = False
-    others = np.ascontiguousarray(np.nonzero(rest)[1].reshape(chosen.shape[0], -1))
-    for a in (chosen, others):
-        a.setflags(write=False)
-    return chosen, others
-
-
-def permutation_test(
-    x_tasks: np.ndarray | Tasks,
-    y_tasks: np.ndarray | Tasks,
-    aggregate: Aggregate = aggregate_task_mean_iqm,
-    *,
-    alternative: str = "two-sided",
-    max_exact: int = 200_000,
-    n_perm: int = 20_000,
-    rng: np.random.Generator | int | None = 0,
-) -> PermutationTest:
-    """Stratified permutation test of ``T = aggregate(x) - aggregate(y)``.
-
-    H0: within each task, the runs of X and of Y are exchangeable (the same
-    distribution per env; envs may differ). So relabelings happen within each
-    task, never across: task ``k`` keeps ``n_k`` runs labelled X and ``m_k``
-    labelled Y, as in a stratified (blocked) permutation test.
-
-    - Exact, when the number of relabelings ``prod_k C(n_k + m_k, n_k)`` is at
-      most ``max_exact``: all are enumerated and ``p = #{T_perm ≥ T_obs} / N``
-      ("greater"; "less" mirrored; "two-sided" compares ``|T|``). The identity
-      relabeling is among them, so ``p >= 1/N``: with 3 vs 3 runs on one task
-      ``N = 20`` and a two-sided p is at least 2/20 = 0.1, so no difference can
-      be declared at 0.05 however separated the runs are.
-    - Otherwise Monte Carlo over ``n_perm`` random within-task relabelings, with
-      ``p = (1 + #) / (1 + n_perm)``: counting the observed labelling as one of
-      the draws keeps ``P(p <= α) <= α`` under H0, where ``# / n_perm`` would not
-      (Phipson & Smyth 2010, "Permutation p-values should never be zero",
-      Stat. Appl. Genet. Mol. Biol. 9(1)).
-
-    Ties: ``T_perm`` counts as reaching ``T_obs`` within a tolerance of 1e-12
-    relative to the larger of ``|T_obs|`` and the largest ``|score|``, so a
-    relabeling that gives the same value up to float rounding is not missed.
-
-    :param x_tasks: X's scores, ``(n_runs, n_tasks)`` or per-task arrays ``(n_k,)``.
-    :param y_tasks: Y's scores on the same tasks in the same order, ``(m_k,)`` each.
-    :param aggregate: per-task arrays ``(..., n_k)`` → ``(...)``; batches of
-        relabelings are evaluated in one call each.
-    :param alternative: ``"two-sided"``, ``"greater"`` (X higher) or ``"less"``.
-    """
-    if alternative not in _ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}")
-    if n_perm < 1 or max_exact < 0:
-        raise ValueError(f"n_perm must be >= 1 and max_exact >= 0, got n_perm={n_perm}, max_exact={max_exact}")
-    xs, ys = as_tasks(x_tasks), as_tasks(y_tasks)
-    if len(xs) != len(ys):
-        raise ValueError(f"x has {len(xs)} tasks and y has {len(ys)}; they must cover the same tasks")
-    pools = [np.concatenate([a, b]) for a, b in zip(xs, ys)]
-    n_x = [a.size for a in xs]
-    t_obs = float(aggregate(xs) - aggregate(ys))
-    tol = 1e-12 * max(abs(t_obs), max(float(np.abs(pool).max()) for pool in pools))
-
-    def count_extreme(t: np.ndarray) -> int:
-        if alternative == "greater":
-            return int(np.count_nonzero(t >= t_obs - tol))
-        if alternative == "less":
-            return int(np.count_nonzero(t <= t_obs + tol))
-        return int(np.count_nonzero(np.abs(t) >= abs(t_obs) - tol))
-
-    def stat(idx: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        bx, by = _relabel(pools, idx)
-        return np.asarray(aggregate(bx) - aggregate(by))
-
-    chunk = max(1, _PERM_CHUNK_FLOATS // sum(pool.size for pool in pools))
-    n_total = math.prod(math.comb(pool.size, n) for pool, n in zip(pools, n_x))
-    if n_total <= max_exact:
-        # Every task's relabelings: its X positions and its Y positions, (C_k, n_k) and (C_k, m_k).
-        # Both list positions in increasing order, so with each pool sorted every relabelled side
-        # arrives sorted and the aggregates' own sorts (IQM, CVaR) have nothing to do (_sorted_last).
-        # The set of relabelings, and so the p-value, does not depend on the pool's order.
-        pools = [np.sort(pool) for pool in pools]
-        orders = [_orderings(pool.size, n) for pool, n in zip(pools, n_x)]
-        sizes = [o[0].shape[0] for o in orders]
-        strides = [math.prod(sizes[k + 1:]) for k in range(len(sizes))]  # mixed radix: task 0 slowest
-        hits = 0
-        for start in range(0, n_total, chunk):
-            stop = min(start + chunk, n_total)
-            if len(orders) == 1:  # one task: slices of its orderings, not a gather
-                hits += count_extreme(stat([(orders[0][0][start:stop], orders[0][1][start:stop])]))
-                continue
-            g = np.arange(start, stop)
-            rows = [(g // st) % sz for st, sz in zip(strides, sizes)]
-            hits += count_extreme(stat([(ch[r], ot[r]) for (ch, ot), r in zip(orders, rows)]))
-        return PermutationTest(t_obs, hits / n_total, True, n_total, alternative)
-
-    gen = _rng(rng)
-    hits = 0
-    for start in range(0, n_perm, chunk):
-        b = min(chunk, n_perm - start)
-        perms = [np.argsort(gen.random((b, pool.size)), axis=1) for pool in pools]
-        hits += count_extreme(stat([(p[:, :n], p[:, n:]) for p, n in zip(perms, n_x)]))
-    return PermutationTest(t_obs, (1 + hits) / (1 + n_perm), False, n_perm, alternative)
-
-
-def _midranks(v: np.ndarray) -> np.ndarray:
-    """Ranks 1..n of ``v`` ``(n,)``, ties sharing the mean of their ranks."""
-    _, inv, counts = np.unique(v, return_inverse=True, return_counts=True)
-    first = np.cumsum(counts) - counts  # 0-based rank of each distinct value's first copy
-    return (first + (counts + 1) / 2)[inv.reshape(-1)]
-
-
-def mann_whitney_exact(
-    x: np.ndarray, y: np.ndarray, *, alternative: str = "two-sided", max_exact: int = 200_000
-) -> float:
-    """Exact p-value of the Mann-Whitney U test (Wilcoxon rank-sum) for one task.
-
-    It is the exact permutation test of the difference in mean midranks, which
-    for fixed sizes is an increasing function of ``U`` (``U = R_x - n(n+1)/2``);
-    with ties it is the exact test conditional on the tie pattern. The two-sided
-    p-value counts relabelings with ``|U - nm/2| >= |U_obs - nm/2|``.
-
-    :param x: ``(n,)``. :param y: ``(m,)``.
-    :raises ValueError: ``C(n + m, n) > max_exact`` (use :func:`permutation_test`'s Monte Carlo).
-    """
-    a = np.asarray(x, dtype=float).reshape(-1)
-    b = np.asarray(y, dtype=float).reshape(-1)
-    if math.comb(a.size + b.size, a.size) > max_exact:
-        raise ValueError(f"C({a.size + b.size}, {a.size}) relabelings exceed max_exact={max_exact}")
-    r = _midranks(np.concatenate([a, b]))
-    return permutation_test([r[:a.size]], [r[a.size:]], aggregate_task_mean,
-                            alternative=alternative, max_exact=max_exact).p_value
-
-
-# --------------------------------------------------------------------------- #
-# Censored time-to-threshold: Kaplan-Meier
-# --------------------------------------------------------------------------- #
-def _km_from_counts(deaths: np.ndarray, at_risk: np.ndarray) -> np.ndarray:
-    """Survival after each distinct time: ``prod (1 - d_j / n_j)``. Shapes ``(..., U)`` → ``(..., U)``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(at_risk > 0, 1.0 - deaths / np.where(at_risk > 0, at_risk, 1), 1.0)
-    return np.cumprod(factor, axis=-1)
-
-
-def _km_counts(times: np.ndarray, solved: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct times ``(U,)``, and solved counts and runs at risk at each, ``(..., U)``.
-
-    ``weights`` ``(..., n)`` is how often each run is counted (1 for the data,
-    bootstrap multiplicities for a replicate).
-    """
-    uniq, inv = np.unique(times, return_inverse=True)
-    U = uniq.size
-    w = np.asarray(weights, dtype=float)
-    onehot = np.zeros((times.size, U))
-    onehot[np.arange(times.size), inv] = 1.0
-    deaths = (w * solved) @ onehot  # (..., U): solved runs whose time is u_j
-    present = w @ onehot  # (..., U): runs (solved or censored) whose time is u_j
-    # At risk at u_j: runs whose time is >= u_j (a run censored at u_j is still at risk there).
-    at_risk = np.flip(np.cumsum(np.flip(present, -1), -1), -1)
-    return uniq, deaths, at_risk
-
-
-def kaplan_meier(times: np.ndarray, solved: np.ndarray, grid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Fraction of runs solved by time ``t``, with right-censoring (Kaplan & Meier 1958).
-
-    A run that reached the threshold contributes its crossing time as an event;
-    a run that never did is *censored* at its last recorded time: it counts as
-    "not yet solved" up to then and drops out of the risk set after, instead of
-    being dropped (which would flatter slow algorithms) or counted as never
-    solving (which would be a claim beyond the budget).
-
-    ``F(t) = 1 - prod_{t_j <= t} (1 - d_j / n_j)``, with ``d_j`` runs solved at
-    ``t_j`` and ``n_j`` runs whose time (solved or censored) is ``>= t_j``.
-
-    :param times: shape ``(n,)``: crossing time where solved, else the censoring time.
-    :param solved: shape ``(n,)`` bool.
-    :param grid: shape ``(G,)``; default: the distinct times.
-    :returns: ``(grid, fraction_solved)``, each shape ``(G,)``, right-continuous steps.
-    """
-    t = np.asarray(times, dtype=float).reshape(-1)
-    s = np.asarray(solved, dtype=bool).reshape(-1)
-    if t.shape != s.shape or t.size == 0:
-        raise ValueError(f"times and solved must be non-empty and of equal length, got {t.shape} and {s.shape}")
-    uniq, deaths, at_risk = _km_counts(t, s, np.ones(t.size))
-    f = 1.0 - _km_from_counts(deaths, at_risk)
-    g = uniq if grid is None else np.asarray(grid, dtype=float)
-    return g, _step_at(uniq, f, g)
-
-
-def _step_at(knots: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Right-continuous step function (0 before the first knot) evaluated on ``grid``.
-
-    knots ``(U,)``, values ``(..., U)``, grid ``(G,)`` → ``(..., G)``.
-    """
-    pos = np.searchsorted(knots, grid, side="right") - 1
-    padded = np.concatenate([np.zeros(values.shape[:-1] + (1,)), values], axis=-1)
-    return padded[..., pos + 1]
-
-
-def kaplan_meier_band(
-    times: np.ndarray,
-    solved: np.ndarray,
-    grid: np.ndarray,
-    *,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    rng: np.random.Generator | int | None = 0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The Kaplan-Meier fraction solved on ``grid`` with a percentile bootstrap band over runs.
-
-    Each replicate resamples runs with replacement (Efron 1981, "Censored data
-    and the bootstrap"); it is computed from multinomial run counts, so all
-    replicates are one matrix product.
-
-    :param times: ``(n,)``. :param solved: ``(n,)`` bool. :param grid: ``(G,)``.
-    :returns: ``(fraction, lo, hi)``, each shape ``(G,)``.
-    """
-    t = np.asarray(times, dtype=float).reshape(-1)
-    s = np.asarray(solved, dtype=bool).reshape(-1)
-    grid = np.asarray(grid, dtype=float)
-    _, frac = kaplan_meier(t, s, grid)
-    g = _rng(rng)
-    counts = g.multinomial(t.size, np.full(t.size, 1.0 / t.size), size=n_boot)  # (B, n)
-    uniq, deaths, at_risk = _km_counts(t, s, counts)
-    reps = _step_at(uniq, 1.0 - _km_from_counts(deaths, at_risk), grid)  # (B, G)
-    lo, hi = percentile_interval(reps, level)
-    return frac, lo, hi
-
-
-def kaplan_meier_median(times: np.ndarray, solved: np.ndarray) -> float:
-    """Median time to threshold: where the Kaplan-Meier fraction solved ``F(t)`` reaches ½.
-
-    The smallest time ``t_k`` with ``F(t_k) >= 0.5``, except when ``F`` equals 0.5
-    exactly (within 1e-12) on a flat stretch ``[t_k, t_j)`` that ends at a later
-    solve ``t_j``: then the midpoint ``(t_k + t_j) / 2``, the usual rule for an
-    even number of values (times 1, 2, 3, 4 all solved → 2.5). This follows R's
-    ``survival`` package as ``print.survfit`` reports the median (``minmin`` in
-    ``survmean``, R/print.survfit.R). Where ``F`` reaches exactly 0.5 at the last
-    solve and never rises again (only censored runs, or nothing, after it), the
-    median is that solve's time ``t_k``, again as ``print.survfit``; R's
-    ``quantile.survfit`` would instead give ``(t_k + t_max) / 2`` with ``t_max``
-    the last censoring time, and lifelines' ``median_survival_time_`` never
-    takes a midpoint (it returns ``t_k``, 2 in the example above).
-
-    :param times: ``(n,)``: crossing time where solved, else the censoring time.
-    :param solved: ``(n,)`` bool.
-    :returns: the median, or ``nan`` when ``F`` never reaches ½ within the
-        observed times (lifelines returns ``inf`` there).
-    """
-    t, f = kaplan_meier(times, solved)
-    tol = 1e-12
-    reached = np.flatnonzero(f >= 0.5 - tol)
-    if reached.size == 0:
-        return float("nan")
-    k = reached[0]
-    later = np.flatnonzero(f > f[k] + tol)
-    if abs(f[k] - 0.5) <= tol and later.size:
-        return float((t[k] + t[later[0]]) / 2)
-    return float(t[k])
 
 
 # --------------------------------------------------------------------------- #

@@ -13,9 +13,9 @@ criterion reads them, and ``bench tune`` can go on with them once imported.
 Every read verifies a pack first (:func:`verify`): its manifest lists the sha256 of each of its
 files, and a file that differs, is missing or is not listed, a manifest that is missing or is not a
 manifest, refuses the read in one line (:class:`PackError`) naming the file and how to restore it.
-Reading unpacks every pack of a folder into one SQLite store (the *cache*), once: the cache records,
-inside itself, a fingerprint of the manifests it was built from, and is rebuilt when they change.
-Everything then reads it like any store.
+Commands read packs in place (:mod:`bench.run.packread`); :func:`load` puts them into a store (``bench
+import``), and :func:`unpack` builds a SQLite copy of a folder of packs that records the manifests it was
+built from (the tests read a pack set against it).
 
     bench export --suite reference-classic --format pack --out results/reference/classic
 """

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
 from bench.run import packed
+from bench.run import store as st
 
 #: The columns and order of :meth:`bench.run.store.Store.runs_frame`.
 RUN_COLUMNS = ("suite", "env", "algo", "impl", "label", "seed", "status", "attempt", "timesteps", "threshold", "window",
@@ -160,6 +161,8 @@ class PackSet:
                 continue
             have = pq.read_schema(f).names
             t = pq.read_table(f, columns=[c for c in columns if c in have])
+            if not len(t):  # an empty table (its key column typed null): nothing of it to read
+                continue
             mask = None
             if mine != self._pack_keys(i):  # only some of its runs: filter (most reads take every run of a pack)
                 mask = pc.is_in(t["key"], value_set=pa.array(sorted(mine), type=t.schema.field("key").type))
@@ -217,15 +220,22 @@ class PackSet:
         return any((p / packed.STUDIES).is_file() for p in self.packs)
 
     def studies_url(self) -> str:
-        """A store URL Optuna can read the packs' tuning studies from. Optuna reads studies only through
-        its own storages, so the journals are copied, once per set, into a SQLite file in a private
-        temporary folder holding the studies alone (a few MB; the runs are never unpacked), removed by
-        :meth:`dispose`."""
+        """A store URL the tuner's sensitivity table (:func:`bench.tune.sensitivity.sensitivity_table`) reads
+        the packs' tuning studies from. Optuna reads studies only through its own storages, so the journals
+        are copied, once per set, into a SQLite store in a private temporary folder, with bench's tables and
+        the packs' anchors (the table reads a bench store, and scales a study's final returns by its env's
+        anchor) and nothing else (a few MB; the runs are never copied), removed by :meth:`dispose`."""
         import tempfile
 
         if self._studies is None:
             self._studies = tempfile.TemporaryDirectory(prefix="bench-studies-")
             url = f"sqlite:///{Path(self._studies.name) / 'studies.db'}"
+            db = st.Store(url)
+            try:
+                for (env_id, threshold, episodes, seed), a in self.anchors().items():
+                    db.put_anchor(env_id, float(a.random_return), threshold, episodes, seed)
+            finally:
+                db.dispose()
             packed.load_studies(self.packs, url, durable=False)
         return f"sqlite:///{Path(self._studies.name) / 'studies.db'}"
 

@@ -1,0 +1,422 @@
+"""The report's figures: seaborn/matplotlib (Agg backend, the colour-blind-safe "colorblind" palette),
+each returned as a base64 PNG for :mod:`bench.analysis.report` to embed in its page.
+
+Per environment: learning curves vs steps and vs CPU seconds with IQM and 95% bootstrap bands, the
+Kaplan-Meier fraction solved, diagnostics; across environments: the normalised IQM with its intervals,
+performance profiles, probability of improvement; the decision matrix. Drawing only: the numbers come
+from :mod:`bench.analysis.scoring` and :mod:`bench.analysis.stats`.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from bench.analysis import matrix as mx
+from bench.analysis import scoring as an
+from bench.analysis import stats, survival
+from bench.analysis.style import algo_order, guess_algo, styles
+
+#: Bootstrap replicates for the bands of curves (per grid point).
+CURVE_BOOT = 200
+DPI = 72
+
+
+@functools.cache
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.9)
+    # seaborn 0.13's heatmap calls a colormap method matplotlib 3.11 plans to deprecate; nothing to act on here.
+    warnings.filterwarnings("ignore", message="The set_bad function", category=PendingDeprecationWarning)
+    # A fixed title height skips matplotlib's automatic title placement, which measures every
+    # tick label again; with fixed margins (``_figure``) each figure is drawn once, not twice
+    # as ``bbox_inches="tight"`` would. Together they halve the report's build time.
+    plt.rcParams["axes.titley"] = 1.01
+    # Labels, env ids and errors are user text: "$\\alpha^$" must be drawn as typed, not parsed as
+    # mathtext (an unbalanced one made every report of that store fail).
+    plt.rcParams["text.parse_math"] = False
+    warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+    plt.rcParams["text.usetex"] = False
+    return plt, sns
+
+
+def _figure(plt, ncols: int, width: float, height: float, *, left: float = 0.8, right: float = 0.3,
+            bottom: float = 0.6, top: float = 0.4, wspace: float = 0.3, **kw):
+    """A one-row figure whose margins are given in inches (room for labels and outside legends)."""
+    fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False, **kw)
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=wspace)
+    return fig, list(axes[0])
+
+
+def _few_ticks(ax) -> None:
+    """At most ~5 ticks per axis: enough to read, and every tick costs drawing time."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(5))
+    ax.yaxis.set_major_locator(MaxNLocator(5))
+
+
+def overflow(fig) -> float:
+    """How far, in inches, the drawn artists of ``fig`` reach past its edges (0: nothing is clipped).
+    Needs ``fig`` drawn (``fig.canvas.draw()``)."""
+    bb = fig.get_tightbbox(fig.canvas.get_renderer())
+    w, h = fig.get_size_inches()
+    return float(max(0.0, -bb.x0, -bb.y0, bb.x1 - w, bb.y1 - h))
+
+
+def _png(fig) -> str:
+    """``fig`` as a base64 PNG, drawn once with its fixed margins; if a label would then be clipped at an
+    edge (a long tick label or legend entry), saved again with ``bbox_inches="tight"`` so nothing is cut."""
+    import matplotlib.pyplot as plt
+
+    fig.set_dpi(DPI)
+    fig.canvas.draw()
+    buf = io.BytesIO()
+    if overflow(fig) > 0.02:
+        fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.08)
+    else:  # the canvas already holds the picture: encode it rather than draw it again
+        plt.imsave(buf, np.asarray(fig.canvas.buffer_rgba()), format="png", dpi=DPI)
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+class Style:
+    """The line style of each label (:mod:`bench.analysis.style`: colour by algorithm, dash and marker by
+    implementation), and the algorithm each label belongs to (the panels of the small multiples)."""
+
+    def __init__(self, labels: list[str], impl: dict[str, str], algo: dict[str, str] | None = None):
+        self.impl = impl
+        self.algo = {lb: (algo or {}).get(lb) or guess_algo(lb) for lb in labels}
+        self.styles = styles([(lb, self.algo[lb], impl.get(lb, "bench")) for lb in labels])
+        self.color = {lb: s.color for lb, s in self.styles.items()}
+
+    def line(self, label: str, *, markers: bool = True) -> dict[str, Any]:
+        s = self.styles[label]
+        return dict(color=s.color, linestyle=s.dash, label=legend_text(label),
+                    **(dict(marker=s.marker, markevery=0.1, markersize=4) if markers else {}))
+
+    def groups(self, labels: list[str]) -> dict[str, list[str]]:
+        """``labels`` by algorithm, algorithms in the fixed order, labels by name within each."""
+        out: dict[str, list[str]] = {}
+        for lb in sorted(labels, key=lambda lb: (algo_order(self.algo[lb]), lb)):
+            out.setdefault(self.algo[lb], []).append(lb)
+        return out
+
+
+def legend_text(label: str) -> str:
+    """A label as a legend entry: matplotlib hides entries starting with "_", so those get a zero-width space."""
+    return "\u200b" + label if label.startswith("_") else label
+
+
+def _iqm_band(curves: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """IQM over runs at each grid point, with a 95% percentile bootstrap band over runs.
+
+    :param curves: ``(n_runs, G)``. :returns: ``(iqm, lo, hi)``, each ``(G,)``.
+    """
+    n = curves.shape[0]
+    point = stats.iqm(curves, axis=0)
+    reps = stats.iqm(curves[rng.integers(0, n, size=(CURVE_BOOT, n))], axis=1)  # (B, G)
+    lo, hi = stats.percentile_interval(reps)
+    return point, lo, hi
+
+
+#: Above this many labels, an env's learning curves are drawn as small multiples, one panel per algorithm.
+SMALL_MULTIPLES = 6
+
+
+def _guides(ax, threshold: float | None, random: float | None) -> None:
+    if threshold is not None:
+        ax.axhline(threshold, color="0.3", lw=1, ls=":", label=f"threshold {threshold:g}")
+    if random is not None:
+        ax.axhline(random, color="0.6", lw=1, ls="-.", label=f"random policy {random:.3g}")
+
+
+def _draw_km(axes: list, c: an.EnvCurves, runs: pd.DataFrame, style: Style, *, blank: list | None = None,
+             bands: bool = True) -> None:
+    """The Kaplan-Meier fraction of runs solved against steps (``axes[0]``) and CPU seconds (``axes[1]``),
+    with 95% bootstrap bands unless ``bands`` is false; without a time scale the CPU panel (and ``blank``)
+    says so instead."""
+    for ax, col, grid in ((axes[0], "t_steps", c.steps), (axes[1], "t_cpu", c.cpu)):
+        if not grid.size:  # no time scale for this env: no time axis
+            for a in [*(blank or []), ax]:
+                a.text(0.5, 0.5, "no time scale for this env\n(set time_scale_us in the suite)", ha="center",
+                       va="center", transform=a.transAxes, color="0.4")
+            continue
+        grid = np.r_[0.0, grid]
+        for label, g in runs.groupby("label", sort=True):
+            f, lo, hi = survival.kaplan_meier_band(g[col].to_numpy(float), g["solved"].to_numpy(bool), grid, n_boot=500)
+            k = int(g["solved"].sum())
+            ax.step(grid, f, where="post", **{**style.line(label), "label": f"{label}: {k}/{len(g)} runs solved"}, lw=1.8)
+            if bands:
+                ax.fill_between(grid, lo, hi, step="post", color=style.color[label], alpha=0.15, lw=0)
+        ax.set_ylim(-0.02, 1.02)
+        _few_ticks(ax)
+    axes[0].set_title("solved by env steps (Kaplan-Meier)")
+    axes[1].set_title("solved by CPU seconds (Kaplan-Meier)")
+    axes[0].set_ylabel("fraction of runs solved")
+    axes[0].set_xlabel("env steps")
+    axes[1].set_xlabel("training CPU seconds (one thread)")
+
+
+def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, threshold: float | None,
+            random: float | None) -> str:
+    """One env, four panels: return vs env steps and vs training CPU seconds (IQM over seeds, 95%
+    bootstrap band), and the Kaplan-Meier fraction of runs solved vs steps and vs CPU seconds
+    (unsolved runs censored). The axes run over the env's budget and its fixed time horizon."""
+    plt, _ = _plt()
+    width, height = 13.0, 7.0
+    fig, axes = plt.subplots(2, 2, figsize=(width, height), sharex="col")
+    fig.subplots_adjust(left=0.8 / width, right=1 - 2.5 / width, bottom=0.6 / height, top=1 - 0.4 / height,
+                        wspace=0.12, hspace=0.22)
+    rng = np.random.default_rng(0)
+    for ax, grid, by in ((axes[0, 0], c.steps, c.by_steps), (axes[0, 1], c.cpu, c.by_cpu)):
+        for label, curves in sorted(by.items()):
+            mid, lo, hi = _iqm_band(curves, rng)
+            ax.plot(grid, mid, **style.line(label), lw=1.8)
+            ax.fill_between(grid, lo, hi, color=style.color[label], alpha=0.18, lw=0)
+        _guides(ax, threshold, random)
+        _few_ticks(ax)
+    axes[0, 1].sharey(axes[0, 0])
+    _draw_km([axes[1, 0], axes[1, 1]], c, runs, style, blank=[axes[0, 1]])
+    axes[0, 0].set_ylabel("return (running mean of episodes)")
+    axes[0, 0].set_title("return vs env steps")
+    axes[0, 1].set_title("return vs training CPU seconds")
+    # Each legend sits right of the time panel but takes its entries from the steps panel beside it, which
+    # draws the same labels: an env without a time scale has empty time panels and would list no algorithm.
+    for row, title in ((0, "IQM over seeds, 95% CI"), (1, "unsolved runs censored at their end")):
+        handles, labels = axes[row, 0].get_legend_handles_labels()
+        if handles:
+            axes[row, 1].legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title=title,
+                                title_fontsize=8)
+    return _png(fig)
+
+
+def fig_env_panels(env_id: str, c: an.EnvCurves, style: Style, threshold: float | None,
+                   random: float | None) -> str:
+    """Small multiples of an env's learning curves, for many labels: one panel per algorithm with its
+    implementations (own and SB3 together), every other label drawn faintly behind for reference; the
+    panels against env steps first, then against training CPU seconds (IQM over seeds, 95% bootstrap band)."""
+    plt, _ = _plt()
+    rng = np.random.default_rng(0)
+    groups = style.groups(sorted(c.by_steps))
+    ncols = min(5, len(groups))
+    nrows = -(-len(groups) // ncols)
+    blocks = [(c.steps, c.by_steps, "env steps")] + ([(c.cpu, c.by_cpu, "training CPU seconds")] if c.cpu.size else [])
+    pw, ph = 2.8, 2.05
+    width, height = 0.8 + ncols * pw + 0.2, 0.75 + len(blocks) * (nrows * ph + 0.55)
+    fig, axes = plt.subplots(len(blocks) * nrows, ncols, figsize=(width, height), squeeze=False, sharey=True)
+    fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, bottom=0.55 / height, top=1 - 0.75 / height,
+                        wspace=0.08, hspace=0.5)
+    for b, (grid, by, xlabel) in enumerate(blocks):
+        bands = {lb: _iqm_band(curves, rng) for lb, curves in sorted(by.items())}
+        for i, (algo, labels) in enumerate(groups.items()):
+            ax = axes[b * nrows + i // ncols, i % ncols]
+            for lb, (mid, _, _) in bands.items():  # the others, for reference
+                if lb not in labels:
+                    ax.plot(grid, mid, color="0.82", lw=0.8, zorder=1)
+            for lb in labels:
+                if lb in bands:
+                    mid, lo, hi = bands[lb]
+                    ax.plot(grid, mid, **style.line(lb), lw=1.8, zorder=3)
+                    ax.fill_between(grid, lo, hi, color=style.color[lb], alpha=0.2, lw=0, zorder=2)
+            _guides(ax, threshold, random)
+            ax.set_title(f"{algo} · {xlabel}", fontsize=9)
+            ax.legend(handles=[h for h in ax.get_lines() if h.get_label() in {legend_text(lb) for lb in labels}],
+                      fontsize=7, loc="lower right", handlelength=2.6)
+            ax.tick_params(labelsize=8)
+            _few_ticks(ax)
+            if i % ncols == 0:
+                ax.set_ylabel("return", fontsize=9)
+        for j in range(len(groups), nrows * ncols):  # unused cells of the last row
+            axes[b * nrows + j // ncols, j % ncols].set_visible(False)
+    fig.suptitle(f"{env_id}: return (running mean of episodes), IQM over seeds with 95% CI, one panel per algorithm; "
+                 "grey: the other labels", fontsize=11, y=1 - 0.15 / height, va="top")
+    return _png(fig)
+
+
+def fig_env_km(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style) -> str:
+    """The Kaplan-Meier half of :func:`fig_env` on its own (beside :func:`fig_env_panels`)."""
+    plt, _ = _plt()
+    n = runs["label"].nunique()
+    fig, axes = _figure(plt, 2, 13.0, max(3.6, 0.19 * n + 1.3), right=2.9, top=0.4, wspace=0.12)
+    # Fourteen overlapping bands hide the curves; the solved counts in the legend say how sure each one is.
+    _draw_km(axes, c, runs, style, bands=False)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        axes[1].legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1),
+                       title="unsolved runs censored at their end\n(no bands above 6 labels)", title_fontsize=8)
+    return _png(fig)
+
+
+def fig_diagnostics(env_id: str, runs: pd.DataFrame, diags: pd.DataFrame, style: Style, grid: np.ndarray) -> str | None:
+    names = [n for n in an.DIAGNOSTICS if (diags["name"] == n).any()]
+    if not names:
+        return None
+    plt, _ = _plt()
+    width = 3.2 * len(names) + 2.9
+    fig, axes2 = _figure(plt, len(names), width, 3.2, right=2.1, top=0.65, wspace=0.35)
+    axes = [axes2]
+    label_of = dict(zip(runs["key"], runs["label"]))
+    for ax, name in zip(axes[0], names):
+        d = diags[(diags["name"] == name) & diags["value"].notna()]
+        per_label: dict[str, list[np.ndarray]] = {}
+        for key, g in d.groupby("key", sort=False):
+            if key in label_of and len(g):
+                per_label.setdefault(label_of[key], []).append(
+                    # Held at the first value before a run's first update (and at the last after its end).
+                    np.interp(grid, g["step"].to_numpy(float), g["value"].to_numpy(float)))
+        for label, cs in sorted(per_label.items()):
+            q1, mid, q3 = np.percentile(np.array(cs), [25, 50, 75], axis=0)
+            ax.plot(grid, mid, **style.line(label), lw=1.5)
+            ax.fill_between(grid, q1, q3, color=style.color[label], alpha=0.15, lw=0)
+        ax.set_title(name)
+        ax.set_xlabel("env steps")
+        _few_ticks(ax)
+    axes[0][0].set_ylabel("median over seeds (band: IQR)")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
+    fig.suptitle(f"{env_id}: diagnostics per update", y=0.99)
+    return _png(fig)
+
+
+def fig_aggregate(agg: pd.DataFrame, style: Style) -> str:
+    plt, _ = _plt()
+    fig, (ax,) = _figure(plt, 1, 10, 0.4 * len(agg) + 1.6, left=3.0, bottom=1.0)
+    agg = agg.sort_values("iqm")
+    for i, r in enumerate(agg.itertuples()):
+        ax.errorbar(r.iqm, i, xerr=[[r.iqm - r.lo], [r.hi - r.iqm]], fmt=style.styles[r.label].marker,
+                    color=style.color[r.label], capsize=4)
+    ax.set_yticks(range(len(agg)), [f"{r.label} ({r.envs} envs, {r.runs} runs)" for r in agg.itertuples()])
+    ax.axvline(0, color="0.6", lw=1, ls="-.")
+    ax.axvline(1, color="0.3", lw=1, ls=":")
+    ax.set_xlabel("normalised final return, mean over envs of the IQM (0 = random policy, 1 = threshold)\n"
+                  "95% stratified bootstrap CI, or the range of the runs below 5 per env")
+    ax.set_title("Across environments: normalised final return")
+    return _png(fig)
+
+
+def fig_profiles(scored: an.Scored, style: Style) -> str:
+    plt, _ = _plt()
+    r = scored.runs[scored.runs["final_norm"].notna()]
+    hi = max(1.2, float(np.nanpercentile(r["final_norm"], 98)) + 0.05)
+    lo = min(0.0, float(np.nanpercentile(r["final_norm"], 2)) - 0.05)
+    taus = np.linspace(lo, hi, 120)
+    many = r["label"].nunique()
+    fig, (ax,) = _figure(plt, 1, 9, max(3.8, 0.19 * many + 1.2), right=2.2)
+    for label, g in r.groupby("label", sort=True):
+        envs = sorted(g["env"].unique())
+        prof, plo, phi = stats.performance_profile([g.loc[g["env"] == e, "final_norm"].to_numpy(float) for e in envs],
+                                                   taus, n_boot=500)
+        ax.plot(taus, prof, **style.line(label), lw=1.8)
+        if many <= SMALL_MULTIPLES:  # above that, the overlapping bands hide the curves
+            ax.fill_between(taus, plo, phi, color=style.color[label], alpha=0.15, lw=0)
+    ax.set_xlabel("normalised final return τ (0 = random, 1 = threshold)")
+    ax.set_ylabel("fraction of runs with score > τ")
+    ax.set_title("Performance profiles (95% stratified bootstrap bands)" if many <= SMALL_MULTIPLES else
+                 f"Performance profiles ({many} labels: bands left out)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
+    return _png(fig)
+
+
+#: Above this many labels the probability-of-improvement heatmap is split into blocks of columns, so
+#: that its cells and labels keep their size (8 pt and more) at the page's width.
+HEATMAP_COLUMNS = 8
+
+
+def improvement_blocks(labels: list[str], size: int = HEATMAP_COLUMNS) -> list[list[str]]:
+    """``labels`` cut into the fewest blocks of at most ``size``, as even as they can be."""
+    n = max(1, -(-len(labels) // size))
+    q, r = divmod(len(labels), n)
+    cuts = np.cumsum([0] + [q + (i < r) for i in range(n)])
+    return [labels[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def fig_improvement(pim: pd.DataFrame, labels: list[str], columns: list[str] | None = None) -> str:
+    """P(row > column) for ``labels`` (rows) against ``columns`` (default: all of them), annotated."""
+    plt, sns = _plt()
+    columns = labels if columns is None else columns
+    m = pd.DataFrame(np.nan, index=labels, columns=columns)
+    ann = pd.DataFrame("", index=labels, columns=columns)
+    for r in pim.itertuples():
+        if r.x in m.index and r.y in m.columns:
+            m.loc[r.x, r.y] = r.p
+            ann.loc[r.x, r.y] = f"{r.p:.2f}\n[{r.lo:.2f}, {r.hi:.2f}]"
+    left = 0.3 + 0.075 * max(len(lb) for lb in labels)
+    bottom = 0.4 + 0.06 * max(len(lb) for lb in columns)
+    width, height = left + 0.95 * len(columns) + 1.3, bottom + 0.5 * len(labels) + 0.5
+    fig, (ax,) = _figure(plt, 1, width, height, left=left, right=1.3, bottom=bottom, top=0.5)
+    sns.heatmap(m, annot=ann.values, fmt="", cmap="vlag", vmin=0, vmax=1, center=0.5, ax=ax, annot_kws={"fontsize": 8},
+                cbar_kws={"label": "P(row > column)", "fraction": 0.6 / (0.95 * len(columns) + 0.6), "pad": 0.02})
+    ax.grid(False)
+    ax.tick_params(labelsize=9)
+    ax.set_xticklabels(ax.get_xticklabels(), rotation=35, ha="right", rotation_mode="anchor")
+    ax.set_xlabel("Y")
+    ax.set_ylabel("X")
+    part = "" if columns == labels else f" (columns {labels.index(columns[0]) + 1}–{labels.index(columns[-1]) + 1} of {len(labels)})"
+    ax.set_title(f"P(X > Y), normalised final return, 95% CI{part}", fontsize=10)
+    return _png(fig)
+
+
+def fig_decision(dm: pd.DataFrame, category: str) -> str:
+    """Annotated heatmap: rows labels, columns criteria. Colour = rank within the column (higher is better)."""
+    plt, sns = _plt()
+    d = dm[dm["category"] == category]
+    labels = sorted(d["label"].unique())
+    from bench.analysis.claims import LM_CRITERIA
+
+    crits = mx.criteria_of(dm, category)
+    lower_better = {an.SENSITIVITY, *LM_CRITERIA}
+    colour = pd.DataFrame(np.nan, index=labels, columns=crits)
+    ann = pd.DataFrame("", index=labels, columns=crits)
+    for crit in crits:
+        col = d[d["criterion"] == crit].set_index("label")
+        vals = col["point"].astype(float)
+        if vals.notna().sum():
+            span = (vals.max() - vals.min()) or 1.0
+            scaled = (vals - vals.min()) / span
+            colour[crit] = (1 - scaled) if crit in lower_better else scaled  # lower sensitivity, memory, hacking are better
+        for lb, r in col.iterrows():
+            if r["point"] != r["point"]:
+                ann.loc[lb, crit] = r["note"] or "n/a"
+                continue
+            mark = f" {mx.GLYPHS[r['mark']]}" if r["mark"] in mx.GLYPHS else ""
+            ci = "" if r["lo"] is None or r["lo"] != r["lo"] else (
+                f"\nrange {r['lo']:.2f}–{r['hi']:.2f}" if r["kind"] == "range" else f"\n[{r['lo']:.2f}, {r['hi']:.2f}]")
+            cover = f"\n{r['n_envs']}/{r['cat_envs']} envs" if r["n_envs"] < r["cat_envs"] else ""
+            ann.loc[lb, crit] = f"{r['point']:.2f}{mark}{ci}{cover}"
+    fig, (ax,) = _figure(plt, 1, 13, 0.75 * len(labels) + 1.5, left=1.5, right=0.2, bottom=0.75, top=0.4)
+    cmap = plt.get_cmap("cividis")
+    sns.heatmap(colour.astype(float), annot=False, cmap=cmap, vmin=0, vmax=1, cbar=False, ax=ax,
+                linewidths=0.5, linecolor="white")
+    ax.grid(False)
+    # Text drawn by hand: seaborn skips annotations of NaN cells, and "no tuning data" must show.
+    for i, lb in enumerate(labels):
+        for j, crit in enumerate(crits):
+            v = colour.loc[lb, crit]
+            dark = v == v and sum(cmap(float(v))[:3]) < 1.5  # light text on dark cells
+            ax.text(j + 0.5, i + 0.5, ann.loc[lb, crit], ha="center", va="center", fontsize=8,
+                    color="white" if dark else "black")
+    ax.set_xticks(np.arange(len(crits)) + 0.5, [c.replace(" ", "\n", 1) for c in crits], rotation=0)
+    ax.set_ylabel("")
+    ax.set_title(f"Decision matrix: {category}  (marks: the answers, ★ winner, ◆ ahead on these envs, ▲ leaning, "
+                 "≈ no difference, · runner-up; colour = rank)", fontsize=9)
+    return _png(fig)
+
+
+def env_figures(env_id: str, c: an.EnvCurves, g: pd.DataFrame, style: Style, thr: float | None,
+                random: float | None) -> list[str]:
+    """An env's curve figures: one four-panel figure for a few labels; above :data:`SMALL_MULTIPLES`
+    labels, small multiples of the returns and the Kaplan-Meier curves beside them."""
+    if g["label"].nunique() <= SMALL_MULTIPLES:
+        return [fig_env(env_id, c, g, style, thr, random)]
+    return [fig_env_panels(env_id, c, style, thr, random), fig_env_km(env_id, c, g, style)]

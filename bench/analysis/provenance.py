@@ -1,0 +1,145 @@
+"""Which machine a run ran on: speed-probe classes, and the hardware lines and warnings the report prints.
+
+A CPU name can hide virtual machines of different speeds, so runs are told apart by their speed probe
+(:mod:`bench.run.probe`), grouped over the runs read together (:func:`probe_classes`). Time comparisons
+use these classes (:mod:`bench.analysis.machines`). Pure: run metas and frames in, strings out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# One rule: the analysis flags what --remeasure re-runs, as the run layer does.
+from bench.run.store import CONTENTION_RATIO
+
+__all__ = ["PROBE_CLASS", "PROBE_CLASS_KEY", "PROBE_SPAN", "hardware_line", "hardware_of", "hardware_warnings",
+           "probe_class_ms", "probe_classes"]
+
+#: Speed-probe classes (:mod:`bench.run.probe`). A run alone is rounded to a power of this factor. Runs read
+#: together (:func:`probe_classes`) are grouped instead: sorted by probe, a new machine starts where the next
+#: probe is more than this factor slower. A fixed grid split one machine whose probes straddled a grid line:
+#: the 18 Atari reference runs of one VM (least probes 12.0-13.0 ms, 2026-11-27) fell into two classes.
+PROBE_CLASS = 2 ** 0.25
+#: A group of probes wider than this (max / min) is not one machine's noise (the widest seen on one CPUID in
+#: one session: 1.20, least probes 11.4-13.7 ms over the 210 tuned-variant runs, 2026-11-27): it is split at
+#: its widest gap until no group is wider.
+PROBE_SPAN = 2 ** 0.5
+#: Where :func:`load` puts each run's class (its group's median least probe, 3 significant figures).
+PROBE_CLASS_KEY = "probe_class_ms"
+
+
+def _least_probe(meta: dict[str, Any]) -> float | None:
+    p = meta.get("cpu_probe_ms")
+    vals = [float(v) for v in (p.values() if isinstance(p, dict) else ()) if v and v > 0]
+    return min(vals) if vals else None
+
+
+def probe_class_ms(meta: dict[str, Any]) -> float | None:
+    """The run's speed-probe class in ms: where :func:`probe_classes` gave it one (every run :func:`load`
+    reads), that; else its least probe time rounded to a power of :data:`PROBE_CLASS`; ``None`` where the
+    run recorded no probe (runs from before 2026-11-26)."""
+    if meta.get(PROBE_CLASS_KEY) is not None:
+        return float(meta[PROBE_CLASS_KEY])
+    least = _least_probe(meta)
+    if least is None:
+        return None
+    return float(PROBE_CLASS ** round(np.log(least) / np.log(PROBE_CLASS)))
+
+
+def _split_probes(vals: np.ndarray) -> list[np.ndarray]:
+    """Sorted probe times (n,) → runs of indices into them, one per machine (see :data:`PROBE_CLASS`)."""
+    if len(vals) == 0:
+        return []
+    gaps = np.diff(np.log(vals))
+    cuts = np.flatnonzero(gaps > np.log(PROBE_CLASS)) + 1
+    out = []
+    for part in np.split(np.arange(len(vals)), cuts):
+        stack = [part]
+        while stack:  # too wide for one machine: cut at the widest gap inside
+            q = stack.pop()
+            if vals[q[-1]] / vals[q[0]] <= PROBE_SPAN:
+                out.append(q)
+                continue
+            k = int(np.argmax(np.diff(np.log(vals[q])))) + 1
+            stack += [q[k:], q[:k]]
+    return sorted(out, key=lambda q: q[0])
+
+
+def probe_classes(metas: list[dict[str, Any]]) -> list[float | None]:
+    """Each run's speed-probe class in ms, the runs read together: within each CPU name and thread,
+    stepping and GPU setting, runs whose least probes lie close (:data:`PROBE_CLASS`, :data:`PROBE_SPAN`)
+    are one machine, labelled by their median least probe (3 significant figures). ``None`` where a run
+    recorded no probe. ``metas``: (n_runs,) → (n_runs,)."""
+    least = [_least_probe(m) for m in metas]
+    groups: dict[str, list[int]] = {}
+    for i, m in enumerate(metas):
+        if least[i] is not None:
+            groups.setdefault(_hardware(m, None), []).append(i)
+    out: list[float | None] = [None] * len(metas)
+    for idx in groups.values():
+        order = sorted(idx, key=lambda i: least[i])
+        vals = np.array([least[i] for i in order])
+        for part in _split_probes(vals):
+            label = float(f"{np.median(vals[part]):.3g}")
+            for j in part:
+                out[order[j]] = label
+    return out
+
+
+def _hardware(meta: dict[str, Any], probe_ms: float | None) -> str:
+    probe = f" (probe ≈{probe_ms:.3g} ms)" if probe_ms is not None else ""
+    blas = f" · {meta['blas_threads']} BLAS thread(s)" if meta.get("blas_threads") is not None else ""
+    stepping = f" · {meta['vec_env']} env stepping" if meta.get("vec_env", "sync") != "sync" else ""
+    acc = meta.get("accelerator")
+    gpu = f" · GPU {acc.get('name', '?')}" if isinstance(acc, dict) else ""
+    return (f"{meta.get('cpu_model', '?')}{probe} · {meta.get('torch_threads', '?')} torch thread(s){blas}"
+            f"{stepping}{gpu}")
+
+
+def hardware_of(meta: dict[str, Any]) -> str:
+    """What time figures depend on: the CPU model and (where recorded) its speed-probe class
+    (:func:`probe_class_ms`), torch threads, (where recorded) BLAS threads, the env stepping where it is not
+    the default sync (runs from before the option have none: sync), and the GPU of a run whose networks were
+    on one (``meta.accelerator``: its CPU seconds include the wait for the GPU,
+    bench.run.runner.accelerator_meta)."""
+    return _hardware(meta, probe_class_ms(meta))
+
+
+def hardware_line(scored: Any, envs: list[str] | None = None) -> str:
+    """One line for every time figure: the machines the runs' CPU seconds come from (of ``envs``' runs, where
+    given), how time comparisons use them (:mod:`bench.analysis.machines`), and how many runs were contended
+    or have no speed probe (both left out of time comparisons)."""
+    r = scored.runs if envs is None else scored.runs[scored.runs["env"].isin(envs)]
+    if r.empty:
+        return ""
+    hw = sorted({hardware_of(m) for m in r["meta"]})
+    n = int(r["contended"].sum())
+    unknown = int(r["machine"].isna().sum())
+    est = int(r["cpu_estimated"].sum())
+    line = "CPU seconds on " + "; ".join(hw)
+    if len(hw) > 1:
+        line += "; a time comparison uses, on each env, the one machine both sides share most"
+    if n:
+        line += (f"; {n} of {len(r)} runs contended (wall > {CONTENTION_RATIO:g} × CPU), left out of time comparisons "
+                 "until `bench run --remeasure contended` measures them again")
+    if unknown:
+        line += f"; {unknown} of {len(r)} runs have no speed probe (an unknown machine), left out of time comparisons"
+    if est:
+        line += f"; {est} runs' CPU time estimated from wall time (recorded before per-episode CPU seconds)"
+    return line
+
+
+def hardware_warnings(data: Any) -> dict[str, list[str]]:
+    """Env id → the distinct hardware/thread settings of its pooled runs, where there is more than one.
+
+    Time figures compared across such runs mix machines, so the report warns.
+    """
+    r = data.runs[data.runs["pooled"]] if not data.runs.empty else data.runs
+    out = {}
+    for env_id, g in r.groupby("env", sort=True):
+        hw = sorted({hardware_of(m) for m in g["meta"]})
+        if len(hw) > 1:
+            out[env_id] = hw
+    return out
