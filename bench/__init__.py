@@ -32,7 +32,7 @@ import importlib
 #: first use so that ``import bench`` stays cheap: name → ``module:attribute``.
 PUBLIC = {
     "HyperParams": "bench.algos.hyperparams:HyperParams",
-    "RecorderProtocol": "bench.run.record:RecorderProtocol",
+    "RecorderProtocol": "bench.storage.record:RecorderProtocol",
     "PluginError": "bench.algos.plugins:PluginError",
 }
 

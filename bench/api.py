@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load_policy, video_missing
-from bench.run import packed, packread
+from bench.storage import packed, packread
 
 __all__ = ["BadInput", "RunPlan", "SuiteRun", "plan_run", "run_suite", "results_store", "writable", "report",
            "REFERENCE_DIR", "Reference", "reference", "reference_dir", "cache_dir", "Answer", "recommend",
@@ -65,7 +65,7 @@ def reference_dir() -> Path | None:
 @dataclass(frozen=True)
 class Reference:
     """The shipped reference: ``url`` to read it by (``packs:FOLDER``, read in place by
-    :class:`bench.run.packread.PackSet`; a SQLite URL where :func:`reference` was asked to ``unpack``),
+    :class:`bench.storage.packread.PackSet`; a SQLite URL where :func:`reference` was asked to ``unpack``),
     ``folder`` it came from, ``packs`` in it, ``manifests``: each pack's folder name and manifest sha256
     (what its answers are keyed by)."""
 
@@ -82,13 +82,13 @@ class Reference:
 
 def cache_dir() -> Path:
     """bench's private cache folder (``$XDG_CACHE_HOME/bench``, else ``~/.cache/bench``, else a private
-    temporary folder: :func:`bench.run.packed.private_cache_dir`)."""
+    temporary folder: :func:`bench.storage.packed.private_cache_dir`)."""
     return packed.private_cache_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench")
 
 
 def reference(log: Callable[[str], None] | None = None, *, unpack: bool = False) -> Reference | None:
     """The shipped reference, every pack verified against its manifest's sha256 list on each call
-    (:class:`bench.run.packed.PackError` when one fails); ``None`` where there are no packs.
+    (:class:`bench.storage.packed.PackError` when one fails); ``None`` where there are no packs.
 
     It is read in place (``url`` ``packs:FOLDER``). With ``unpack`` it is also unpacked once into a
     SQLite store in the private cache folder (:func:`cache_dir`), trusted only while it records the
@@ -287,7 +287,7 @@ def record_env_facts(store: Any, env_meta: dict[str, dict[str, Any]],
     anchor, computed here while the env's package is importable (``bench run``'s process). Reports,
     ``bench recommend`` and exports then read them from the store alone (``env_facts``, ``anchors``).
 
-    :param store: a writable :class:`bench.run.store.Store`.
+    :param store: a writable :class:`bench.storage.store.Store`.
     :param log: told about anchors computed, and about an env whose facts could not all be gathered
         (what could be is still recorded).
     :returns: env key → the facts recorded.
@@ -432,7 +432,7 @@ def export_scores(url: str, suite: str | None, column: str, format: str, out_pat
 
 
 def pack_suite(store: Any, suite: str, out: Path, log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Pack one suite of ``store`` (a :class:`bench.run.store.Store`) into the folder ``out``, with its envs'
+    """Pack one suite of ``store`` (a :class:`bench.storage.store.Store`) into the folder ``out``, with its envs'
     normalisation anchors computed first where missing (so the pack has them); returns the pack's manifest.
     Runs already in a sibling pack (a claim suite sharing the reference's cells) are not stored twice."""
     from bench.analysis.anchors import ensure_anchors
@@ -523,7 +523,7 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
     import sqlalchemy as sa
 
     from bench.run.saving import policies_dir
-    from bench.run.store import DEFAULT_URL, StoreError, check_url
+    from bench.storage.store import DEFAULT_URL, StoreError, check_url
     from bench.suites.cost import estimate
     from bench.suites.suite import Outputs, SuiteError, load_suite, parse_only, select
 
@@ -585,7 +585,8 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
 
     from bench.run.progress import LiveProgress
     from bench.run.runner import HEARTBEAT_EVERY_S, Interrupted, run_local
-    from bench.run.store import Store, SuiteConflict, contended_done, is_claimable, this_owner
+    from bench.storage.store import Store, SuiteConflict, is_claimable, this_owner
+    from bench.storage.vocabulary import contended_done
 
     plan = suite if isinstance(suite, RunPlan) else plan_run(
         suite, store, only=only, overrides=overrides, workers=workers, executor=executor, address=address)
@@ -682,9 +683,9 @@ def results_store(store: str | None = None, *, need_done: bool = True, fallback:
     the shipped reference (:func:`reference`) is read instead (unless not ``fallback``).
 
     :raises BadInput: a bad URL, no store, a store with no runs (with ``need_done``: no finished run).
-    :raises bench.run.store.StoreError: a store that cannot be reached or read.
+    :raises bench.storage.store.StoreError: a store that cannot be reached or read.
     """
-    from bench.run.store import DEFAULT_URL, Store, StoreError, StoreMissing, check_url, describe_url
+    from bench.storage.store import DEFAULT_URL, Store, StoreError, StoreMissing, check_url, describe_url
 
     given = store or DEFAULT_URL
     try:
@@ -722,7 +723,7 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
     :raises BadInput: a store or suite that is not there, an unwritable ``out``.
     """
     from bench.analysis.report import build
-    from bench.run.store import Store
+    from bench.storage.store import Store
     from bench.suites.suite import SuiteError, load_suite
 
     url, where = results_store(store, need_done=False, log=log)

@@ -26,9 +26,9 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
-from bench.run.packed import PackError
+from bench.storage.packed import PackError
 from bench.streams import ensure_standard_streams, silence_output
-from bench.run.store import DEFAULT_URL, StoreError
+from bench.storage.store import DEFAULT_URL, StoreError
 from typer._click.exceptions import UsageError  # typer's own copy of click: what its parser raises
 
 #: Set by ``--debug``: errors show their traceback instead of one line.
@@ -141,7 +141,7 @@ def _say(line: str) -> None:
 
 def _redact(line: str) -> str:
     """``line`` with every URL's password, and every password this command was given, hidden."""
-    from bench.run.store import redact
+    from bench.storage.store import redact
 
     return redact(line, _SECRETS)
 
@@ -216,7 +216,7 @@ def _load(suite_path: Path, overrides: Optional[list[str]] = None):
 
 def _keep_secret(url: str) -> None:
     """Remember ``url``'s password, so that no line this command prints shows it (:func:`_redact`)."""
-    from bench.run.store import url_secret
+    from bench.storage.store import url_secret
 
     if (secret := url_secret(url)) is not None:
         _SECRETS.add(secret)
@@ -225,7 +225,7 @@ def _keep_secret(url: str) -> None:
 def _check_url(url: str, flag: str = "--store") -> str:
     """The normalised store URL; a bad or in-memory URL is bad input (one line, exit 2)."""
     global _STORE_IN_USE
-    from bench.run.store import check_url, describe_url
+    from bench.storage.store import check_url, describe_url
 
     _keep_secret(url)
     try:
@@ -239,7 +239,7 @@ def _check_url(url: str, flag: str = "--store") -> str:
 def _open_readonly(url: str):
     """The store at ``url`` opened read-only, or None when there is none yet; StoreError (one line, exit 1)
     when it cannot be reached or is not a bench store."""
-    from bench.run.store import Store, StoreMissing
+    from bench.storage.store import Store, StoreMissing
 
     try:
         return Store(url, readonly=True)
@@ -330,7 +330,7 @@ def run(
     import threading
 
     from bench.run.progress import progress_line
-    from bench.run.store import describe_url
+    from bench.storage.store import describe_url
 
     n_workers = plan.workers
     progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
@@ -475,7 +475,7 @@ def _one_line_each(lines: list[str]) -> str:
 
 def _contended_done(url: str, cells: list) -> set[str]:
     """Keys of the done runs among ``cells`` that shared their core, read without writing anything."""
-    from bench.run.store import contended_done
+    from bench.storage.vocabulary import contended_done
 
     db = _open_readonly(url)
     return contended_done(db.rows([c.key for c in cells])) if db is not None else set()
@@ -508,7 +508,8 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     for STALL_AFTER_S seconds (a hung plugin or env).
     """
     from bench.run.progress import is_stalled, run_progress
-    from bench.run.store import CONTENTION_RATIO, contended_done, cpu_budget, describe_url, is_claimable, owner_host
+    from bench.storage.store import describe_url, is_claimable, owner_host
+    from bench.storage.vocabulary import CONTENTION_RATIO, contended_done, cpu_budget
 
     loaded = _load(suite, overrides)
     url = _check_url(store)
@@ -572,7 +573,7 @@ def export(
 ) -> None:
     """Export runs, episodes or diagnostics as CSV, Parquet or JSON; normalised scores for rliable; or pack a suite."""
     from bench.analysis.scoring import SCORE_COLUMNS
-    from bench.run.store import describe_url
+    from bench.storage.store import describe_url
 
     what = _choice("--what", what, EXPORT_WHAT)
     format = _choice("--format", format, EXPORT_FORMATS)
@@ -634,8 +635,8 @@ def import_(
 ) -> None:
     """Load packed results into a store (SQLite or PostgreSQL): to go on with a packed suite
     (`bench run` then skips its done cells), or to put the shipped reference beside your own runs."""
-    from bench.run import packed
-    from bench.run.store import Store, describe_url
+    from bench.storage import packed
+    from bench.storage.store import Store, describe_url
 
     found: list[Path] = []
     for p in packs:
@@ -667,7 +668,7 @@ def import_(
 
 def _tuning_suites(url: str) -> list[str]:
     """The tuning suites whose ``bench tune`` studies are in the store (a pack can hold them)."""
-    from bench.run import packed
+    from bench.storage import packed
 
     try:
         return packed.tuning_suites(url)
@@ -839,7 +840,7 @@ def tune(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from bench.run.store import describe_url
+    from bench.storage.store import describe_url
     from bench.tune import export_suite
     from bench.tune import tune as tune_target
     from bench.algos.common import pin_one_thread
@@ -977,7 +978,7 @@ def recommend(
     fmt = _choice("--format", fmt, ("table", "markdown", "json", "csv"))
     if with_reference and fmt in ("json", "csv"):
         raise _bad_input(f"--with-reference: prints two tables; allowed with --format table or markdown (got {fmt!r})")
-    from bench.run.store import describe_url
+    from bench.storage.store import describe_url
 
     sources: list[tuple[Any, str, str]] = []  # (url or Reference, its name in the table's title, the line saying so)
     if store is not None or with_reference:

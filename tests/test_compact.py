@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from bench import analysis
-from bench.run import packed
-from bench.run.record import downsample_diagnostics
+from bench.storage import packed
+from bench.storage.record import downsample_diagnostics
 from bench.suites.suite import DIAG_POINTS, Cell
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -88,7 +88,7 @@ def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
     # Two builders at once (two first `bench recommend`s) each end with the whole store.
     from concurrent.futures import ThreadPoolExecutor
 
-    from bench.run import store as st
+    from bench.storage import store as st
 
     cache.unlink()
     with ThreadPoolExecutor(2) as ex:
@@ -102,7 +102,7 @@ def test_episode_clocks_are_kept_to_the_millisecond_and_packed_as_exact_integers
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from bench.run import store as st
+    from bench.storage import store as st
 
     url = f"sqlite:///{tmp_path / 'full.db'}"
     write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9, wall_per_cpu=1.7)], seeds=2, suite="one")
@@ -140,7 +140,8 @@ def _study(url: str, name: str, suite: str, values: list[float], cpu_s: float = 
     from optuna.distributions import FloatDistribution
     from optuna.trial import TrialState, create_trial
 
-    from bench.tune.study import STUDY_ATTR, make_storage
+    from bench.storage.vocabulary import STUDY_ATTR
+    from bench.tune.study import make_storage
 
     study = optuna.create_study(storage=make_storage(url), study_name=name)
     study.set_user_attr(STUDY_ATTR, {"algo": "a2c", "impl": "bench", "env_id": "CartPole-v1", "threshold": 100.0,
@@ -212,7 +213,7 @@ def test_a_trial_running_when_packed_is_failed_and_requeued_on_import(tmp_path):
     import optuna
     from optuna.trial import TrialState
 
-    from bench.run.packed import CUT_OFF
+    from bench.storage.packed import CUT_OFF
     from bench.tune.study import make_storage
 
     url = f"sqlite:///{tmp_path / 'tune.db'}"
@@ -310,7 +311,7 @@ def test_the_shipped_reference_stays_under_64_mb_and_every_pack_reads():
     # about a dozen more envs (MiniGrid's KeyCorridor alone is 1.4M episodes at 5e5 steps), so the cap is 64 MB:
     # still a small clone, and a test that fails before the tree grows without anyone deciding it
     # (docs/reference.md, "Size").
-    from bench.run import packed
+    from bench.storage import packed
 
     root = Path(__file__).resolve().parent.parent / "results" / "reference"
     packs = packed.packs_under(root)
@@ -353,7 +354,7 @@ def test_a_suite_sharing_runs_with_a_sibling_pack_stores_them_once(tmp_path):
 def test_bench_import_loads_packs_with_their_siblings_once_and_refuses_bad_input(tmp_path):
     import sqlalchemy as sa
 
-    from bench.run import store as st
+    from bench.storage import store as st
 
     url = f"sqlite:///{tmp_path / 'full.db'}"
     labs = [Planted("a", "ppo", "bench", 0.9), Planted("b", "a2c", "sb3", 0.5)]

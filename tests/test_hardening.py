@@ -32,7 +32,7 @@ import sqlalchemy as sa
 
 from synthetic import Planted, write_store
 
-from bench.run.store import Store, StoreError
+from bench.storage.store import Store, StoreError
 from bench.suites.suite import SuiteError, load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +44,7 @@ A_PACK = ROOT / "results" / "reference" / "sequence"
 def reference_db() -> Path:
     """The shipped classic reference (results/reference/classic), unpacked once per session into a SQLite
     file that tests copy (never write)."""
-    from bench.run import packed
+    from bench.storage import packed
 
     out = Path(tempfile.mkdtemp(prefix="bench-ref-")) / "reference.db"
     packed.unpack([ROOT / "results" / "reference" / "classic"], out)
@@ -610,7 +610,7 @@ def test_case11_a_full_disk_is_one_line(tmp_path, tmpfs):
 # 12. A store whose runs all failed still gets a report
 # --------------------------------------------------------------------------- #
 def test_case12_report_of_a_store_with_only_failed_runs_lists_them(tmp_path):
-    from bench.run.store import RunResult
+    from bench.storage.store import RunResult
 
     f = tiny(tmp_path, seeds="[0, 1]")
     loaded = load_suite(f)
@@ -650,7 +650,7 @@ def test_case13_same_name_other_grid_is_refused_unless_replace(tmp_path):
 
 
 def test_case13_store_level_conflict(store_url):
-    from bench.run.store import SuiteConflict
+    from bench.storage.store import SuiteConflict
 
     f = Path(__file__).resolve().parent.parent / "suites" / "smoke.yaml"
     loaded = load_suite(f)

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 from synthetic import Planted, write_store
 
 from bench.cli import app
-from bench.run import packed
-from bench.run.store import Store, StoreError, check_url, describe_url, hide_password, redact
+from bench.storage import packed
+from bench.storage.store import Store, StoreError, check_url, describe_url, hide_password, redact
 from bench.suites.cost import CONFIRM_CPU_HOURS, estimate
 from bench.suites.suite import SuiteError, load_suite
 

@@ -38,11 +38,9 @@ PARTS: list[tuple[str, str]] = [
     ("bench.analysis.machines", "pure"),
     ("bench.analysis.anchors", "anchors"),
     ("bench.analysis", "analysis"),
-    ("bench.run.record", "record"),
-    ("bench.run.store", "store"),
-    # Packs are storage too: written and verified (packed), read in place as a store (packread).
-    ("bench.run.packed", "store"),
-    ("bench.run.packread", "store"),
+    ("bench.storage.record", "record"),
+    # The store, packs (written and verified; read in place as a store) and the shared vocabulary.
+    ("bench.storage", "store"),
     ("bench.run", "run"),
     ("bench.tune.sensitivity", "sensitivity"),
     ("bench.tune", "tune"),
@@ -258,10 +256,10 @@ def planted(tmp_path: Path) -> Path:
 
 
 def test_checker_catches_an_algorithm_importing_the_store(planted: Path):
-    (planted / "algos" / "planted.py").write_text("def f():\n    from bench.run.store import Store  # call time counts too\n")
+    (planted / "algos" / "planted.py").write_text("def f():\n    from bench.storage.store import Store  # call time counts too\n")
     edges, external = graph(planted)
     found = violations(edges, external)
-    assert found == ["bench.algos.planted (algos) imports bench.run.store (store); algos may import: envs, hyperparams, record"]
+    assert found == ["bench.algos.planted (algos) imports bench.storage.store (store); algos may import: envs, hyperparams, record"]
 
 
 def test_checker_catches_analysis_importing_the_runner(planted: Path):
@@ -309,9 +307,9 @@ def test_no_submodule_imports_its_own_package():
 
 
 def test_relative_imports_are_resolved(planted: Path):
-    (planted / "algos" / "planted.py").write_text("from ..run import store\n")
+    (planted / "algos" / "planted.py").write_text("from ..storage import store\n")
     edges, external = graph(planted)
-    assert edges["bench.algos.planted"] == {"bench.run.store"}
+    assert edges["bench.algos.planted"] == {"bench.storage.store"}
     assert violations(edges, external)
 
 

@@ -14,7 +14,7 @@ from bench.algos import offpolicy_params
 from bench.analysis import offpolicy, scoring
 from bench.cli import app
 from bench.run.runner import record_cell, run_cell
-from bench.run.store import Store, this_owner
+from bench.storage.store import Store, this_owner
 from bench.suites.suite import AVAILABLE, OFF_POLICY_ACTIONS, SuiteError, load_suite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,7 +85,7 @@ def test_smoke_runs_are_recorded_like_every_run(tiny_store):
     runs = db.runs_frame("tiny-off-policy").set_index("algo")
     import sqlalchemy as sa
 
-    from bench.run import store as st
+    from bench.storage import store as st
 
     with db.engine.connect() as c:
         diags = st.read_frame(c, sa.select(st.diagnostics.c.key, st.diagnostics.c.name))

@@ -1,4 +1,4 @@
-"""Packs read in place (bench.run.packread) give what a store unpacked from them gives, and the shipped
+"""Packs read in place (bench.storage.packread) give what a store unpacked from them gives, and the shipped
 reference's answer is computed once per pack content (bench.api.recommend)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from bench import api
 from bench.analysis import answers, scoring
 from bench.cli import app
-from bench.run import packed
-from bench.run.packread import PackSet, open_reader
+from bench.storage import packed
+from bench.storage.packread import PackSet, open_reader
 
 sys.path.insert(0, str(Path(__file__).parent))
 from synthetic import Planted, write_store  # noqa: E402

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from bench.cli import app
 from bench.run.runner import record_cell, run_cell
-from bench.run.store import Store, this_owner
+from bench.storage.store import Store, this_owner
 from bench.suites.suite import Outputs, SuiteError, load_suite
 
 SUITE = """\

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from bench.run.progress import LiveProgress, duration, fraction, progress_line, run_progress, seconds_left
-from bench.run.store import Store
+from bench.storage.store import Store
 from bench.suites.suite import load_suite
 
 

@@ -311,7 +311,7 @@ def test_probe_classes_split_at_gaps_and_at_spans_no_one_machine_has():
 def test_runs_recorded_before_per_episode_cpu_are_estimated_and_said_so(tmp_path):
     import sqlalchemy as sa
 
-    from bench.run import store as st
+    from bench.storage import store as st
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     write_store(url, DENSE[:1], [PPO_IMPLS[0]], seeds=2)

@@ -14,7 +14,7 @@ import pytest
 
 from bench import analysis
 from bench.analysis.report import CHROMIUM_FLAGS, build, find_chromium
-from bench.run.store import Store
+from bench.storage.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402
@@ -192,7 +192,7 @@ def test_legacy_anchor_rows_are_still_read(tmp_path):
     import sqlalchemy as sa
 
     from bench.analysis.anchors import ensure_anchors
-    from bench.run import store as st
+    from bench.storage import store as st
 
     db = Store(f"sqlite:///{tmp_path / 'a.db'}")
     with db.engine.begin() as c:

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from bench.run.runner import record_cell, run_cell
-from bench.run.store import Store, this_owner
+from bench.storage.store import Store, this_owner
 from bench.suites.suite import load_suite
 
 SUITES = Path(__file__).resolve().parent.parent / "suites"

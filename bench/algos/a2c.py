@@ -41,7 +41,7 @@ from bench.algos.common import (Collector, FlatParams, Rollout, ent_coef_at, exp
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
 from bench.algos.policy import ActorCritic, PGStats
 from bench.algos.hyperparams import A2CParams
-from bench.run.record import RecorderProtocol
+from bench.storage.record import RecorderProtocol
 
 
 def a2c_losses(

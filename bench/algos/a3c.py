@@ -52,7 +52,7 @@ from bench.algos.hyperparams import A3CParams
 from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.algos.policy import make_policy
 from bench.envs import make_vec_env
-from bench.run.record import RecorderProtocol
+from bench.storage.record import RecorderProtocol
 
 #: Seconds the parent waits on the queue before checking that its workers are still alive.
 POLL_S = 1.0

@@ -41,7 +41,7 @@ from bench.algos.common import (Collector, FlatParams, explained_variance, fused
 from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.algos.policy import ActorCritic, CategoricalPd, GaussianPd, Pd
 from bench.algos.hyperparams import NPGParams
-from bench.run.record import RecorderProtocol
+from bench.storage.record import RecorderProtocol
 
 
 # --------------------------------------------------------------------------- #

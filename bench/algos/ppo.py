@@ -34,7 +34,7 @@ from bench.algos.common import (Collector, FlatParams, ent_coef_at, explained_va
 from bench.algos.npkernel import ActorCriticKernel, standardize, use_kernel
 from bench.algos.policy import PGStats
 from bench.algos.hyperparams import PPOParams
-from bench.run.record import RecorderProtocol
+from bench.storage.record import RecorderProtocol
 
 
 def ppo_losses(

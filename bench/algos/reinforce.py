@@ -45,7 +45,7 @@ from bench.algos.common import (Normalizer, ent_coef_at, episode_cap, explained_
                                 setup)
 from bench.algos.policy import ActorCritic
 from bench.algos.hyperparams import REINFORCEParams
-from bench.run.record import RecorderProtocol
+from bench.storage.record import RecorderProtocol
 
 
 # --------------------------------------------------------------------------- #

@@ -44,7 +44,7 @@ import numpy as np
 from bench.algos.common import Normalizer, ent_coef_at, episode_cap, explained_variance, linear
 from bench.algos.hyperparams import REINFORCEParams
 from bench.envs import make_vec_env
-from bench.run.record import RecorderProtocol, SavablePolicy
+from bench.storage.record import RecorderProtocol, SavablePolicy
 
 LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 

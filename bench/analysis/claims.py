@@ -400,7 +400,7 @@ def evaluate(store_url: str, suites: list[str] | None = None, *, n_boot: int = s
 
     import sqlalchemy as sa
 
-    from bench.run import store as st
+    from bench.storage import store as st
 
     db = st.Store(store_url, readonly=True)
     with db.engine.connect() as c:

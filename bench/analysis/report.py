@@ -690,7 +690,7 @@ def variant_sections(store_url: str, data: an.Data, suites: list[str] | None, *,
     """
     if suites:
         return []
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     out = []
     db = Store(store_url, readonly=True)
@@ -745,7 +745,7 @@ def parity_table_rows(envs: list[Any], algo: str = "") -> list[dict[str, str]]:
 def _last_evaluations(store_url: str, runs: pd.DataFrame) -> dict[str, float]:
     """Run key → its last evaluation's mean return, for runs on envs with a published number."""
     from bench.analysis.published import PUBLISHED
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     envs = {e for _, e in PUBLISHED}
     keys = runs.loc[runs["env"].isin(envs), "key"].tolist() if len(runs) else []
@@ -797,7 +797,7 @@ def _published_rows(g: pd.DataFrame, env_id: str, budget: int, last_eval: dict[s
 
 
 def _describe(url: str) -> str:
-    from bench.run.store import describe_url
+    from bench.storage.store import describe_url
 
     return describe_url(url)
 

@@ -79,7 +79,7 @@ from bench.analysis import generalise, machines, stats
 from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 from bench.analysis.metrics import GRID, axis_grid, curve_on_grid, first_crossing, normalised_auc, running_mean
 # One rule: the analysis flags what --remeasure re-runs, and reads a run's CPU budget as the run layer does.
-from bench.run.store import CONTENTION_RATIO, cpu_budget, is_contended
+from bench.storage.vocabulary import CONTENTION_RATIO, cpu_budget, is_contended
 
 __all__ = [
     "ACTIONS", "ALPHA", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID",
@@ -190,14 +190,14 @@ class Data:
 
 
 def suite_specs(db: Any) -> dict[str, dict[str, Any]]:
-    """Every suite in the store ``db`` (a :class:`bench.run.store.Store` or a pack set) → its stored spec."""
+    """Every suite in the store ``db`` (a :class:`bench.storage.store.Store` or a pack set) → its stored spec."""
     return db.suite_specs()
 
 
 def variant_suites(source: Any) -> dict[str, str]:
     """The store's variant suites (``variant:``, e.g. each one's best after equal tuning) → their variant.
-    ``source``: a store URL, or an open reader (:func:`bench.run.packread.open_reader`)."""
-    from bench.run.packread import open_reader, owned
+    ``source``: a store URL, or an open reader (:func:`bench.storage.packread.open_reader`)."""
+    from bench.storage.packread import open_reader, owned
 
     db = open_reader(source)
     try:
@@ -215,7 +215,7 @@ def load(source: Any, suites: Iterable[str] | None = None, *, anchors: bool = Tr
     suites that test a claim, see below), once, as frames.
 
     :param source: a store URL (SQLite or PostgreSQL, read through SQLAlchemy), a ``packs:FOLDER`` URL,
-        or a reader already open (:class:`bench.run.packread.PackSet`, :class:`bench.run.store.Store`):
+        or a reader already open (:class:`bench.storage.packread.PackSet`, :class:`bench.storage.store.Store`):
         packs are read straight from their Parquet files. Every query is the reader's own: no SQL here.
     :param anchors: compute missing env anchors (a few seconds of random play per
         env, stored once; a pack set keeps them for this read only). With ``False`` only stored anchors are used.
@@ -226,7 +226,7 @@ def load(source: Any, suites: Iterable[str] | None = None, *, anchors: bool = Tr
         recommendation table does not use them).
     :raises KeyError: a named suite is not in the store.
     """
-    from bench.run.packread import open_reader, owned
+    from bench.storage.packread import open_reader, owned
 
     diag_names = list(DIAGNOSTICS + COLLAPSE_DIAGNOSTICS + SEQUENCE_DIAGNOSTICS if diagnostics is None else diagnostics)
     db = open_reader(source)  # reads only (missing anchors go through a short-lived writer)

@@ -224,12 +224,12 @@ def train_cell(cell: Cell, recorder: Any) -> None:
 
 
 def make_recorder(cell: Cell, heartbeat: Callable[[], None] | None = None):
-    """The :class:`~bench.run.record.Recorder` a cell trains with: its evaluation, CPU-seconds budget
+    """The :class:`~bench.storage.record.Recorder` a cell trains with: its evaluation, CPU-seconds budget
     and heartbeat. Its ``steps`` is the run's progress, readable from another thread. It pins this
     process to one torch and one BLAS thread first, so that the run's clocks start after that."""
     from bench import envs
     from bench.algos.common import pin_one_thread
-    from bench.run.record import EvalConfig, Recorder
+    from bench.storage.record import EvalConfig, Recorder
 
     pin_one_thread()
     ev = EvalConfig(**cell.eval) if cell.eval else None
@@ -254,7 +254,7 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None, reco
     ``heartbeat`` is called between updates (:class:`Heartbeat` sends them from a
     thread instead, independent of update length; :func:`run_cell` uses that).
     """
-    from bench.run.record import BudgetReached
+    from bench.storage.record import BudgetReached
 
     if recorder is None:
         recorder = make_recorder(cell, heartbeat)
@@ -297,8 +297,8 @@ def _sigint_ignored() -> bool:
 def result_of(cell: Cell, recorder: Any, started: float) -> Any:
     """Turn a recorder into the store's RunResult (summary computed by bench.analysis.metrics)."""
     from bench.analysis.metrics import summarize
-    from bench.run.record import downsample_diagnostics
-    from bench.run.store import RunResult
+    from bench.storage.record import downsample_diagnostics
+    from bench.storage.store import RunResult
 
     recorder.align_episodes()  # a run stopped mid-episode (LimitStop) may have written part of its last one
     arrays = recorder.summary_inputs()
@@ -333,7 +333,7 @@ _STORES: dict[str, Any] = {}
 
 
 def _store(url: str):
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     if url not in _STORES:
         _STORES[url] = Store(url)
@@ -463,7 +463,7 @@ def remeasure_cell(store_url: str, cell: Cell) -> Outcome:
     """
     import numpy as np
 
-    from bench.run.store import is_contended
+    from bench.storage.vocabulary import is_contended
 
     store = _store(store_url)
     row = store.rows([cell.key]).get(cell.key)
@@ -550,7 +550,7 @@ KILL_AFTER_S = 5.0
 def _worker_main(conn: Any, store_url: str, remeasure: frozenset[str] = frozenset()) -> None:
     """A pool worker: say who it is, then run the cells it is sent, one at a time, until told to stop."""
     _init_worker()
-    from bench.run.store import this_owner
+    from bench.storage.store import this_owner
 
     owner = this_owner()
     conn.send(("owner", owner))
@@ -617,7 +617,7 @@ def run_local(
     Ctrl-C terminates the workers, marks their runs ``interrupted`` and raises
     :class:`Interrupted`.
     """
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     os.environ.update(THREAD_ENV)
     ctx = mp.get_context("spawn")  # fork after torch/BLAS threads exist is unsafe

@@ -47,7 +47,7 @@ def export_suite(targets: list[Target], url: str, path: Path, *, name: str | Non
     import yaml
 
     from bench.envs.registry import parse_env_key
-    from bench.run.store import describe_url, normalise_url
+    from bench.storage.store import describe_url, normalise_url
 
     check_exportable(targets)
     url = normalise_url(url)

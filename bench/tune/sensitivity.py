@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from bench.suites.spaces import readable_name
-from bench.tune.study import OBJECTIVE_VERSIONS, STUDY_ATTR
+from bench.storage.vocabulary import OBJECTIVE_VERSIONS, STUDY_ATTR
 
 
 SENSITIVITY_COLUMNS = [
@@ -122,7 +122,7 @@ def sensitivity_table(store_url: str):
     import pandas as pd
     from optuna.trial import TrialState
 
-    from bench.run.store import StoreError, normalise_url, readonly_engine_args, store_exists
+    from bench.storage.store import StoreError, normalise_url, readonly_engine_args, store_exists
 
     url = normalise_url(store_url)
     try:
@@ -145,7 +145,7 @@ def sensitivity_table(store_url: str):
         """The stored random-policy return (read only: the tuner stored it when it tuned)."""
         if (env_id, threshold) not in anchors:
             from bench.analysis.anchors import stored_anchors
-            from bench.run.store import Store
+            from bench.storage.store import Store
 
             db = Store(url, readonly=True)
             try:

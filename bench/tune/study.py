@@ -53,7 +53,7 @@ mean the same thing at the same step. Reports come from the recorder's
 be pruned before ``n_warmup_checkpoints`` of its first seed nor before
 ``n_startup_trials`` trials have finished.
 
-A NaN or diverging run (:class:`bench.run.record.Diverged`, or a non-finite
+A NaN or diverging run (:class:`bench.storage.record.Diverged`, or a non-finite
 objective) makes the trial PRUNED; any other exception makes it FAIL, with the
 error kept as the ``error`` user attribute, and the study goes on.
 
@@ -99,17 +99,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from bench.run.record import Diverged, Recorder
-from bench.run.store import MAX_RETRY, STUDY_ATTR  # what makes a bench study, and its retries: beside the store, which packs read
+from bench.storage.record import Diverged, Recorder
+# What makes a bench study, its objective versions and its retries: storage's vocabulary, which packs and the analysis read.
+# A study scored under another objective version is refused; studies from before versions were kept count as 1.
+from bench.storage.vocabulary import MAX_RETRY, OBJECTIVE_VERSIONS, STUDY_ATTR
 from bench.suites.spaces import (DEFAULT_SPACES, Dim, TuneSpec, build_space, parse_space, plugin_space, sample,
                                  suite_algos)
 from bench.suites.suite import AVAILABLE, Cell, cell_key, matches_only
 
 #: Optimisation direction of each objective.
 DIRECTIONS = {"auc": "maximize", "final_return": "maximize", "steps_to_threshold": "minimize"}
-#: Version of each objective's definition, kept in a study's settings: a study scored
-#: under another version is refused. Studies from before versions were kept count as 1.
-OBJECTIVE_VERSIONS = {"auc": 2, "final_return": 1, "steps_to_threshold": 1}
 #: What each version of an objective meant, for the refusal message.
 OBJECTIVE_MEANINGS = {
     ("auc", 1): "the mean training return per episode",
@@ -376,7 +375,7 @@ def with_anchor(target: Target, url: str, log: Callable[[str], None] | None = No
     from dataclasses import replace
 
     from bench.analysis.anchors import ensure_anchors
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     db = Store(url)
     try:
@@ -435,7 +434,7 @@ class _Prune(Exception):
 
 @dataclass
 class CheckpointRecorder(Recorder):
-    """A :class:`~bench.run.record.Recorder` that calls ``on_mark(k)`` when env steps cross ``marks[k]``."""
+    """A :class:`~bench.storage.record.Recorder` that calls ``on_mark(k)`` when env steps cross ``marks[k]``."""
 
     marks: Sequence[int] = ()
     on_mark: Callable[[int, "CheckpointRecorder"], None] | None = None
@@ -478,7 +477,7 @@ def run_trial(trial: Any, target: Target) -> float:
     from bench.algos.common import pin_one_thread
     from bench.algos.hyperparams import key_view
     from bench.run.runner import result_of, train_cell
-    from bench.run.store import this_owner
+    from bench.storage.store import this_owner
 
     if target.objective == "auc" and target.random_return is None:
         raise ValueError(f"target {target.study!r}: auc needs the random-policy return; resolve it with with_anchor()")
@@ -570,7 +569,7 @@ def make_storage(url: str, *, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRA
 
     import sqlalchemy as sa
 
-    from bench.run.store import Store, engine_kwargs, normalise_url
+    from bench.storage.store import Store, engine_kwargs, normalise_url
 
     url = normalise_url(url)
     # Create bench's own tables too (and, for SQLite, the file in WAL mode): the
@@ -647,7 +646,7 @@ def check_studies(targets: list[Target], url: str) -> None:
     """
     import optuna
 
-    from bench.run.store import normalise_url, readonly_engine_args, store_exists
+    from bench.storage.store import normalise_url, readonly_engine_args, store_exists
 
     url = normalise_url(url)
     if not store_exists(url):  # StoreError (one line) when it cannot be reached or is not a bench store

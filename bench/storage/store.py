@@ -73,12 +73,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 DEFAULT_URL = "sqlite:///results/bench.db"
-#: The user attribute of an Optuna study (``bench tune`` keeps its studies in the store) that holds its target's
-#: settings: what makes a study a bench study. Here, not in the tuner, because packs read studies too.
-STUDY_ATTR = "bench"
-#: How often a study's trial whose worker died is re-queued with the same parameters (by ``bench tune``'s
-#: heartbeat check, and by a pack's import for a trial that was running when packed). Here for the same reason.
-MAX_RETRY = 3
 #: A running row whose heartbeat is older than this is considered interrupted.
 STALE_AFTER_S = 120.0
 STATUSES = ("pending", "running", "done", "failed", "interrupted")
@@ -93,32 +87,8 @@ LABEL_MAX = 128  # suite_cells.label, runs.env_id
 #: Episode clocks (``episodes.wall_s``, ``episodes.cpu_s``) are kept to the millisecond. Finer digits
 #: are timer noise (a contended core moves them by far more), and they are most of a pack's bytes:
 #: rounded, a pack stores them as delta-encoded integer milliseconds, read back exactly
-#: (:mod:`bench.run.packed`). Issue 13 measured 26 of the shipped reference's 41 MB in these two columns.
+#: (:mod:`bench.storage.packed`). Issue 13 measured 26 of the shipped reference's 41 MB in these two columns.
 CLOCK_DECIMALS = 3
-#: A run whose wall seconds exceed its CPU seconds by this factor shared its core: it is flagged as
-#: contended (analysis), and ``bench run --remeasure contended`` runs it again. A single-threaded run
-#: with a core to itself has wall / CPU about 1.
-CONTENTION_RATIO = 1.25
-
-
-def is_contended(wall_s: float | None, cpu_s: float | None) -> bool:
-    """Whether a run with these clocks shared its core (wall > :data:`CONTENTION_RATIO` × CPU seconds)."""
-    return wall_s is not None and cpu_s is not None and cpu_s > 0 and wall_s > CONTENTION_RATIO * cpu_s
-
-
-def cpu_budget(config: Any) -> float | None:
-    """A run's equal-compute budget in CPU seconds (``cpu_seconds`` in its stored cell identity,
-    the ``config`` column), or None where it has none."""
-    try:
-        v = json.loads(config).get("cpu_seconds") if isinstance(config, str) and config else None
-    except (ValueError, AttributeError):
-        v = None
-    return float(v) if v is not None else None
-
-
-def contended_done(rows: dict[str, Any]) -> set[str]:
-    """The keys of the done runs among ``rows`` (:meth:`Store.rows`) that shared their core."""
-    return {k for k, r in rows.items() if r.status == "done" and is_contended(r.wall_s, r.cpu_s)}
 
 
 class StoreError(Exception):

@@ -38,7 +38,8 @@ from typing import Any, Callable
 
 import sqlalchemy as sa
 
-from bench.run import store as st
+from bench.storage import store as st
+from bench.storage.vocabulary import MAX_RETRY, STUDY_ATTR
 
 #: The tables a pack holds, in the order they are loaded (parents first). ``env_facts`` (what the store
 #: recorded of each env at run time) is optional: packs made before it have none, and read without it.
@@ -306,14 +307,14 @@ def tuning_suites(store_url: str) -> list[str]:
 
 
 def _study_tags(store_url: str) -> dict[str, dict]:
-    """Study name → its bench settings (:data:`bench.run.store.STUDY_ATTR`), for the bench studies in the store."""
+    """Study name → its bench settings (:data:`bench.storage.vocabulary.STUDY_ATTR`), for the bench studies in the store."""
     import optuna
 
     if not _has_studies(store_url):
         return {}
     with _optuna_storage(store_url) as storage:
         summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
-    return {s.study_name: tag for s in summaries if (tag := s.user_attrs.get(st.STUDY_ATTR))}
+    return {s.study_name: tag for s in summaries if (tag := s.user_attrs.get(STUDY_ATTR))}
 
 
 @contextlib.contextmanager
@@ -391,7 +392,7 @@ def requeue_cut_off(storage: Any, study_name: str) -> list[int]:
     was packed, but not its worker nor its heartbeats: Optuna's heartbeat check only fails trials that
     have one, so such a trial would stay RUNNING for ever, counted neither done nor failed, and its
     configuration never tried. It is failed here (``error``: :data:`CUT_OFF`) and re-queued as a killed
-    worker's trial is (:data:`bench.run.store.MAX_RETRY`, Optuna's ``RetryHeartbeatStaleTrialCallback``), so the next
+    worker's trial is (:data:`bench.storage.vocabulary.MAX_RETRY`, Optuna's ``RetryHeartbeatStaleTrialCallback``), so the next
     ``bench tune`` runs it first. Every RUNNING trial is taken as cut off, which is right only for a
     study no worker is tuning (one just copied). Returns the numbers failed.
     """
@@ -406,7 +407,7 @@ def requeue_cut_off(storage: Any, study_name: str) -> list[int]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             # Enqueued first, so the retry does not inherit the error set below.
-            optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=st.MAX_RETRY)(study, t)
+            optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)(study, t)
         storage.set_trial_user_attr(t._trial_id, "error", CUT_OFF)
         storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
         failed.append(t.number)
@@ -447,7 +448,7 @@ def load_studies(packs: list[Path], store_url: str, *, durable: bool = True) -> 
     return added
 
 
-#: Episode clock columns as a pack stores them: integer milliseconds (see :data:`bench.run.store.CLOCK_DECIMALS`).
+#: Episode clock columns as a pack stores them: integer milliseconds (see :data:`bench.storage.store.CLOCK_DECIMALS`).
 CLOCKS_MS = {"wall_s": "wall_ms", "cpu_s": "cpu_ms"}
 _MS_PER_S = 10.0 ** st.CLOCK_DECIMALS  # the store's resolution is the pack's unit
 
