@@ -159,7 +159,7 @@ def _study(url: str, name: str, suite: str, values: list[float], cpu_s: float = 
 def test_a_tuning_suite_packs_its_studies_and_reads_back_to_the_same_sensitivity(tmp_path):
     import pandas as pd
 
-    from bench.tune.sensitivity import sensitivity_table
+    from bench.analysis.sensitivity import sensitivity_table
 
     url = f"sqlite:///{tmp_path / 'tune.db'}"
     write_store(url, ["CartPole-v1"], [Planted("a", "a2c", "bench", 0.9)], seeds=1, suite="runs-x")

@@ -25,10 +25,11 @@ from optuna.trial import TrialState
 from typer.testing import CliRunner
 
 from bench.analysis.metrics import normalised_auc
+from bench.analysis.sensitivity import sensitivity_table
 from bench.cli import app
 from bench.suites.spaces import DEFAULT_SPACES, Dim, parse_dim, sample
 from bench.tune import (
-    STUDY_ATTR, BadInput, Target, check_studies, make_storage, open_study, optimize, run_trial, sensitivity_table,
+    STUDY_ATTR, BadInput, Target, check_studies, make_storage, open_study, optimize, run_trial,
     target_from_flags, with_anchor,
 )
 

@@ -379,13 +379,13 @@ def _most_runs(values: pd.Series) -> float:
 
 
 def _sensitivity(db: Any) -> pd.DataFrame | None:
-    """The tuner's per-(algo, env) sensitivity summary, if the store has any studies (:mod:`bench.tune.sensitivity`)."""
+    """The tuner's per-(algo, env) sensitivity summary, if the store has any studies (:mod:`bench.analysis.sensitivity`)."""
     # Optuna keeps its studies in the same store (a pack, in its journal); without any there is nothing to
     # import optuna for.
     if not db.has_studies():
         return None
     try:
-        from bench.tune.sensitivity import sensitivity_table
+        from bench.analysis.sensitivity import sensitivity_table
 
         df = sensitivity_table(db.studies_url())
     except (ImportError, AttributeError):

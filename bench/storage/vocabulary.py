@@ -44,3 +44,12 @@ def cpu_budget(config: Any) -> float | None:
 def contended_done(rows: dict[str, Any]) -> set[str]:
     """The keys of the done runs among ``rows`` (``Store.rows``) that shared their core."""
     return {k for k, r in rows.items() if r.status == "done" and is_contended(r.wall_s, r.cpu_s)}
+
+
+def readable_name(optuna_name: str) -> str:
+    """The hyperparameter a stored Optuna parameter name stands for (``one_minus_gamma`` → ``gamma``): the
+    inverse of ``bench.suites.spaces.Dim.optuna_name``, for readers of studies that never import the tuner."""
+    for prefix in ("log2_", "one_minus_"):
+        if optuna_name.startswith(prefix):
+            return optuna_name[len(prefix) :]
+    return optuna_name

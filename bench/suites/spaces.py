@@ -119,14 +119,6 @@ def _label(v: Any) -> str:
     return json.dumps(v, sort_keys=True, separators=(", ", ": "))
 
 
-def readable_name(optuna_name: str) -> str:
-    """The hyperparameter an Optuna parameter name stands for (``one_minus_gamma`` → ``gamma``)."""
-    for prefix in ("log2_", "one_minus_"):
-        if optuna_name.startswith(prefix):
-            return optuna_name[len(prefix) :]
-    return optuna_name
-
-
 # --------------------------------------------------------------------------- #
 # Default spaces (rl-baselines3-zoo hyperparams_opt.py @ 0a9df503)
 # --------------------------------------------------------------------------- #

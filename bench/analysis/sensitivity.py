@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.suites.spaces import readable_name
-from bench.storage.vocabulary import OBJECTIVE_VERSIONS, STUDY_ATTR
+from bench.storage.vocabulary import OBJECTIVE_VERSIONS, STUDY_ATTR, readable_name
 
 
 SENSITIVITY_COLUMNS = [
