@@ -189,7 +189,7 @@ def test_case02_error_texts_with_brackets_are_printed_as_they_are(capsys):
     # What `bench run` prints for a failed cell: a styled word, then the label and error as they are.
     from rich.table import Table
 
-    from bench import cli
+    from bench.cli import app as cli
 
     cli.err.print(cli._styled("red", "failed", " CartPole-v1 [/]lab seed 0: Diverged: loss [nan] at [bold]"))
     cli.out.print("summary [/] [nan]")
@@ -591,7 +591,7 @@ def test_case11_bad_out_paths_are_one_line(tmp_path):
     assert not (tmp_path / "rep").exists() and not (tmp_path / "t.db").exists()
     # What may be written passes, and the check creates nothing: an existing file (replaced), an
     # existing folder (filled), a new path in folders still to be made.
-    from bench.cli import _writable
+    from bench.cli.app import _writable
 
     for path, folder in [(tmp_path / "afile", False), (tmp_path, True), (tmp_path / "new" / "deeper" / "x.json", False),
                          (tmp_path / "new" / "rep", True)]:

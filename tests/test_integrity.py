@@ -301,9 +301,9 @@ def test_the_cost_estimate_by_hand_and_for_envs_without_a_time_scale():
 
 
 def test_a_large_dry_run_prints_plain_lines_for_every_cell(tmp_path, monkeypatch):
-    import bench.cli as cli_module
+    from bench.cli import running
 
-    monkeypatch.setattr(cli_module, "DRY_RUN_TABLE_MAX", 2)  # a 100,000-cell dry run took 40 s as a rich table
+    monkeypatch.setattr(running, "DRY_RUN_TABLE_MAX", 2)  # a 100,000-cell dry run took 40 s as a rich table
     suite = tmp_path / "s.yaml"
     suite.write_text("name: s\nseeds: 3\ndefaults: {timesteps: 1000}\nenvs: [{id: CartPole-v1}]\n"
                      "algorithms: [{algo: a2c, impl: bench, label: a}]\n")

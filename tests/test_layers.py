@@ -27,8 +27,6 @@ ROOT = Path(__file__).resolve().parents[1] / "bench"
 PARTS: list[tuple[str, str]] = [
     ("bench.cli", "cli"),
     ("bench.__main__", "cli"),
-    # Closed or vanished standard streams: the command line's edge.
-    ("bench.streams", "cli"),
     ("bench.api", "api"),
     # Saved policies: find a run in the store, rebuild its policy (own or SB3), act on an env: execution.
     ("bench.policies", "execution"),
@@ -80,7 +78,6 @@ ALLOWED: dict[str, set[str]] = {
 # Imports the DESIGN's table does not list, each with why it stays: (importing part, imported part) → reason.
 # docs/architecture.md counts them; the target is none.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("cli", "*"): "TEMPORARY while bench.cli becomes a thin layer over bench.api (issue 42)",
     ("execution", "pure"): "a run's summary is computed as it is stored, by the pure per-run metrics the report reads",
     ("tune", "pure"): "a trial's value is the report's normalised AUC, computed by the same pure per-run metrics",
     ("tune", "analysis"): "the auc objective needs the env's random-policy anchor, made once by bench.analysis.anchors",
@@ -91,7 +88,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 
 
 def allowed(src: str, dst: str) -> bool:
-    return dst == src or dst in ALLOWED[src] or (src, dst) in EXCEPTIONS or (src, "*") in EXCEPTIONS
+    return dst == src or dst in ALLOWED[src] or (src, dst) in EXCEPTIONS
 
 
 # Pure statistics: what they may import from outside bench.
@@ -240,7 +237,7 @@ def test_every_exception_is_still_needed():
     """An exception that no import uses any more is deleted, so the table's count stays true."""
     edges, _ = graph(ROOT)
     used = {(part_of(m), part_of(t)) for m, ts in edges.items() for t in ts}
-    stale = [k for k in EXCEPTIONS if k[1] != "*" and k not in used]
+    stale = [k for k in EXCEPTIONS if k not in used]
     assert stale == []
 
 
