@@ -25,7 +25,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from bench.run.saving import policies_dir
-from bench.storage.store import DEFAULT_URL
+from bench.storage.urls import DEFAULT_URL
 
 #: Which saved policy to load: the one at the best evaluation when the run kept it, else the final one.
 Kind = Literal["auto", "best", "final"]
@@ -128,7 +128,9 @@ def load_policy(run: str, store: str = DEFAULT_URL, *, kind: Kind = "auto", arti
     :param deterministic: act with the distribution's mode, as the periodic evaluation did; else sample.
     :raises PolicyError: no such run, or no saved policy of that kind (one line).
     """
-    from bench.storage.store import Store, StoreMissing, check_url, describe_url
+    from bench.storage.schema import StoreMissing
+    from bench.storage.store import Store
+    from bench.storage.urls import check_url, describe_url
 
     url = check_url(store)
     try:

@@ -68,7 +68,7 @@ def main() -> None:
     from bench.baselines import train_sb3
     from bench.envs import make_vec_env
     from bench.storage.record import Recorder
-    from bench.run.runner import run_metadata
+    from bench.run.provenance import run_metadata
 
     pin_one_thread()
     env_id = args.env

@@ -23,7 +23,9 @@ from synthetic import Planted, write_store
 
 from bench.cli import app
 from bench.storage import packed
-from bench.storage.store import Store, StoreError, check_url, describe_url, hide_password, redact
+from bench.storage.schema import StoreError
+from bench.storage.store import Store
+from bench.storage.urls import check_url, describe_url, hide_password, redact
 from bench.suites.cost import CONFIRM_CPU_HOURS, estimate
 from bench.suites.suite import SuiteError, load_suite
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.storage.store import is_claimable, owner_alive, pid_alive
+from bench.storage.owners import is_claimable, owner_alive, pid_alive
 
 
 # --------------------------------------------------------------------------- #
@@ -28,7 +28,7 @@ from bench.storage.store import is_claimable, owner_alive, pid_alive
 def test_a_zombie_owner_is_dead():
     """A killed worker that nobody reaps (PID 1 without an init) keeps its pid and start time: the owner
     check must read its state (Z) and call it dead, or a re-run leaves its cell as "running elsewhere"."""
-    from bench.storage.store import _proc_start
+    from bench.storage.owners import _proc_start
 
     pid = os.fork()
     if pid == 0:  # the child exits at once and is not reaped until the end of the test
@@ -172,7 +172,7 @@ def test_every_way_out_of_a_plugin_leaves_the_store_whole_and_each_cell_recorded
     assert all(e.startswith("plugin raised SystemExit(3)") for e in errors[:5]), errors
     assert errors[5].startswith("plugin raised KeyboardInterrupt()")
     assert errors[6].startswith("plugin raised Custom('mine')")
-    from bench.run.runner import WORKER_DIED
+    from bench.run.pool import WORKER_DIED
 
     assert errors[7:] == [WORKER_DIED] * 3  # os._exit, SIGKILL, segfault: the process is gone
 
@@ -182,7 +182,7 @@ def test_every_way_out_of_a_plugin_leaves_the_store_whole_and_each_cell_recorded
 # --------------------------------------------------------------------------- #
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals and /proc")
 def test_a_worker_that_ignores_sigterm_does_not_hang_the_interrupted_run(tmp_path):
-    from bench.run.runner import KILL_AFTER_S
+    from bench.run.pool import KILL_AFTER_S
 
     f = _suite(tmp_path, '  - {algo: lifeplug, impl: python, entry: "lifeplug:train", hyperparams: {mode: deaf}}\n')
     db = tmp_path / "s.db"
@@ -275,7 +275,8 @@ def test_the_stall_watch_notes_a_run_that_stopped_stepping():
 
 def test_status_shows_a_live_run_without_progress_as_stalled(tmp_path):
     from bench.run.progress import StallWatch
-    from bench.storage.store import Store, this_owner
+    from bench.storage.owners import this_owner
+    from bench.storage.store import Store
     from bench.suites.suite import load_suite
 
     f = _suite(tmp_path, "  - {algo: ppo, impl: bench}\n", seeds="2")

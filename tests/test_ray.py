@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from bench.storage.store import STALE_AFTER_S, Store, owner_tag, this_owner
+from bench.storage.owners import STALE_AFTER_S, owner_tag, this_owner
+from bench.storage.store import Store
 from bench.suites.suite import SuiteError, load_suite, parse_only, select
 
 ROOT = Path(__file__).resolve().parent.parent

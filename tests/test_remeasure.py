@@ -12,7 +12,9 @@ import sqlalchemy as sa
 
 from bench.run import runner
 from bench.run.runner import remeasure_cell, run_cell
-from bench.storage.store import Store, runs, this_owner
+from bench.storage.owners import this_owner
+from bench.storage.schema import runs
+from bench.storage.store import Store
 from bench.storage.vocabulary import CONTENTION_RATIO, is_contended
 from bench.suites.suite import load_suite
 

@@ -108,7 +108,7 @@ class _Tally:
 
 
 def _die_with_parent() -> None:
-    # As the runner's workers (bench.run.runner._init_worker): a parent killed with SIGKILL must
+    # As the runner's workers (bench.run.pool.init_worker): a parent killed with SIGKILL must
     # not leave workers training on. Ctrl-C is the parent's to handle.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):

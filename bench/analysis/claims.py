@@ -401,10 +401,11 @@ def evaluate(store_url: str, suites: list[str] | None = None, *, n_boot: int = s
     import sqlalchemy as sa
 
     from bench.storage import store as st
+    from bench.storage import schema
 
     db = st.Store(store_url, readonly=True)
     with db.engine.connect() as c:
-        specs = {r.name: json.loads(r.spec) for r in c.execute(sa.select(st.suites.c.name, st.suites.c.spec))}
+        specs = {r.name: json.loads(r.spec) for r in c.execute(sa.select(schema.suites.c.name, schema.suites.c.spec))}
     db.dispose()
     out = []
     for name, spec in sorted(specs.items()):

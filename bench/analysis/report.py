@@ -797,7 +797,7 @@ def _published_rows(g: pd.DataFrame, env_id: str, budget: int, last_eval: dict[s
 
 
 def _describe(url: str) -> str:
-    from bench.storage.store import describe_url
+    from bench.storage.urls import describe_url
 
     return describe_url(url)
 

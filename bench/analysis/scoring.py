@@ -809,7 +809,7 @@ def hardware_of(meta: dict[str, Any]) -> str:
     (:func:`probe_class_ms`), torch threads, (where recorded) BLAS threads, the env stepping where it is not
     the default sync (runs from before the option have none: sync), and the GPU of a run whose networks were
     on one (``meta.accelerator``: its CPU seconds include the wait for the GPU,
-    bench.run.runner.accelerator_meta)."""
+    bench.run.provenance.accelerator_meta)."""
     return _hardware(meta, probe_class_ms(meta))
 
 

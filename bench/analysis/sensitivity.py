@@ -47,7 +47,7 @@ def trial_score(trial: Any) -> float | None:
     A pruned trial is a configuration the search tried; leaving it out would hide the
     worst of the space and shrink the spread (pruning removes the low tail first). Its
     last value is on the objective's scale: the mean of its finished seeds' objectives
-    and its current seed's objective over the steps it had run (see :mod:`bench.tune.study`).
+    and its current seed's objective over the steps it had run (see :mod:`bench.tune.trial`).
     """
     from optuna.trial import TrialState
 
@@ -121,7 +121,9 @@ def sensitivity_table(store_url: str):
     import pandas as pd
     from optuna.trial import TrialState
 
-    from bench.storage.store import StoreError, normalise_url, readonly_engine_args, store_exists
+    from bench.storage.schema import StoreError
+    from bench.storage.store import store_exists
+    from bench.storage.urls import normalise_url, readonly_engine_args
 
     url = normalise_url(store_url)
     try:

@@ -46,7 +46,8 @@ from bench.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load
 from bench.run.progress import progress_line
 from bench.run.speed import median_steps
 from bench.storage.packed import PackError
-from bench.storage.store import DEFAULT_URL, StoreError, check_url, describe_url, redact, url_secret
+from bench.storage.schema import StoreError
+from bench.storage.urls import DEFAULT_URL, check_url, describe_url, redact, url_secret
 from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 
 __all__ = [

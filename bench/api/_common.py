@@ -115,9 +115,11 @@ def results_store(store: str | None = None, *, need_done: bool = True, fallback:
     the shipped reference (:func:`reference`) is read instead (unless not ``fallback``).
 
     :raises BadInput: a bad URL, no store, a store with no runs (with ``need_done``: no finished run).
-    :raises bench.storage.store.StoreError: a store that cannot be reached or read.
+    :raises bench.storage.schema.StoreError: a store that cannot be reached or read.
     """
-    from bench.storage.store import DEFAULT_URL, Store, StoreError, StoreMissing, check_url, describe_url
+    from bench.storage.schema import StoreError, StoreMissing
+    from bench.storage.store import Store
+    from bench.storage.urls import DEFAULT_URL, check_url, describe_url
 
     given = store or DEFAULT_URL
     try:

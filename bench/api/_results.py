@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from bench.api._common import BadInput, results_store, writable
 from bench.storage import packed
+from bench.storage.studies import load_studies, tuning_suites
 
 class NothingToExport(ValueError):
     """An export that has nothing to write, or cannot write it in the asked format (``str(e)``: one line)."""
@@ -74,7 +75,9 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
     :raises BadInput: a store or suite that is not there, an unwritable ``out`` or ``screenshot``, no chromium.
     """
     from bench.analysis.report import build, find_chromium, screenshot as take
-    from bench.storage.store import DEFAULT_URL, Store, StoreError, check_url
+    from bench.storage.schema import StoreError
+    from bench.storage.store import Store
+    from bench.storage.urls import DEFAULT_URL, check_url
     from bench.suites.suite import SuiteError, load_suite
 
     if screenshot is not None:
@@ -133,7 +136,9 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
     import json
 
     from bench.analysis.scoring import SCORE_COLUMNS
-    from bench.storage.store import DEFAULT_URL, Store, StoreError, StoreMissing, check_url, describe_url
+    from bench.storage.schema import StoreError, StoreMissing
+    from bench.storage.store import Store
+    from bench.storage.urls import DEFAULT_URL, check_url, describe_url
 
     out = Path(out)
     for flag, value, allowed in (("--what", what, EXPORT_WHAT), ("--format", format, EXPORT_FORMATS),
@@ -193,7 +198,7 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
 def _tuning_suites(url: str) -> list[str]:
     """The tuning suites whose ``bench tune`` studies are in the store (a pack can hold them)."""
     try:
-        return packed.tuning_suites(url)
+        return tuning_suites(url)
     except Exception:  # noqa: BLE001 - a store Optuna cannot read has no studies to pack
         return []
 
@@ -205,7 +210,9 @@ def import_packs(packs: list[Path], store: str | None = None) -> str:
 
     :raises BadInput: a path that is not a pack, a manifest or table that cannot be read, a bad URL.
     """
-    from bench.storage.store import DEFAULT_URL, Store, StoreError, check_url, describe_url
+    from bench.storage.schema import StoreError
+    from bench.storage.store import Store
+    from bench.storage.urls import DEFAULT_URL, check_url, describe_url
 
     found: list[Path] = []
     for p in packs:
@@ -234,7 +241,7 @@ def import_packs(packs: list[Path], store: str | None = None) -> str:
     finally:
         db.dispose()
     kept = f"; {n['kept']} already there, kept as they were" if n["kept"] else ""
-    added = packed.load_studies(found, url)
+    added = load_studies(found, url)
     studies = f"; {added} tuning stud{'y' if added == 1 else 'ies'}" if added else ""
     return f"imported {n['new']} runs{studies} of {', '.join(dict.fromkeys(suites))} into {describe_url(url)}{kept}"
 

@@ -214,7 +214,8 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
     import sqlalchemy as sa
 
     from bench.run.saving import policies_dir
-    from bench.storage.store import DEFAULT_URL, StoreError, check_url
+    from bench.storage.schema import StoreError
+    from bench.storage.urls import DEFAULT_URL, check_url
     from bench.suites.cost import estimate
     from bench.suites.suite import Outputs, SuiteError, load_suite, parse_only, select
 
@@ -275,8 +276,11 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
     import time
 
     from bench.run.progress import LiveProgress
-    from bench.run.runner import HEARTBEAT_EVERY_S, Interrupted, run_local
-    from bench.storage.store import Store, SuiteConflict, is_claimable, this_owner
+    from bench.run.pool import Interrupted, run_local
+    from bench.run.runner import HEARTBEAT_EVERY_S
+    from bench.storage.owners import is_claimable, this_owner
+    from bench.storage.schema import SuiteConflict
+    from bench.storage.store import Store
     from bench.storage.vocabulary import contended_done
 
     plan = suite if isinstance(suite, RunPlan) else plan_run(
@@ -368,7 +372,8 @@ def run_outputs(url: str, tensorboard: Path | None = None, wandb: str | None = N
 def contended_keys(url: str, cells: list) -> set[str]:
     """Keys of the done runs among ``cells`` that shared their core (``bench run --remeasure contended``
     would run them again), read without writing anything; none where there is no store yet."""
-    from bench.storage.store import Store, StoreMissing
+    from bench.storage.schema import StoreMissing
+    from bench.storage.store import Store
     from bench.storage.vocabulary import contended_done
 
     try:
@@ -423,13 +428,15 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
 
     :raises BadInput: the suite or URL is wrong, or there is no store at the URL (a mistyped ``--store``:
         a table of pending cells would hide it).
-    :raises bench.storage.store.StoreError: a store that cannot be reached or is not a bench store.
+    :raises bench.storage.schema.StoreError: a store that cannot be reached or is not a bench store.
     """
     import time
 
     from bench.run.progress import is_stalled, run_progress
-    from bench.storage.store import DEFAULT_URL, Store, StoreError, StoreMissing, check_url, describe_url
-    from bench.storage.store import is_claimable, owner_host
+    from bench.storage.schema import StoreError, StoreMissing
+    from bench.storage.store import Store
+    from bench.storage.urls import DEFAULT_URL, check_url, describe_url
+    from bench.storage.owners import is_claimable, owner_host
     from bench.storage.vocabulary import CONTENTION_RATIO, contended_done, cpu_budget
     from bench.suites.suite import SuiteError, load_suite
 

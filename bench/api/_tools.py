@@ -61,7 +61,7 @@ def speed(algos: str | list[str], env: str, *, timesteps: int = 20_000, rounds: 
     if out_json is not None:
         import platform
 
-        from bench.run.runner import run_metadata
+        from bench.run.provenance import run_metadata
 
         out_json.write_text(json.dumps({"results": [asdict(r) | {"ratio": r.ratio, "kernel": kernel, "vec_env": vec_env}
                                                     for r in results],

@@ -40,7 +40,8 @@ def plan_tune(suite: str | Path | None = None, *, algo: str | None = None, impl:
 
     :raises BadInput: one line naming what was wrong and what is allowed.
     """
-    from bench.storage.store import DEFAULT_URL, StoreError, check_url
+    from bench.storage.schema import StoreError
+    from bench.storage.urls import DEFAULT_URL, check_url
     from bench.suites.suite import SuiteError, load_suite, parse_only
     from bench.tune import (SQLITE_RAY, SQLITE_WORKERS, check_exportable, check_studies, is_sqlite, target_from_flags,
                             targets_from_suite, with_anchor)

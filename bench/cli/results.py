@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bench import api
-from bench.cli.app import (StoreOpt, _bad_input, _check_url, _choice, _keep_secret, _results_store, describe_url, err,
+from bench.cli.base import (StoreOpt, _bad_input, _check_url, _choice, _keep_secret, _results_store, describe_url, err,
                            out)
 
 def report(

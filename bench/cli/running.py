@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bench import api
-from bench.cli.app import (SetOpt, StoreOpt, _bad_input, _check_url, _fmt, _keep_secret, _styled, describe_url,
+from bench.cli.base import (SetOpt, StoreOpt, _bad_input, _check_url, _fmt, _keep_secret, _styled, describe_url,
                            err, out)
 
 #: How often ``bench run`` writes a progress line when stderr is not a terminal (a log file, CI).

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bench import api
-from bench.cli.app import (StoreOpt, _bad_input, _check_url, _choice, _fmt, _keep_secret, _styled, _writable,
+from bench.cli.base import (StoreOpt, _bad_input, _check_url, _choice, _fmt, _keep_secret, _styled, _writable,
                            describe_url, err, out)
 
 def envs() -> None:

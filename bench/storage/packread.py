@@ -26,6 +26,7 @@ from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
 from bench.storage import packed
+from bench.storage.studies import load_studies
 
 #: The columns and order of :meth:`bench.storage.store.Store.runs_frame`.
 RUN_COLUMNS = ("suite", "env", "algo", "impl", "label", "seed", "status", "attempt", "timesteps", "threshold", "window",
@@ -226,7 +227,7 @@ class PackSet:
         if self._studies is None:
             self._studies = tempfile.TemporaryDirectory(prefix="bench-studies-")
             url = f"sqlite:///{Path(self._studies.name) / 'studies.db'}"
-            packed.load_studies(self.packs, url, durable=False)
+            load_studies(self.packs, url, durable=False)
         return f"sqlite:///{Path(self._studies.name) / 'studies.db'}"
 
 

@@ -17,7 +17,7 @@ STUDY_ATTR = "bench"
 #: heartbeat check, and by a pack's import for a trial that was running when packed).
 MAX_RETRY = 3
 #: The version of each tuning objective's definition, kept in a study's settings so that a reader can tell
-#: which scale a study's values are on (:mod:`bench.tune.study` defines the objectives; the sensitivity table
+#: which scale a study's values are on (:mod:`bench.tune.targets` defines the objectives; the sensitivity table
 #: reads them). ``auc`` version 2 is the normalised AUC; version 1 was the mean return per episode.
 OBJECTIVE_VERSIONS = {"auc": 2, "final_return": 1, "steps_to_threshold": 1}
 #: A run whose wall seconds exceed its CPU seconds by this factor shared its core: it is flagged as
