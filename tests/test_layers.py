@@ -285,6 +285,14 @@ def test_checker_catches_analysis_importing_the_runner(planted: Path):
         "bench.analysis.planted (analysis) imports bench.run.runner (execution)"]
 
 
+def test_checker_catches_the_cli_importing_below_the_api(planted: Path):
+    # A command parses, calls one bench.api service and renders: it never opens a store itself.
+    (planted / "cli" / "planted.py").write_text("from bench.storage.store import Store\n")
+    edges, external = graph(planted)
+    assert [v.split(";")[0] for v in violations(edges, external)] == [
+        "bench.cli.planted (cli) imports bench.storage.store (storage)"]
+
+
 def test_checker_catches_analysis_importing_the_tuner(planted: Path):
     # The analysis reads studies as data (bench.analysis.sensitivity), never through the tuner.
     (planted / "analysis" / "planted.py").write_text("from bench.tune.study import OBJECTIVE_MEANINGS\n")

@@ -557,5 +557,5 @@ def load(packs: list[Path], db: "st.Store") -> dict[str, int]:
                 if name in ("episodes", "diagnostics", "evaluations"):  # millions of rows of plain numbers
                     schema.insert_frame(c, table, df)
                 else:
-                    c.execute(st._insert(c, table).on_conflict_do_nothing(), df.astype(object).where(df.notna(), None).to_dict("records"))
+                    c.execute(schema.dialect_insert(c, table).on_conflict_do_nothing(), df.astype(object).where(df.notna(), None).to_dict("records"))
     return counts
