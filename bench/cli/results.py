@@ -8,7 +8,6 @@ import textwrap
 from pathlib import Path
 from typing import Any, Optional
 
-import pandas as pd
 import typer
 from rich import box
 from rich.table import Table
@@ -133,6 +132,8 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
         print(json.dumps(rows, indent=2, default=str))
         return
     if fmt == "csv":
+        import pandas as pd  # only here: importing it costs every other command most of a second
+
         flat = [{**r, "envs": ";".join(r["envs"]), "tested_envs": ";".join(r["tested_envs"]),
                  "effects": ";".join(f"{k}={v:.4g}" for k, v in r["effects"].items()),
                  "pooling": ";".join(r["pooling"]),
