@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Callable
 
 from bench.storage import packed, packread
+from bench.storage.schema import StoreError, StoreMissing
+from bench.storage.urls import DEFAULT_URL, check_url, describe_url
 
 class BadInput(ValueError):
     """A user's error, found before anything was written: ``lines``, one per problem, each naming what was
@@ -107,6 +109,15 @@ def writable(flag: str, path: Path, *, folder: bool) -> Path:
     return path
 
 
+def store_url(store: str | None, flag: str = "--store") -> str:
+    """The normalised URL of ``store`` (default ``sqlite:///results/bench.db``), checked; :class:`BadInput`
+    naming ``flag`` when it cannot be used (in-memory SQLite, a malformed URL, …)."""
+    try:
+        return check_url(store or DEFAULT_URL)
+    except StoreError as e:
+        raise BadInput(f"{flag}: {e}") from None
+
+
 def results_store(store: str | None = None, *, need_done: bool = True, fallback: bool = True,
                   log: Callable[[str], None] | None = None) -> tuple[str, str]:
     """The store a reading command answers from, and a line saying which it is.
@@ -117,15 +128,10 @@ def results_store(store: str | None = None, *, need_done: bool = True, fallback:
     :raises BadInput: a bad URL, no store, a store with no runs (with ``need_done``: no finished run).
     :raises bench.storage.schema.StoreError: a store that cannot be reached or read.
     """
-    from bench.storage.schema import StoreError, StoreMissing
     from bench.storage.store import Store
-    from bench.storage.urls import DEFAULT_URL, check_url, describe_url
 
     given = store or DEFAULT_URL
-    try:
-        url = check_url(given)
-    except StoreError as e:
-        raise BadInput(f"--store: {e}") from None
+    url = store_url(given)
     try:
         db = Store(url, readonly=True)
     except StoreMissing:

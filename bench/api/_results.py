@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.api._common import BadInput, results_store, writable
+from bench.api._common import BadInput, results_store, store_url, writable
 from bench.storage import packed
 from bench.storage.studies import load_studies, tuning_suites
 
@@ -75,16 +75,11 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
     :raises BadInput: a store or suite that is not there, an unwritable ``out`` or ``screenshot``, no chromium.
     """
     from bench.analysis.report import build, find_chromium, screenshot as take
-    from bench.storage.schema import StoreError
     from bench.storage.store import Store
-    from bench.storage.urls import DEFAULT_URL, check_url
     from bench.suites.suite import SuiteError, load_suite
 
     if screenshot is not None:
-        try:
-            check_url(store or DEFAULT_URL)
-        except StoreError as e:
-            raise BadInput(f"--store: {e}") from None
+        store_url(store)
         # The path first: a path that cannot be written is the same bad input with or without a browser.
         writable("--screenshot", screenshot, folder=False)
         if find_chromium() is None:
@@ -136,9 +131,9 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
     import json
 
     from bench.analysis.scoring import SCORE_COLUMNS
-    from bench.storage.schema import StoreError, StoreMissing
+    from bench.storage.schema import StoreMissing
     from bench.storage.store import Store
-    from bench.storage.urls import DEFAULT_URL, check_url, describe_url
+    from bench.storage.urls import describe_url
 
     out = Path(out)
     for flag, value, allowed in (("--what", what, EXPORT_WHAT), ("--format", format, EXPORT_FORMATS),
@@ -147,10 +142,7 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
             raise BadInput(f"{flag}: {value!r} is not allowed; allowed: {', '.join(allowed)}")
     if format in ("pack", "rliable-npz", "rliable-json") and what != "runs":
         raise BadInput(f"--what: --format {format} exports whole runs; allowed with it: runs (got {what!r})")
-    try:
-        url = check_url(store or DEFAULT_URL)
-    except StoreError as e:
-        raise BadInput(f"--store: {e}") from None
+    url = store_url(store)
     if format != "pack" and out.is_dir():
         suffix = {"rliable-npz": "npz", "rliable-json": "json"}.get(format, format)
         raise BadInput(f"--out: {out} is a folder; allowed: a file path, e.g. {out / (what + '.' + suffix)}")
@@ -210,9 +202,8 @@ def import_packs(packs: list[Path], store: str | None = None) -> str:
 
     :raises BadInput: a path that is not a pack, a manifest or table that cannot be read, a bad URL.
     """
-    from bench.storage.schema import StoreError
     from bench.storage.store import Store
-    from bench.storage.urls import DEFAULT_URL, check_url, describe_url
+    from bench.storage.urls import describe_url
 
     found: list[Path] = []
     for p in packs:
@@ -231,10 +222,7 @@ def import_packs(packs: list[Path], store: str | None = None) -> str:
                        "`bench export --format pack` writes") from None
     if (bad := packed.unreadable(found)) is not None:  # checked before the store is opened: nothing written
         raise BadInput(f"PACK: {bad} is not a readable Parquet table; allowed: what `bench export --format pack` writes")
-    try:
-        url = check_url(store or DEFAULT_URL)
-    except StoreError as e:
-        raise BadInput(f"--store: {e}") from None
+    url = store_url(store)
     db = Store(url)
     try:
         n = packed.load(found, db)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.api._common import BadInput
+from bench.api._common import BadInput, store_url
 
 # --------------------------------------------------------------------------- #
 # A store describes its envs
@@ -214,8 +214,6 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
     import sqlalchemy as sa
 
     from bench.run.saving import policies_dir
-    from bench.storage.schema import StoreError
-    from bench.storage.urls import DEFAULT_URL, check_url
     from bench.suites.cost import estimate
     from bench.suites.suite import Outputs, SuiteError, load_suite, parse_only, select
 
@@ -227,10 +225,7 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
         filt = parse_only(only)
     except ValueError as e:
         raise BadInput(str(e)) from None
-    try:
-        url = check_url(store or DEFAULT_URL)
-    except StoreError as e:
-        raise BadInput(f"--store: {e}") from None
+    url = store_url(store)
     if outputs is None:
         outputs = Outputs(policies=str(policies_dir(url).resolve()))
     cells = [dataclasses.replace(c, outputs=outputs) for c in select(loaded.cells, filt)]
@@ -433,10 +428,10 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
     import time
 
     from bench.run.progress import is_stalled, run_progress
-    from bench.storage.schema import StoreError, StoreMissing
-    from bench.storage.store import Store
-    from bench.storage.urls import DEFAULT_URL, check_url, describe_url
     from bench.storage.owners import is_claimable, owner_host
+    from bench.storage.schema import StoreMissing
+    from bench.storage.store import Store
+    from bench.storage.urls import describe_url
     from bench.storage.vocabulary import CONTENTION_RATIO, contended_done, cpu_budget
     from bench.suites.suite import SuiteError, load_suite
 
@@ -444,10 +439,7 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
         loaded = load_suite(Path(suite), overrides)
     except SuiteError as e:
         raise BadInput(e.lines) from None
-    try:
-        url = check_url(store or DEFAULT_URL)
-    except StoreError as e:
-        raise BadInput(f"--store: {e}") from None
+    url = store_url(store)
     try:
         db = Store(url, readonly=True)  # an unreachable or foreign store is an error, never "all pending"
     except StoreMissing:

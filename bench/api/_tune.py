@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.api._common import BadInput, writable
+from bench.api._common import BadInput, store_url, writable
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,6 @@ def plan_tune(suite: str | Path | None = None, *, algo: str | None = None, impl:
 
     :raises BadInput: one line naming what was wrong and what is allowed.
     """
-    from bench.storage.schema import StoreError
-    from bench.storage.urls import DEFAULT_URL, check_url
     from bench.suites.suite import SuiteError, load_suite, parse_only
     from bench.tune import (SQLITE_RAY, SQLITE_WORKERS, check_exportable, check_studies, is_sqlite, target_from_flags,
                             targets_from_suite, with_anchor)
@@ -81,10 +79,7 @@ def plan_tune(suite: str | Path | None = None, *, algo: str | None = None, impl:
             n_trials = trials or 20
         if export is not None:
             check_exportable(targets)
-        try:
-            url = check_url(store or DEFAULT_URL)
-        except StoreError as e:
-            raise BadInput(f"--storage: {e}") from None
+        url = store_url(store, "--storage")
         if executor not in ("local", "ray"):
             raise BadInput(f"--executor: {executor!r}; allowed: local, ray")
         if address is not None and executor != "ray":
