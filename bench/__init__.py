@@ -6,17 +6,17 @@ The package follows the data flow, one folder a stage::
     envs/      registry and traits, the one env factory
     algos/     the project's own algorithms, their typed hyperparameters
     baselines  Stable-Baselines3 / sb3-contrib adapters
-    run/       runner, Ray executor, recorder, results store, `bench speed`
-    tune/      Optuna studies, export, sensitivity
-    analysis/  per-run metrics, statistics, anchors, scoring, report
-    cli        the `bench` command
+    storage/   results store, schema, packs, recorder, the vocabulary writers and readers share
+    run/       execution: runner, local pool, Ray executor, provenance, `bench speed`
+    tune/      Optuna targets, trials, studies, export
+    analysis/  per-run metrics, statistics, anchors, scoring, sensitivity, report
+    api/       one public function per everyday job
+    cli/       the `bench` command: parse, call bench.api, render
 
-Layers (an arrow is "may import"): ``cli`` → everything; ``run``, ``tune`` →
-``suites``, ``envs``, ``algos``, ``baselines``, ``run``; ``analysis`` → the store,
-``envs`` (traits) and the tuner's sensitivity table, never the runner or an
-algorithm; ``algos`` → ``envs`` and the recorder, never a suite, a store or the
-CLI; ``analysis.stats`` and ``analysis.metrics`` are pure NumPy. No import cycles.
-``tests/test_layers.py`` enforces all of it.
+Imports run only downward (``cli`` → ``api`` → execution, ``tune``, ``analysis`` → ``suites`` →
+``algos`` → ``envs``, ``storage``); ``analysis`` reads ``storage`` and the env traits, never the runner,
+the tuner or an algorithm; ``analysis.stats`` and ``analysis.metrics`` are pure NumPy. No import cycles.
+``tests/test_layers.py`` enforces all of it; docs/architecture.md has the table.
 
 The old flat module names (``bench.store``, ``bench.runner``, ``bench.suite``, …) were retired (CHANGELOG.md, "Unreleased"):
 CHANGELOG.md lists each one's new place.
@@ -32,7 +32,7 @@ import importlib
 #: first use so that ``import bench`` stays cheap: name → ``module:attribute``.
 PUBLIC = {
     "HyperParams": "bench.algos.hyperparams:HyperParams",
-    "RecorderProtocol": "bench.run.record:RecorderProtocol",
+    "RecorderProtocol": "bench.storage.record:RecorderProtocol",
     "PluginError": "bench.algos.plugins:PluginError",
 }
 

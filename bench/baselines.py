@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from bench.algos.hyperparams import A2CParams, NetArch, PPOParams, TRPOParams
 from bench.algos.offpolicy_params import OFF_POLICY
 from bench.algos.registry import ALGOS
-from bench.run.record import SavablePolicy
+from bench.storage.record import SavablePolicy
 
 __all__ = ["train_sb3", "sb3_vec_env", "SB3_KEYS", "SB3_OFF_POLICY_KEYS", "policy_kwargs", "schedule", "sb3_checkpoint",
            "restore_sb3"]
@@ -353,13 +353,13 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
     :param timesteps: the budget in env steps. SB3 only stops between rollouts, so the
         run takes ``ceil(timesteps / (n_steps * n_envs))`` whole rollouts and
         ``recorder.steps`` ends at or above ``timesteps`` (by less than one rollout).
-    :param recorder: a :class:`bench.run.record.Recorder` (or anything with its protocol);
+    :param recorder: a :class:`bench.storage.record.Recorder` (or anything with its protocol);
         episodes and steps arrive through the env monitor, diagnostics through SB3's
         logger, and ``after_update`` is called once after each update with the
         deterministic policy (observations normalised with the training
         ``VecNormalize`` statistics when normalisation is on; evaluation envs are raw).
 
-    Raises whatever training raises, including :class:`bench.run.record.Diverged`.
+    Raises whatever training raises, including :class:`bench.storage.record.Diverged`.
     """
     from stable_baselines3.common.logger import Logger
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from bench.run.saving import policies_dir
-from bench.run.store import DEFAULT_URL
+from bench.storage.urls import DEFAULT_URL
 
 #: Which saved policy to load: the one at the best evaluation when the run kept it, else the final one.
 Kind = Literal["auto", "best", "final"]
@@ -74,7 +74,7 @@ class LoadedPolicy:
 # Finding a run
 # --------------------------------------------------------------------------- #
 def find_run(store: Any, run: str, where: str = "the store") -> dict[str, Any]:
-    """The one run ``run`` names in ``store`` (a :class:`~bench.run.store.Store`, described as ``where`` in
+    """The one run ``run`` names in ``store`` (a :class:`~bench.storage.store.Store`, described as ``where`` in
     errors), as a dict of its ``runs_frame`` row with ``meta`` parsed. Raises :class:`PolicyError` with one line."""
     from bench.suites.suite import matches_only, parse_only
 
@@ -128,7 +128,9 @@ def load_policy(run: str, store: str = DEFAULT_URL, *, kind: Kind = "auto", arti
     :param deterministic: act with the distribution's mode, as the periodic evaluation did; else sample.
     :raises PolicyError: no such run, or no saved policy of that kind (one line).
     """
-    from bench.run.store import Store, StoreMissing, check_url, describe_url
+    from bench.storage.schema import StoreMissing
+    from bench.storage.store import Store
+    from bench.storage.urls import check_url, describe_url
 
     url = check_url(store)
     try:

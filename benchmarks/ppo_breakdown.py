@@ -67,8 +67,8 @@ def main() -> None:
     from bench.algos.ppo import ppo_losses
     from bench.baselines import train_sb3
     from bench.envs import make_vec_env
-    from bench.run.record import Recorder
-    from bench.run.runner import run_metadata
+    from bench.storage.record import Recorder
+    from bench.run.provenance import run_metadata
 
     pin_one_thread()
     env_id = args.env

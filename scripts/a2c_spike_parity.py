@@ -27,7 +27,7 @@ from bench.algos.hyperparams import resolve
 from bench.analysis.collapse import gradient_spike
 from bench.baselines import train_sb3
 from bench.envs import get_spec
-from bench.run.record import Recorder, downsample_diagnostics
+from bench.storage.record import Recorder, downsample_diagnostics
 from bench.suites.suite import DIAG_POINTS
 
 

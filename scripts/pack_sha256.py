@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench.run import packed
+from bench.storage import packed
 
 
 def main(roots: list[str]) -> None:

@@ -63,7 +63,7 @@ def main() -> None:
     from bench.algos.hyperparams import resolve
     from bench.baselines import train_sb3
     from bench.envs import VEC_ENV_MODES, vec_env_problem
-    from bench.run.runner import run_metadata
+    from bench.run.provenance import run_metadata
     from bench.run.speed import _timed
 
     pin_one_thread()

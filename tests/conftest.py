@@ -77,7 +77,7 @@ def learning_record(request):
     import json
     import time
 
-    from bench.run.runner import run_metadata
+    from bench.run.provenance import run_metadata
 
     t0 = time.time()
 

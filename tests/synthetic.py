@@ -16,7 +16,8 @@ import numpy as np
 
 from bench.envs import get_spec
 from bench.analysis.metrics import summarize
-from bench.run.store import RunResult, Store
+from bench.storage.schema import RunResult
+from bench.storage.store import Store
 from bench.suites.suite import Cell, cell_key
 
 #: Random-policy returns used as planted anchors (so tests never simulate an env for them).

@@ -13,7 +13,7 @@ from bench.algos import a2c, collect
 from bench.algos.common import FlatParams
 from bench.algos.hyperparams import resolve
 from bench.analysis.metrics import first_crossing, summarize
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 #: CI learning check: the zoo's CartPole settings unchanged (8 envs × 5 steps, RMSprop,
 #: lr 7e-4, ent 0), which crossed 475 at 106k / 64k / 105k steps on seeds 0 / 1 / 2;

@@ -13,7 +13,7 @@ import torch
 from bench.algos import a2c, a3c
 from bench.algos.hyperparams import resolve
 from bench.analysis.metrics import first_crossing
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 
 class _Keep(Recorder):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bench import api
-from bench.run.store import Store
+from bench.storage.store import Store
 
 SUITE = """name: api-tiny
 seeds: 2

@@ -9,7 +9,7 @@ import pytest
 
 from bench.baselines import SB3_KEYS, policy_kwargs, schedule, train_sb3
 from bench.algos.hyperparams import resolve
-from bench.run.record import EvalConfig, Recorder
+from bench.storage.record import EvalConfig, Recorder
 
 # Small rollouts so each smoke run is a handful of updates on 2 cores.
 SMALL = {

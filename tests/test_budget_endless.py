@@ -10,7 +10,7 @@ import endless_env  # noqa: F401 - registers Endless-v0
 
 from bench.algos.hyperparams import PARAMS
 from bench.algos.offpolicy_params import OFF_POLICY
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 from bench.suites.suite import AVAILABLE
 
 ENV = "endless_env:Endless-v0"

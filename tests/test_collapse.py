@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.analysis import collapse
-from bench.run.record import downsample_diagnostics
+from bench.storage.record import downsample_diagnostics
 
 
 def test_log_std_collapse_before_the_return_got_anywhere_is_flagged():

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from bench import analysis
-from bench.run import packed
-from bench.run.record import downsample_diagnostics
+from bench.storage import packed, studies
+from bench.storage.record import downsample_diagnostics
 from bench.suites.suite import DIAG_POINTS, Cell
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -88,7 +88,8 @@ def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
     # Two builders at once (two first `bench recommend`s) each end with the whole store.
     from concurrent.futures import ThreadPoolExecutor
 
-    from bench.run import store as st
+    from bench.storage import store as st
+    from bench.storage import schema
 
     cache.unlink()
     with ThreadPoolExecutor(2) as ex:
@@ -102,7 +103,8 @@ def test_episode_clocks_are_kept_to_the_millisecond_and_packed_as_exact_integers
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from bench.run import store as st
+    from bench.storage import store as st
+    from bench.storage import schema
 
     url = f"sqlite:///{tmp_path / 'full.db'}"
     write_store(url, ["CartPole-v1"], [Planted("a", "ppo", "bench", 0.9, wall_per_cpu=1.7)], seeds=2, suite="one")
@@ -140,7 +142,8 @@ def _study(url: str, name: str, suite: str, values: list[float], cpu_s: float = 
     from optuna.distributions import FloatDistribution
     from optuna.trial import TrialState, create_trial
 
-    from bench.tune.study import STUDY_ATTR, make_storage
+    from bench.storage.vocabulary import STUDY_ATTR
+    from bench.tune.study import make_storage
 
     study = optuna.create_study(storage=make_storage(url), study_name=name)
     study.set_user_attr(STUDY_ATTR, {"algo": "a2c", "impl": "bench", "env_id": "CartPole-v1", "threshold": 100.0,
@@ -158,7 +161,7 @@ def _study(url: str, name: str, suite: str, values: list[float], cpu_s: float = 
 def test_a_tuning_suite_packs_its_studies_and_reads_back_to_the_same_sensitivity(tmp_path):
     import pandas as pd
 
-    from bench.tune.sensitivity import sensitivity_table
+    from bench.analysis.sensitivity import sensitivity_table
 
     url = f"sqlite:///{tmp_path / 'tune.db'}"
     write_store(url, ["CartPole-v1"], [Planted("a", "a2c", "bench", 0.9)], seeds=1, suite="runs-x")
@@ -169,8 +172,8 @@ def test_a_tuning_suite_packs_its_studies_and_reads_back_to_the_same_sensitivity
     # 2 studies of 6 and 4 trials at 900 CPU s each: 2.5 CPU-hours; no runs, no tables.
     assert m["studies"] == {"count": 2, "trials": {"complete": 6, "fail": 2, "pruned": 2}} and m["cpu_hours"] == 2.5
     assert m["runs"] == {} and not list((tmp_path / "packs" / "tune-x").glob("*.parquet"))
-    assert packed.suite_studies(url) == ["other-a2c-CartPole", "tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
-    assert packed.tuning_suites(url) == ["other", "tune-x"]
+    assert studies.suite_studies(url) == ["other-a2c-CartPole", "tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
+    assert studies.tuning_suites(url) == ["other", "tune-x"]
     # Packed twice, the same bytes (the reader's cache is keyed by them).
     first = (tmp_path / "packs" / "tune-x" / packed.STUDIES).read_bytes()
     packed.pack(url, "tune-x", tmp_path / "packs" / "tune-x")
@@ -179,7 +182,7 @@ def test_a_tuning_suite_packs_its_studies_and_reads_back_to_the_same_sensitivity
     # Read back beside a runs pack: every trial, state, value and attribute as it was.
     packed.pack(url, "runs-x", tmp_path / "packs" / "runs-x")
     got = packed.unpack(packed.packs_under(tmp_path / "packs"), tmp_path / "cache" / "ref.db")
-    assert packed.suite_studies(got) == ["tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
+    assert studies.suite_studies(got) == ["tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
     want = sensitivity_table(url).set_index("study").loc[["tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]]
     pd.testing.assert_frame_equal(sensitivity_table(got).set_index("study"), want)
     assert want.loc["tune-x-a2c-CartPole", "n_trials"] == 5  # 4 complete and the pruned one at its last value
@@ -202,7 +205,7 @@ def test_bench_import_adds_a_pack_s_studies_once(tmp_path):
         p = _bench("import", str(tmp_path / "tune-y"), "--store", mine, cwd=tmp_path)
         assert p.returncode == 0, p.stderr
         assert (added in p.stderr) if added else "tuning stud" not in p.stderr, p.stderr
-    assert packed.suite_studies(mine) == ["s1"]
+    assert studies.suite_studies(mine) == ["s1"]
 
 
 def test_a_trial_running_when_packed_is_failed_and_requeued_on_import(tmp_path):
@@ -212,7 +215,7 @@ def test_a_trial_running_when_packed_is_failed_and_requeued_on_import(tmp_path):
     import optuna
     from optuna.trial import TrialState
 
-    from bench.run.packed import CUT_OFF
+    from bench.storage.studies import CUT_OFF
     from bench.tune.study import make_storage
 
     url = f"sqlite:///{tmp_path / 'tune.db'}"
@@ -309,7 +312,7 @@ def test_the_shipped_reference_stays_under_64_mb_and_every_pack_reads():
     # about a dozen more envs (MiniGrid's KeyCorridor alone is 1.4M episodes at 5e5 steps), so the cap is 64 MB:
     # still a small clone, and a test that fails before the tree grows without anyone deciding it
     # (docs/reference.md, "Size").
-    from bench.run import packed
+    from bench.storage import packed
 
     root = Path(__file__).resolve().parent.parent / "results" / "reference"
     packs = packed.packs_under(root)
@@ -352,7 +355,8 @@ def test_a_suite_sharing_runs_with_a_sibling_pack_stores_them_once(tmp_path):
 def test_bench_import_loads_packs_with_their_siblings_once_and_refuses_bad_input(tmp_path):
     import sqlalchemy as sa
 
-    from bench.run import store as st
+    from bench.storage import store as st
+    from bench.storage import schema
 
     url = f"sqlite:///{tmp_path / 'full.db'}"
     labs = [Planted("a", "ppo", "bench", 0.9), Planted("b", "a2c", "sb3", 0.5)]
@@ -365,7 +369,7 @@ def test_bench_import_loads_packs_with_their_siblings_once_and_refuses_bad_input
     def rows(db_url: str) -> dict[str, int]:
         eng = sa.create_engine(db_url)
         with eng.connect() as c:
-            n = {t: c.execute(sa.select(sa.func.count()).select_from(st.metadata.tables[t])).scalar_one()
+            n = {t: c.execute(sa.select(sa.func.count()).select_from(schema.metadata.tables[t])).scalar_one()
                  for t in ("runs", "episodes", "diagnostics", "evaluations")}
         eng.dispose()
         return n

@@ -121,7 +121,7 @@ def test_after_a_run_into_the_default_store_recommend_answers_from_the_shipped_r
     # directory (the checkout, beside results/reference); the first `bench recommend` there must print
     # the reference's table and name it. A stand-in reference (one small pack of planted continuous-control
     # runs) keeps this fast; tests/test_docs.py runs the README's command on the real one.
-    from bench.run import packed
+    from bench.storage import packed
 
     planted = f"sqlite:///{tmp_path / 'planted.db'}"
     write_store(planted, ["Pendulum-v1", "LunarLanderContinuous-v3"],
@@ -200,7 +200,7 @@ def test_a_store_of_a_plugin_env_is_read_without_its_package(tmp_path, monkeypat
     assert "myrl" not in sys.modules
     assert [r["envs"] for r in rows if r["envs"]][0] == ["myrl.envs:myrl/Line-v0"]
     # What the store recorded at run time, and the pack carries it.
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     db = Store(url, readonly=True)
     facts = db.env_facts()["myrl.envs:myrl/Line-v0"]
@@ -214,7 +214,7 @@ def test_a_store_of_a_plugin_env_is_read_without_its_package(tmp_path, monkeypat
 
 
 def test_env_facts_are_added_to_an_older_store_and_readers_tolerate_their_absence(store_url):
-    from bench.run import store as st
+    from bench.storage import store as st
 
     db = st.Store(store_url)
     with db.engine.begin() as c:  # a store written before the table existed
@@ -316,7 +316,7 @@ def test_overrides_reach_the_run_its_provenance_the_report_and_the_dry_run(tmp_p
     assert "512" in p.stdout
     p = _here(monkeypatch, "run", str(f), *sets, "--store", url, "--workers", "1", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     db = Store(url, readonly=True)
     runs = db.runs_frame()

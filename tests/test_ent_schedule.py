@@ -10,7 +10,7 @@ import pytest
 from bench.algos import TRAIN
 from bench.algos.loop import ent_coef_at
 from bench.algos.hyperparams import resolve
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 
 @pytest.mark.parametrize("schedule, rate, want", [

@@ -10,7 +10,7 @@ import pytest
 
 from bench import envs
 from bench.envs import families
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 EXPECTED_IDS = [
     "CartPole-v1",

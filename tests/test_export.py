@@ -17,7 +17,7 @@ import pytest
 
 from bench import analysis
 from bench.analysis import stats
-from bench.run.store import Store
+from bench.storage.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402

@@ -17,7 +17,7 @@ from bench.algos.hyperparams import resolve
 from bench.algos.policy import make_policy
 from bench.analysis.metrics import first_crossing
 from bench.envs import make_vec_env
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 
 def _run(env_id: str, steps: int, seed: int = 0, rec: Recorder | None = None, **over) -> Recorder:

@@ -32,7 +32,8 @@ import sqlalchemy as sa
 
 from synthetic import Planted, write_store
 
-from bench.run.store import Store, StoreError
+from bench.storage.schema import StoreError
+from bench.storage.store import Store
 from bench.suites.suite import SuiteError, load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +45,7 @@ A_PACK = ROOT / "results" / "reference" / "sequence"
 def reference_db() -> Path:
     """The shipped classic reference (results/reference/classic), unpacked once per session into a SQLite
     file that tests copy (never write)."""
-    from bench.run import packed
+    from bench.storage import packed
 
     out = Path(tempfile.mkdtemp(prefix="bench-ref-")) / "reference.db"
     packed.unpack([ROOT / "results" / "reference" / "classic"], out)
@@ -189,7 +190,7 @@ def test_case02_error_texts_with_brackets_are_printed_as_they_are(capsys):
     # What `bench run` prints for a failed cell: a styled word, then the label and error as they are.
     from rich.table import Table
 
-    from bench import cli
+    from bench.cli import base as cli
 
     cli.err.print(cli._styled("red", "failed", " CartPole-v1 [/]lab seed 0: Diverged: loss [nan] at [bold]"))
     cli.out.print("summary [/] [nan]")
@@ -591,7 +592,7 @@ def test_case11_bad_out_paths_are_one_line(tmp_path):
     assert not (tmp_path / "rep").exists() and not (tmp_path / "t.db").exists()
     # What may be written passes, and the check creates nothing: an existing file (replaced), an
     # existing folder (filled), a new path in folders still to be made.
-    from bench.cli import _writable
+    from bench.cli.base import _writable
 
     for path, folder in [(tmp_path / "afile", False), (tmp_path, True), (tmp_path / "new" / "deeper" / "x.json", False),
                          (tmp_path / "new" / "rep", True)]:
@@ -610,7 +611,7 @@ def test_case11_a_full_disk_is_one_line(tmp_path, tmpfs):
 # 12. A store whose runs all failed still gets a report
 # --------------------------------------------------------------------------- #
 def test_case12_report_of_a_store_with_only_failed_runs_lists_them(tmp_path):
-    from bench.run.store import RunResult
+    from bench.storage.schema import RunResult
 
     f = tiny(tmp_path, seeds="[0, 1]")
     loaded = load_suite(f)
@@ -650,7 +651,7 @@ def test_case13_same_name_other_grid_is_refused_unless_replace(tmp_path):
 
 
 def test_case13_store_level_conflict(store_url):
-    from bench.run.store import SuiteConflict
+    from bench.storage.schema import SuiteConflict
 
     f = Path(__file__).resolve().parent.parent / "suites" / "smoke.yaml"
     loaded = load_suite(f)

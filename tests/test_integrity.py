@@ -22,8 +22,10 @@ from typer.testing import CliRunner
 from synthetic import Planted, write_store
 
 from bench.cli import app
-from bench.run import packed
-from bench.run.store import Store, StoreError, check_url, describe_url, hide_password, redact
+from bench.storage import packed
+from bench.storage.schema import StoreError
+from bench.storage.store import Store
+from bench.storage.urls import check_url, describe_url, hide_password, redact
 from bench.suites.cost import CONFIRM_CPU_HOURS, estimate
 from bench.suites.suite import SuiteError, load_suite
 
@@ -301,9 +303,9 @@ def test_the_cost_estimate_by_hand_and_for_envs_without_a_time_scale():
 
 
 def test_a_large_dry_run_prints_plain_lines_for_every_cell(tmp_path, monkeypatch):
-    import bench.cli as cli_module
+    from bench.cli import running
 
-    monkeypatch.setattr(cli_module, "DRY_RUN_TABLE_MAX", 2)  # a 100,000-cell dry run took 40 s as a rich table
+    monkeypatch.setattr(running, "DRY_RUN_TABLE_MAX", 2)  # a 100,000-cell dry run took 40 s as a rich table
     suite = tmp_path / "s.yaml"
     suite.write_text("name: s\nseeds: 3\ndefaults: {timesteps: 1000}\nenvs: [{id: CartPole-v1}]\n"
                      "algorithms: [{algo: a2c, impl: bench, label: a}]\n")

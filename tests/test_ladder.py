@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from bench.algos import MODULES, TRAIN
 from bench.algos.hyperparams import PARAMS, resolve
 from bench.analysis.metrics import first_crossing
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 
 def _run(algo: str, env_id: str, steps: int, seed: int = 0, recorder=None, **over) -> Recorder:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.run.store import is_claimable, owner_alive, pid_alive
+from bench.storage.owners import is_claimable, owner_alive, pid_alive
 
 
 # --------------------------------------------------------------------------- #
@@ -28,7 +28,7 @@ from bench.run.store import is_claimable, owner_alive, pid_alive
 def test_a_zombie_owner_is_dead():
     """A killed worker that nobody reaps (PID 1 without an init) keeps its pid and start time: the owner
     check must read its state (Z) and call it dead, or a re-run leaves its cell as "running elsewhere"."""
-    from bench.run.store import _proc_start
+    from bench.storage.owners import _proc_start
 
     pid = os.fork()
     if pid == 0:  # the child exits at once and is not reaped until the end of the test
@@ -134,7 +134,7 @@ def test_opening_a_second_store_keeps_the_process_lock_on_the_database(tmp_path)
     """The mechanism of the corruption: reading the file's header through a descriptor of its own, then closing
     it, dropped every POSIX lock of the process on the database (SQLite's among them), so another process that
     closed its connection cleanly took itself for the last one and deleted the WAL under the first."""
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     db = tmp_path / "s.db"
     url = f"sqlite:///{db}"
@@ -172,7 +172,7 @@ def test_every_way_out_of_a_plugin_leaves_the_store_whole_and_each_cell_recorded
     assert all(e.startswith("plugin raised SystemExit(3)") for e in errors[:5]), errors
     assert errors[5].startswith("plugin raised KeyboardInterrupt()")
     assert errors[6].startswith("plugin raised Custom('mine')")
-    from bench.run.runner import WORKER_DIED
+    from bench.run.pool import WORKER_DIED
 
     assert errors[7:] == [WORKER_DIED] * 3  # os._exit, SIGKILL, segfault: the process is gone
 
@@ -182,7 +182,7 @@ def test_every_way_out_of_a_plugin_leaves_the_store_whole_and_each_cell_recorded
 # --------------------------------------------------------------------------- #
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals and /proc")
 def test_a_worker_that_ignores_sigterm_does_not_hang_the_interrupted_run(tmp_path):
-    from bench.run.runner import KILL_AFTER_S
+    from bench.run.pool import KILL_AFTER_S
 
     f = _suite(tmp_path, '  - {algo: lifeplug, impl: python, entry: "lifeplug:train", hyperparams: {mode: deaf}}\n')
     db = tmp_path / "s.db"
@@ -275,7 +275,8 @@ def test_the_stall_watch_notes_a_run_that_stopped_stepping():
 
 def test_status_shows_a_live_run_without_progress_as_stalled(tmp_path):
     from bench.run.progress import StallWatch
-    from bench.run.store import Store, this_owner
+    from bench.storage.owners import this_owner
+    from bench.storage.store import Store
     from bench.suites.suite import load_suite
 
     f = _suite(tmp_path, "  - {algo: ppo, impl: bench}\n", seeds="2")
@@ -332,7 +333,7 @@ def test_the_vector_monitor_checks_the_same_in_one_batch():
     import bad_envs  # noqa: F401
     from bench.envs.checks import EnvError
     from bench.envs.vector import VectorEpisodeMonitor
-    from bench.run.record import Recorder
+    from bench.storage.record import Recorder
 
     rec = Recorder()
     venv = VectorEpisodeMonitor(gym.vector.SyncVectorEnv([lambda: gym.make("NanReward-v0")] * 2), rec, "NanReward-v0")
@@ -348,7 +349,7 @@ def test_a_non_finite_action_is_the_policy_s(monkeypatch):
 
     from bench.envs import make_env
     from bench.envs.checks import EnvError
-    from bench.run.record import Recorder
+    from bench.storage.record import Recorder
 
     env = make_env("Pendulum-v1", recorder=Recorder())
     env.reset(seed=0)

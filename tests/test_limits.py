@@ -128,7 +128,7 @@ def _kept_its_records(run: dict, limit: str = "max_wall_minutes") -> None:
 
 def _load(tmp_path: Path, monkeypatch, algos: str):
     """The suite's cells, registered in a fresh SQLite store; the plugin importable here and in spawned workers."""
-    from bench.run.store import Store
+    from bench.storage.store import Store
     from bench.suites.suite import load_suite
 
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -196,7 +196,7 @@ print("training returned", flush=True)
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals and /proc")
 def test_a_run_that_does_not_stop_is_given_up_written_and_killed(tmp_path):
-    from bench.run.store import pid_alive
+    from bench.storage.owners import pid_alive
 
     out = tmp_path / "written"
     t0 = time.monotonic()
@@ -243,7 +243,8 @@ def test_a_retried_task_returns_the_run_its_given_up_attempt_recorded(tmp_path, 
     """A watch that gives training up writes the run and kills its Ray worker; Ray retries the task (or, out of
     retries, reports it lost). Neither may run the cell again, nor overwrite what the attempt recorded."""
     from bench.run.ray_executor import _give_up, _recorded, _task
-    from bench.run.store import Store, this_owner
+    from bench.storage.owners import this_owner
+    from bench.storage.store import Store
 
     url, cells = _load(tmp_path, monkeypatch, _entry("hang", "hang", f"max_wall_minutes: {WALL}"))
     cell = cells["hang"]
@@ -264,7 +265,8 @@ def test_a_retried_task_returns_the_run_its_given_up_attempt_recorded(tmp_path, 
 def test_the_driver_cancels_a_task_whose_run_stayed_past_its_limit(tmp_path, monkeypatch):
     from bench.run import limits
     from bench.run.ray_executor import _backstop
-    from bench.run.store import Store, this_owner
+    from bench.storage.owners import this_owner
+    from bench.storage.store import Store
 
     monkeypatch.setattr(limits, "BACKSTOP_S", 0.0)
     url, cells = _load(tmp_path, monkeypatch, _entry("late", "hang", "max_wall_minutes: 1")
@@ -316,8 +318,8 @@ def test_runs_stopped_by_their_limits_on_the_local_pool_keep_what_they_recorded(
     with it. Now the run stops itself and writes them: ``hog`` unwinds at the stop, ``deaf`` swallows it, so its
     watch gives training up. Only ``nowatch``, whose watch cannot act, is killed by the pool and loses them."""
     from bench.run import limits
-    from bench.run.runner import run_local
-    from bench.run.store import this_owner
+    from bench.run.pool import run_local
+    from bench.storage.owners import this_owner
 
     monkeypatch.setattr(limits, "BACKSTOP_S", 15.0)  # the pool's backstop; deaf's watch gives up after 5 s
     wall = f"max_wall_minutes: {WALL}"

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from bench.cli import app
 from bench.run.loggers import SB3_TAGS, run_name, tag_of
-from bench.run.store import Store
+from bench.storage.store import Store
 from bench.suites.suite import load_suite
 
 SUITE = """\

@@ -139,7 +139,7 @@ def test_every_algorithm_and_implementation_runs_on_minatar(tmp_path):
     from typer.testing import CliRunner
 
     from bench.cli import app
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     suite = tmp_path / "m.yaml"
     suite.write_text(

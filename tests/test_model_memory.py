@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from bench.run.record import Recorder, model_memory
+from bench.storage.record import Recorder, model_memory
 
 
 def test_memory_of_a_tiny_model_by_hand():

@@ -14,7 +14,7 @@ from bench.algos import npg, trpo
 from bench.algos.hyperparams import resolve
 from bench.algos.policy import ActorCritic
 from bench.analysis.metrics import first_crossing
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 #: CartPole settings: sb3-contrib's tuned TRPO values for CartPole-v1 (rl-baselines3-zoo trpo.yml),
 #: so NPG and TRPO differ only by the line search; δ (target_kl) 0.01 is TRPO's and mjrl's default.

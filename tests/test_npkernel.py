@@ -178,7 +178,7 @@ def test_pixel_runs_fall_back_to_torch_and_numpy_is_refused(algo):
     """Atari (Nature CNN): ``auto`` runs on the torch path; asking for ``numpy`` is a clear error."""
     from bench.algos import TRAIN
     from bench.algos.hyperparams import resolve
-    from bench.run.record import Recorder
+    from bench.storage.record import Recorder
 
     over = {"n_envs": 2, "n_steps": 16}
     over |= {"ppo": {"batch_size": 16, "n_epochs": 1}, "trpo": {"batch_size": 16, "n_critic_updates": 1}}.get(algo, {})

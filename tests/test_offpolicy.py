@@ -14,7 +14,8 @@ from bench.algos import offpolicy_params
 from bench.analysis import offpolicy, scoring
 from bench.cli import app
 from bench.run.runner import record_cell, run_cell
-from bench.run.store import Store, this_owner
+from bench.storage.owners import this_owner
+from bench.storage.store import Store
 from bench.suites.suite import AVAILABLE, OFF_POLICY_ACTIONS, SuiteError, load_suite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,12 +86,12 @@ def test_smoke_runs_are_recorded_like_every_run(tiny_store):
     runs = db.runs_frame("tiny-off-policy").set_index("algo")
     import sqlalchemy as sa
 
-    from bench.run import store as st
+    from bench.storage import schema
 
     with db.engine.connect() as c:
-        diags = st.read_frame(c, sa.select(st.diagnostics.c.key, st.diagnostics.c.name))
-        evals = st.read_frame(c, sa.select(st.evaluations.c.key))
-        eps = st.read_frame(c, sa.select(st.episodes.c.key, st.episodes.c.cpu_s))
+        diags = schema.read_frame(c, sa.select(schema.diagnostics.c.key, schema.diagnostics.c.name))
+        evals = schema.read_frame(c, sa.select(schema.evaluations.c.key))
+        eps = schema.read_frame(c, sa.select(schema.episodes.c.key, schema.episodes.c.cpu_s))
     for algo, keys in (("dqn", {"loss/q", "policy/epsilon"}), ("sac", {"loss/critic", "loss/actor", "policy/ent_coef"}),
                        ("td3", {"loss/critic", "loss/actor"})):
         r = runs.loc[algo]

@@ -1,4 +1,4 @@
-"""Packs read in place (bench.run.packread) give what a store unpacked from them gives, and the shipped
+"""Packs read in place (bench.storage.packread) give what a store unpacked from them gives, and the shipped
 reference's answer is computed once per pack content (bench.api.recommend)."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from bench import api
 from bench.analysis import answers, scoring
 from bench.cli import app
-from bench.run import packed
-from bench.run.packread import PackSet, open_reader
-from bench.run.store import Store
+from bench.storage import packed
+from bench.storage.packread import PackSet, open_reader
+from bench.storage.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from synthetic import Planted, write_store  # noqa: E402
@@ -90,7 +90,7 @@ def test_last_evaluations_read_in_place_as_unpacked_with_an_empty_evaluations_ta
 def test_the_packs_tuning_studies_give_the_sensitivity_table_in_place():
     # The report's sensitivity criterion: every study of the tuning pack, each scored on its fixed scale,
     # which for a final-return objective needs its env's anchor (in the classic pack beside it).
-    from bench.tune.sensitivity import sensitivity_table
+    from bench.analysis.sensitivity import sensitivity_table
 
     tune = ROOT / "results" / "reference" / "classic-tune"
     packs = PackSet([tune, ROOT / "results" / "reference" / "classic"])

@@ -123,7 +123,7 @@ def test_a_tune_block_checks_a_plugins_space_against_its_own_model(tmp_path, env
 def test_the_public_api_imports_from_bench():
     import bench
     from bench.algos.hyperparams import HyperParams
-    from bench.run.record import RecorderProtocol
+    from bench.storage.record import RecorderProtocol
 
     assert bench.HyperParams is HyperParams and bench.RecorderProtocol is RecorderProtocol
     with pytest.raises(AttributeError):

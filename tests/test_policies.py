@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from bench.cli import app
 from bench.run.runner import record_cell, run_cell
-from bench.run.store import Store, this_owner
+from bench.storage.owners import this_owner
+from bench.storage.store import Store
 from bench.suites.suite import Outputs, SuiteError, load_suite
 
 SUITE = """\

@@ -8,7 +8,7 @@ import pytest
 from bench.algos import ppo
 from bench.algos.hyperparams import resolve
 from bench.analysis.metrics import first_crossing, summarize
-from bench.run.record import EvalConfig, Recorder
+from bench.storage.record import EvalConfig, Recorder
 
 
 def run(env_id, steps, seed=0, recorder=None, **over):

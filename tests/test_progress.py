@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from bench.run.progress import LiveProgress, duration, fraction, progress_line, run_progress, seconds_left
-from bench.run.store import Store
+from bench.storage.store import Store
 from bench.suites.suite import load_suite
 
 
@@ -141,9 +141,10 @@ def test_a_log_gets_whole_progress_lines(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from bench import cli
+    from bench.cli import running
     from bench.run import runner
 
-    monkeypatch.setattr(cli, "PROGRESS_LINE_EVERY_S", 0.0)
+    monkeypatch.setattr(running, "PROGRESS_LINE_EVERY_S", 0.0)
     monkeypatch.setattr(runner, "HEARTBEAT_EVERY_S", 0.2)
     # Every cell still pending reads as half done (workers beat every 10 s; these runs last about 3).
     monkeypatch.setattr(LiveProgress, "poll", lambda self: {k: 0.5 for k in self._pending})

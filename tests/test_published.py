@@ -62,7 +62,7 @@ def test_report_shows_published_rows_from_last_evaluations(tmp_path):
     assert ("<strong>more than one IQR below the zoo, where ppo-sb3 with the same settings is not: look at this "
             "implementation</strong>") in table
     # The value shown is the evaluation's (final training return + 100), not the training return.
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     db = Store(url, readonly=True)
     fr = db.runs_frame("synthetic")

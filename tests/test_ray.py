@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from bench.run.store import STALE_AFTER_S, Store, owner_tag, this_owner
+from bench.storage.owners import STALE_AFTER_S, owner_tag, this_owner
+from bench.storage.store import Store
 from bench.suites.suite import SuiteError, load_suite, parse_only, select
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,7 +119,7 @@ def test_status_shows_running_stale_and_hosts(tmp_path):
     c0, c1, _ = loaded.cells
     # A run on another host with a fresh heartbeat is running; ours, by a dead process, is stale.
     assert db.claim(c0.key, "ray-abc@node-7:4242:1") is not None
-    dead = subprocess.run([sys.executable, "-c", "from bench.run.store import this_owner; print(this_owner('ray-x'))"],
+    dead = subprocess.run([sys.executable, "-c", "from bench.storage.owners import this_owner; print(this_owner('ray-x'))"],
                           capture_output=True, text=True, check=True).stdout.strip()
     assert db.claim(c1.key, dead) is not None
     p = bench("status", str(suite), "--store", url, cwd=tmp_path)

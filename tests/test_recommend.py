@@ -311,13 +311,13 @@ def test_probe_classes_split_at_gaps_and_at_spans_no_one_machine_has():
 def test_runs_recorded_before_per_episode_cpu_are_estimated_and_said_so(tmp_path):
     import sqlalchemy as sa
 
-    from bench.run import store as st
+    from bench.storage import schema
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     write_store(url, DENSE[:1], [PPO_IMPLS[0]], seeds=2)
     eng = sa.create_engine(url)
     with eng.begin() as c:
-        c.execute(sa.update(st.episodes).values(cpu_s=None))
+        c.execute(sa.update(schema.episodes).values(cpu_s=None))
     s = scored(url)
     assert s.runs["cpu_estimated"].all() and s.runs["auc_time_norm"].notna().all()
     assert "2 runs' CPU time estimated from wall time" in analysis.hardware_line(s)

@@ -12,7 +12,7 @@ import torch
 from bench.algos.reinforce import discounted_returns, policy_gradient_loss, reinforce_advantages, train
 from bench.algos.hyperparams import REINFORCEParams, resolve
 from bench.analysis.metrics import first_crossing
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 
 def _run(env_id: str, steps: int, seed: int = 0, **over) -> Recorder:

@@ -16,7 +16,7 @@ from bench.algos.hyperparams import resolve
 from bench.algos.policy import ActorCritic
 from bench.algos.reinforce import policy_gradient_loss, reinforce_advantages
 from bench.analysis.metrics import first_crossing
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 #: CartPole settings of the learning checks: batches of >= 500 steps (4 envs x 125), as the torch
 #: REINFORCE's learning bar; lr chosen on held-out seeds 5-7 (see docs/measurements.md / the commit message).

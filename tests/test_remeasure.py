@@ -12,7 +12,10 @@ import sqlalchemy as sa
 
 from bench.run import runner
 from bench.run.runner import remeasure_cell, run_cell
-from bench.run.store import CONTENTION_RATIO, Store, is_contended, runs, this_owner
+from bench.storage.owners import this_owner
+from bench.storage.schema import runs
+from bench.storage.store import Store
+from bench.storage.vocabulary import CONTENTION_RATIO, is_contended
 from bench.suites.suite import load_suite
 
 SMOKE = Path(__file__).resolve().parent.parent / "suites" / "smoke.yaml"
@@ -48,7 +51,7 @@ def test_a_contended_run_is_replaced_and_its_earlier_clocks_kept(store_url, monk
 
     # Whether the new run gets a core to itself depends on what else this machine runs (the tests
     # run two at a time): here it is taken as quiet; the next test takes it as contended.
-    monkeypatch.setattr("bench.run.store.is_contended", lambda wall, cpu: False)
+    monkeypatch.setattr("bench.storage.vocabulary.is_contended", lambda wall, cpu: False)
     out = remeasure_cell(store_url, cell)
     assert out.status == "done", out.error
     assert "re-measured" in out.note and "the same returns" in out.note
@@ -88,7 +91,7 @@ def test_a_failed_or_contended_remeasurement_keeps_the_earlier_run(store_url, mo
     monkeypatch.setattr(runner, "record_cell", real)
 
     # A re-measurement that shared its core too is no better: the earlier run stays.
-    monkeypatch.setattr("bench.run.store.is_contended", lambda wall, cpu: True)
+    monkeypatch.setattr("bench.storage.vocabulary.is_contended", lambda wall, cpu: True)
     out = remeasure_cell(store_url, cell)
     assert out.status == "skipped" and "contended again" in out.error
     unchanged()

@@ -14,7 +14,7 @@ import pytest
 
 from bench import analysis
 from bench.analysis.report import CHROMIUM_FLAGS, build, find_chromium
-from bench.run.store import Store
+from bench.storage.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402
@@ -192,16 +192,16 @@ def test_legacy_anchor_rows_are_still_read(tmp_path):
     import sqlalchemy as sa
 
     from bench.analysis.anchors import ensure_anchors
-    from bench.run import store as st
+    from bench.storage import schema
 
     db = Store(f"sqlite:///{tmp_path / 'a.db'}")
     with db.engine.begin() as c:
-        c.execute(st.env_anchors.insert().values(env_id="CartPole-v1", random_return=12.5, threshold=475.0, episodes=20,
+        c.execute(schema.env_anchors.insert().values(env_id="CartPole-v1", random_return=12.5, threshold=475.0, episodes=20,
                                                  seed=0, created_at=0.0))
     assert ensure_anchors(db, {"CartPole-v1": 475.0})["CartPole-v1"].random_return == 12.5
     assert ensure_anchors(db, {"CartPole-v1": 200.0})["CartPole-v1"].random_return == 12.5  # reused, not replayed
     with db.engine.connect() as c:
-        assert c.execute(sa.select(sa.func.count()).select_from(st.anchors)).scalar() == 1
+        assert c.execute(sa.select(sa.func.count()).select_from(schema.anchors)).scalar() == 1
 
 
 def test_anchor_rows_are_written_once_on_sqlite_and_postgres(store_url):

@@ -14,7 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from bench.run.runner import record_cell, run_cell
-from bench.run.store import Store, this_owner
+from bench.storage.owners import this_owner
+from bench.storage.store import Store
 from bench.suites.suite import load_suite
 
 SUITES = Path(__file__).resolve().parent.parent / "suites"
@@ -304,7 +305,7 @@ def test_a_gpu_run_records_its_gpu_and_the_analysis_counts_it_as_part_of_the_mac
     import torch
 
     from bench.analysis.scoring import hardware_of
-    from bench.run.runner import accelerator_meta
+    from bench.run.provenance import accelerator_meta
     from bench.suites.suite import Cell
 
     def cell(**hp):

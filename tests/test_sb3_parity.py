@@ -695,7 +695,7 @@ def test_linear_schedules_run_one_update_ahead_of_sb3s():
     rollout (1 − (k+1)·batch/budget): own update k gets SB3's value of update k−1, and never 0."""
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from bench.run.record import Recorder
+    from bench.storage.record import Recorder
 
     p = resolve("a2c", "CartPole-v1", {"n_envs": 2, "n_steps": 5, "lr_schedule": "linear", "kernel": "torch"})
     rec = Recorder()

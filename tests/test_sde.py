@@ -19,7 +19,7 @@ from bench.algos.common import Normalizer
 from bench.algos.hyperparams import A3CParams, PPOParams, TRPOParams, key_view, resolve
 from bench.algos.npkernel import use_kernel
 from bench.algos.policy import SDE_EPS, ActorCritic, SDEGaussianPd, make_policy
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 MCC = "MountainCarContinuous-v0"
 

@@ -196,7 +196,7 @@ def test_sb3_and_own_ppo_run_on_a_sequence_task_in_a_suite(tmp_path):
 def _train_ppo(key: str, timesteps: int, **hp):
     from bench.algos import ppo
     from bench.algos.hyperparams import PPOParams
-    from bench.run.record import Recorder
+    from bench.storage.record import Recorder
 
     torch.set_num_threads(1)
     p = PPOParams.model_validate({"policy": "sequence", "n_envs": 8, "n_steps": 64, "batch_size": 128, "n_epochs": 4,
@@ -264,7 +264,7 @@ def test_rloo_and_mean_baselines_against_plain_loops():
 def test_grpo_and_rloo_run_on_tokens_from_the_sft_reference(advantage, epochs):
     from bench.algos import grpo
     from bench.algos.hyperparams import GRPOParams
-    from bench.run.record import Recorder
+    from bench.storage.record import Recorder
 
     torch.set_num_threads(1)
     p = GRPOParams.model_validate({"policy": "sequence", "advantage": advantage, "n_epochs": epochs, "group_size": 4,

@@ -29,7 +29,7 @@ def _series(env_id: str, algo: str, hp: dict, seed: int, tokens: int) -> dict[st
     """Train from the SFT reference; every recorded diagnostic as a series over updates."""
     from bench.algos import grpo, ppo
     from bench.algos.hyperparams import GRPOParams, PPOParams
-    from bench.run.record import Recorder
+    from bench.storage.record import Recorder
 
     torch.set_num_threads(1)
     rec = Recorder()

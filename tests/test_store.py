@@ -8,7 +8,9 @@ from dataclasses import replace
 import pytest
 import sqlalchemy as sa
 
-from bench.run.store import RunResult, Store, is_claimable, owner_alive, runs, this_owner
+from bench.storage.owners import is_claimable, owner_alive, this_owner
+from bench.storage.schema import RunResult, runs
+from bench.storage.store import Store
 from bench.suites.suite import Cell, cell_key
 
 ME = this_owner()
@@ -167,7 +169,7 @@ def test_read_frame_is_read_sql(store_url):
     # The fast reader behind reports and packs gives pandas' own frame: values, NULLs, dtypes, order.
     import pandas as pd
 
-    from bench.run.store import episodes, read_frame
+    from bench.storage.schema import episodes, read_frame
 
     db = Store(store_url)
     cells = make_cells(2)
@@ -193,7 +195,7 @@ def test_insert_frame_binds_plain_values_nan_as_null_and_skips_rows_already_ther
     import numpy as np
     import pandas as pd
 
-    from bench.run.store import episodes, insert_frame, read_frame
+    from bench.storage.schema import episodes, insert_frame, read_frame
 
     db = Store(store_url)
     cells = make_cells(1)

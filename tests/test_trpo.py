@@ -12,7 +12,7 @@ from bench.algos import trpo
 from bench.algos.policy import ActorCritic
 from bench.algos.hyperparams import resolve
 from bench.analysis.metrics import first_crossing, summarize
-from bench.run.record import Recorder
+from bench.storage.record import Recorder
 
 
 def run(env_id, steps, seed=0, recorder=None, **over):

@@ -25,10 +25,11 @@ from optuna.trial import TrialState
 from typer.testing import CliRunner
 
 from bench.analysis.metrics import normalised_auc
+from bench.analysis.sensitivity import sensitivity_table
 from bench.cli import app
 from bench.suites.spaces import DEFAULT_SPACES, Dim, parse_dim, sample
 from bench.tune import (
-    STUDY_ATTR, BadInput, Target, check_studies, make_storage, open_study, optimize, run_trial, sensitivity_table,
+    STUDY_ATTR, BadInput, Target, check_studies, make_storage, open_study, optimize, run_trial,
     target_from_flags, with_anchor,
 )
 
@@ -71,7 +72,7 @@ def test_small_study_completes_with_multi_seed_scores_and_checkpoints(small_stud
     assert "a2c-bench-CartPole-v1: 4 complete" in r.stdout
     # The study keeps what its auc depends on: the objective's version and the stored random-policy anchor.
     from bench.analysis.anchors import stored_anchors
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     settings = optuna.load_study(study_name="a2c-bench-CartPole-v1", storage=url).user_attrs["bench"]
     anchor = stored_anchors(Store(url), {"CartPole-v1": 475.0})["CartPole-v1"]
@@ -127,7 +128,7 @@ def test_exported_suite_runs_and_reproduces_the_tuned_objective(small_study, tmp
     run_url = f"sqlite:///{tmp_path / 'run.db'}"
     r = bench("run", export, "--store", run_url, "--workers", "1")
     assert r.exit_code == 0, r.output
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     # The tuned auc is the report's normalised AUC: score the fresh runs' stored episodes the same way.
     settings = study.user_attrs["bench"]
@@ -269,7 +270,7 @@ def test_pruner_stops_a_hopeless_trial_at_a_checkpoint(tmp_path):
 
 def test_diverged_run_prunes_and_an_exception_fails_with_its_message(monkeypatch):
     import bench.run.runner
-    from bench.run.record import Diverged
+    from bench.storage.record import Diverged
 
     target = Target(**{**_lr_target("faults").__dict__, "random_return": 20.0})
     study = optuna.create_study(direction="maximize")
@@ -359,7 +360,7 @@ def test_auc_needs_a_threshold_above_the_random_policy_return(tmp_path):
     low = with_anchor(t, url).random_return
     assert 10 < low < 40  # a random CartPole policy lasts about 22 steps
     from bench.analysis.anchors import stored_anchors
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     assert stored_anchors(Store(url), {"CartPole-v1": t.threshold})["CartPole-v1"].random_return == low  # the report's
     with pytest.raises(BadInput) as e:
@@ -522,7 +523,7 @@ def test_sensitivity_is_on_a_fixed_scale_per_study_and_counts_pruned_trials(tmp_
                               "threshold": -200.0}, complete=[-900.0, -150.0])
     _planted_study(url, "E", {"objective": "steps_to_threshold"}, complete=[500, 1000, 2000])
     _planted_study(url, "F", {"objective_version": 1}, complete=[30.0, 90.0])
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     Store(url).put_anchor("CartPole-v1", 20.0, 100.0, 20, 0)  # what the tuner stores for C's env and threshold
     import pandas as pd

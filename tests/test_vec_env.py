@@ -271,7 +271,7 @@ def test_speed_refuses_a_bad_vec_env():
 
 
 def test_tune_steps_envs_as_the_suite_says(tmp_path):
-    from bench.tune.study import targets_from_suite
+    from bench.tune.targets import targets_from_suite
 
     f = tmp_path / "t.yaml"
     f.write_text(SUITE.replace("window: 5}", "window: 5, vec_env: vector}") + "tune:\n  trials: 1\n  default_space: true\n")

@@ -51,7 +51,7 @@ from bench.algos.loop import schedule_at
 from bench.algos.hyperparams import A3CParams
 from bench.algos.policy import make_policy
 from bench.envs import make_vec_env
-from bench.run.record import RecorderProtocol
+from bench.storage.record import RecorderProtocol
 
 #: Seconds the parent waits on the queue before checking that its workers are still alive.
 POLL_S = 1.0
@@ -107,7 +107,7 @@ class _Tally:
 
 
 def _die_with_parent() -> None:
-    # As the runner's workers (bench.run.runner._init_worker): a parent killed with SIGKILL must
+    # As the runner's workers (bench.run.pool.init_worker): a parent killed with SIGKILL must
     # not leave workers training on. Ctrl-C is the parent's to handle.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):

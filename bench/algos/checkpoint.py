@@ -29,7 +29,7 @@ import torch
 from bench.algos.common import Normalizer
 from bench.algos.policy import ActorCritic, make_policy
 from bench.algos.reinforce_numpy import LINEAR, restore_linear
-from bench.run.record import PolicyFn, SavablePolicy
+from bench.storage.record import PolicyFn, SavablePolicy
 
 #: The file format of a torch actor-critic (the pure-NumPy REINFORCE's is ``LINEAR``, its module's).
 TORCH = "bench-actor-critic"

@@ -40,7 +40,7 @@ from bench.algos.hyperparams import GRPOParams
 from bench.algos.policy import ActorCritic, make_policy
 from bench.algos.sequence_policy import SequenceActorCritic, episode_scores, reward_model_parameters, sft_reference
 from bench.envs import make_vec_env
-from bench.run.record import RecorderProtocol
+from bench.storage.record import RecorderProtocol
 
 #: Added to a group's std (a group whose returns are all equal gets zero advantages, not NaN).
 STD_EPS = 1e-8

@@ -42,7 +42,7 @@ from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
 from bench.algos.npkernel import ActorCriticKernel
 from bench.algos.policy import ActorCritic, CategoricalPd, GaussianPd, Pd
 from bench.algos.hyperparams import NPGParams
-from bench.run.record import RecorderProtocol
+from bench.storage.record import RecorderProtocol
 
 
 # --------------------------------------------------------------------------- #

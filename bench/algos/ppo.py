@@ -36,7 +36,7 @@ from bench.algos.npkernel import ActorCriticKernel, standardize
 from bench.algos.policy import PGStats
 from bench.algos.hyperparams import PPOParams
 from bench.algos.sequence_policy import PolicyTerms, policy_terms
-from bench.run.record import RecorderProtocol
+from bench.storage.record import RecorderProtocol
 
 
 def ppo_losses(

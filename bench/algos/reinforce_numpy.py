@@ -45,7 +45,7 @@ from bench.algos.common import Normalizer, episode_cap, explained_variance
 from bench.algos.loop import Schedule, Steps, drive
 from bench.algos.hyperparams import REINFORCEParams
 from bench.envs import make_vec_env
-from bench.run.record import RecorderProtocol, SavablePolicy
+from bench.storage.record import RecorderProtocol, SavablePolicy
 
 LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Dim", "readable_name"]
+__all__ = ["Dim"]
 
 
 @dataclass(frozen=True)
@@ -71,14 +71,6 @@ def _scalar(v: Any) -> bool:
 
 def _label(v: Any) -> str:
     return json.dumps(v, sort_keys=True, separators=(", ", ": "))
-
-
-def readable_name(optuna_name: str) -> str:
-    """The hyperparameter an Optuna parameter name stands for (``one_minus_gamma`` → ``gamma``)."""
-    for prefix in ("log2_", "one_minus_"):
-        if optuna_name.startswith(prefix):
-            return optuna_name[len(prefix) :]
-    return optuna_name
 
 
 # --------------------------------------------------------------------------- #

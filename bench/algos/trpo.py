@@ -63,7 +63,7 @@ from bench.algos.npg import (  # noqa: F401  (re-exported: TRPO's natural-gradie
     mean_kl, natural_direction, natural_step, set_parameters_, train_natural,
 )
 from bench.algos.policy import ActorCritic
-from bench.run.record import RecorderProtocol
+from bench.storage.record import RecorderProtocol
 
 
 def policy_step(policy: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,

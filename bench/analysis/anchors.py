@@ -73,7 +73,7 @@ def ensure_anchors(store, thresholds: dict[str, float], log=None,
                    families: dict[str, str | None] | None = None) -> dict[str, Anchor]:
     """The anchor of every env in ``thresholds`` at that threshold, computing and storing missing ones.
 
-    :param store: a :class:`bench.run.store.Store`.
+    :param store: a :class:`bench.storage.store.Store`.
     :param thresholds: env id → the threshold the scores are normalised to (``None``: no anchor).
     :param log: optional ``callable(str)`` told about each env whose random return is computed, or
         whose env cannot be built to compute it (its package is not importable here: it is left out).

@@ -7,7 +7,7 @@ corrected for both with store-wide factors (the largest same-label ratio, the la
 contention ratio). Those were maxima without uncertainty, grew with the number of pairs, and made one
 answer depend on unrelated labels. Instead, a time comparison is designed so that neither arises:
 
-- only runs that had their core to themselves count (:func:`bench.run.store.is_contended`; a contended
+- only runs that had their core to themselves count (:func:`bench.storage.vocabulary.is_contended`; a contended
   run counts once ``bench run --remeasure contended`` has measured it again on a quiet core);
 - only runs whose machine is known: a CPU name can hide virtual machines of different speeds, so a run
   needs its speed-probe class (:func:`bench.analysis.scoring.probe_classes`). A run without a probe (from

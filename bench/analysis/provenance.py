@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 # One rule: the analysis flags what --remeasure re-runs, as the run layer does.
-from bench.run.store import CONTENTION_RATIO
+from bench.storage.vocabulary import CONTENTION_RATIO
 
 __all__ = ["PROBE_CLASS", "PROBE_CLASS_KEY", "PROBE_SPAN", "hardware_line", "hardware_of", "hardware_warnings",
            "probe_class_ms", "probe_classes"]

@@ -4,7 +4,7 @@
 A command (``bench report``, ``bench recommend``, ``bench parity``, an export) opens one
 :class:`ReadModel` and passes it to every section that reads: the main scores, each variant suite's
 section, each claim suite, the published-number rows. The first section to ask for a table reads it
-through the reader (:func:`bench.run.packread.open_reader`: SQLAlchemy for a store, pyarrow for packs);
+through the reader (:func:`bench.storage.packread.open_reader`: SQLAlchemy for a store, pyarrow for packs);
 later sections get the frame kept here, cut to what they ask for. So the store is opened once, its
 engine disposed once (:meth:`ReadModel.close`), and no SQL is written outside the storage layer.
 
@@ -27,9 +27,9 @@ import pandas as pd
 
 from bench.analysis.criteria import COLLAPSE_DIAGNOSTICS, DIAGNOSTICS, OFF_POLICY, SEQUENCE_DIAGNOSTICS
 from bench.analysis.provenance import PROBE_CLASS_KEY, probe_classes
-from bench.run.packread import open_reader, owned
+from bench.storage.packread import open_reader, owned
 # One rule: the analysis reads a run's CPU budget as the run layer does.
-from bench.run.store import cpu_budget
+from bench.storage.vocabulary import cpu_budget
 
 __all__ = ["Data", "ReadModel", "load", "read_model", "suite_specs", "variant_suites"]
 
@@ -224,13 +224,13 @@ class Data:
 
 
 def suite_specs(db: Any) -> dict[str, dict[str, Any]]:
-    """Every suite in the store ``db`` (a :class:`bench.run.store.Store` or a pack set) → its stored spec."""
+    """Every suite in the store ``db`` (a :class:`bench.storage.store.Store` or a pack set) → its stored spec."""
     return db.suite_specs()
 
 
 def variant_suites(source: Any) -> dict[str, str]:
     """The store's variant suites (``variant:``, e.g. each one's best after equal tuning) → their variant.
-    ``source``: a store URL, or an open reader (:func:`bench.run.packread.open_reader`)."""
+    ``source``: a store URL, or an open reader (:func:`bench.storage.packread.open_reader`)."""
     with read_model(source) as db:  # a URL: a short read, no connection left open on the store
         specs = suite_specs(db)
     return {n: str(s["variant"]) for n, s in sorted(specs.items()) if s.get("variant") and not s.get("claim")}
@@ -244,7 +244,7 @@ def load(source: Any, suites: Iterable[str] | None = None, *, anchors: bool = Tr
 
     :param source: a store URL (SQLite or PostgreSQL, read through SQLAlchemy), a ``packs:FOLDER`` URL,
         or a reader already open (a command's :class:`bench.analysis.readmodel.ReadModel`, whose frames are
-        read once for all its sections; a :class:`bench.run.packread.PackSet` or :class:`bench.run.store.Store`):
+        read once for all its sections; a :class:`bench.storage.packread.PackSet` or :class:`bench.storage.store.Store`):
         packs are read straight from their Parquet files. Every query is the reader's own: no SQL here.
     :param anchors: compute missing env anchors (a few seconds of random play per
         env, stored once; a pack set keeps them for this read only). With ``False`` only stored anchors are used.
@@ -402,13 +402,13 @@ def _most_runs(values: pd.Series) -> float:
 
 
 def _sensitivity(db: Any) -> pd.DataFrame | None:
-    """The tuner's per-(algo, env) sensitivity summary, if the store has any studies (:mod:`bench.tune.sensitivity`)."""
+    """The tuner's per-(algo, env) sensitivity summary, if the store has any studies (:mod:`bench.analysis.sensitivity`)."""
     # Optuna keeps its studies in the same store (a pack, in its journal); without any there is nothing to
     # import optuna for.
     if not db.has_studies():
         return None
     try:
-        from bench.tune.sensitivity import sensitivity_table
+        from bench.analysis.sensitivity import sensitivity_table
 
         df = sensitivity_table(db.studies_url())
     except (ImportError, AttributeError):

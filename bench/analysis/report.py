@@ -401,7 +401,7 @@ def _published_rows(g: pd.DataFrame, env_id: str, budget: int, last_eval: dict[s
 
 
 def _describe(url: str) -> str:
-    from bench.run.store import describe_url
+    from bench.storage.urls import describe_url
 
     return describe_url(url)
 

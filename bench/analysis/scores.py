@@ -17,7 +17,7 @@ from bench.analysis.criteria import Criterion
 from bench.analysis.metrics import axis_grid, curve_on_grid, first_crossing, normalised_auc
 from bench.analysis.provenance import hardware_of, probe_class_ms
 from bench.analysis.readmodel import Data
-from bench.run.store import CONTENTION_RATIO
+from bench.storage.vocabulary import CONTENTION_RATIO
 
 __all__ = ["EnvCurves", "Scored", "score"]
 

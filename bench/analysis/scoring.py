@@ -89,7 +89,7 @@ from bench.analysis.tables import (across_envs, categories, category_of, final_t
                                    mark_by_test, normalised_envs, score_matrices)
 # The problem vocabulary lives apart so the command line checks options without importing this module.
 from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
-from bench.run.store import CONTENTION_RATIO
+from bench.storage.vocabulary import CONTENTION_RATIO
 
 __all__ = [
     "ACTIONS", "ALPHA", "COLLAPSE_DIAGNOSTICS", "CONTENTION_RATIO", "CRITERIA", "CVAR_ALPHA", "DIAGNOSTICS", "GRID",

@@ -3,7 +3,7 @@
 Every implementation (the project's own algorithms and the SB3 baselines) gets
 its environments from :func:`make_env` / :func:`make_vec_env`, so preprocessing
 and episode accounting are identical across implementations. Episodes are
-counted by :class:`EpisodeMonitor`, which feeds a :class:`bench.run.record.Recorder`
+counted by :class:`EpisodeMonitor`, which feeds a :class:`bench.storage.record.Recorder`
 with *raw* returns: for Atari that is the unclipped game score over the whole
 game (all lives), whatever the learner sees.
 """
@@ -26,7 +26,7 @@ __all__ = ["RecorderLike", "EpisodeMonitor", "ChannelFirstFrames", "EpisodicLife
 
 
 class RecorderLike(Protocol):
-    """What :class:`EpisodeMonitor` needs; :class:`bench.run.record.Recorder` satisfies it."""
+    """What :class:`EpisodeMonitor` needs; :class:`bench.storage.record.Recorder` satisfies it."""
 
     steps: int
 

@@ -6,7 +6,7 @@ seed), and ``--wandb PROJECT`` one W&B run each (named ``<label>/<env>/seed<k>``
 ``WANDB_MODE=offline`` writes it locally without a network). Each worker process writes its own
 run's files, as the run goes.
 
-What is mirrored is what the :class:`~bench.run.record.Recorder` records, at the env step it
+What is mirrored is what the :class:`~bench.storage.record.Recorder` records, at the env step it
 was recorded at:
 
 - after each update, as SB3 logs them per rollout: ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``
@@ -17,7 +17,7 @@ was recorded at:
   ``policy/log_std``, ``kl/reference`` ...);
 - each periodic evaluation's mean return as ``eval/mean_reward`` (SB3's ``EvalCallback`` tag).
 
-Writing is outside the run's clocks (:meth:`~bench.run.record.Recorder.paused`), so a run's CPU seconds
+Writing is outside the run's clocks (:meth:`~bench.storage.record.Recorder.paused`), so a run's CPU seconds
 are the same with mirroring on or off.
 """
 

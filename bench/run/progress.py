@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Sequence
 
-from bench.run.store import cpu_budget
+from bench.storage.vocabulary import cpu_budget
 
 
 def fraction(steps: int | None, timesteps: int, cpu_s: float | None = None,
@@ -67,7 +67,7 @@ def is_stalled(row: Any) -> bool:
 
 
 def row_fraction(row: Any) -> float:
-    """:func:`fraction` of a running run's store row (:meth:`bench.run.store.Store.rows`)."""
+    """:func:`fraction` of a running run's store row (:meth:`bench.storage.store.Store.rows`)."""
     return fraction(row.total_steps, row.timesteps, getattr(row, "cpu_s", None), cpu_budget(getattr(row, "config", None)))
 
 

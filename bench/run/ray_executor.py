@@ -12,7 +12,7 @@ What happens when something goes wrong
   tolerance" in the Ray docs). Every task claims its run under an owner tagged
   with a random id the driver drew for that task; a retry gets the same
   arguments, so the same tag, and takes over its own dead attempt at once, on
-  any host (:func:`bench.run.store.is_claimable`). (Ray's task ids would not do:
+  any host (:func:`bench.storage.owners.is_claimable`). (Ray's task ids would not do:
   they are derived from the job id, and every new local Ray instance numbers
   its jobs from 1 again, so two drivers on two machines would share them.)
 - **Training raises** (a NaN, a bad hyperparameter, no CUDA): ``run_cell``
@@ -51,7 +51,8 @@ from collections import deque
 from typing import Any, Callable, Iterator
 
 from bench.run.limits import WATCH_EVERY_S, Backstop, has_limits
-from bench.run.runner import THREAD_ENV, Interrupted, Outcome, run_cell
+from bench.run.pool import Interrupted
+from bench.run.runner import Outcome, THREAD_ENV, run_cell
 from bench.suites.suite import Cell
 
 #: Ray's own default for tasks; a worker death is retried this many times.
@@ -128,7 +129,7 @@ def _task(store_url: str, cell: Cell, tag: str, remeasure: bool = False) -> Outc
     dead on its host, and ``bench status`` shows where each run is), tagged with
     the id that all attempts of this task share.
     """
-    from bench.run.store import this_owner
+    from bench.storage.owners import this_owner
 
     if not remeasure and (out := _recorded(store_url, cell, tag)) is not None:
         return out  # a retry after this task's earlier attempt wrote its run, then died (a limit's give-up)
@@ -144,7 +145,7 @@ def _recorded(store_url: str, cell: Cell, tag: str) -> Outcome | None:
     """The outcome an earlier attempt of the task tagged ``tag`` recorded for ``cell`` (done or failed), or None
     where it recorded none: the run is not finished, or another runner's."""
     from bench.run.runner import _store
-    from bench.run.store import owner_tag
+    from bench.storage.owners import owner_tag
 
     row = _store(store_url).rows([cell.key]).get(cell.key)
     if row is None or row.status not in ("done", "failed") or owner_tag(row.owner) != tag:
@@ -238,7 +239,7 @@ def _backstop(ray: Any, store_url: str, in_flight: dict[Any, tuple[Cell, str]], 
     :data:`~bench.run.limits.BACKSTOP_S`: its own watch could not stop it. The wall time counts from the run's
     claim (its row's ``started_at``, on the worker's clock); the memory is read only on this host."""
     from bench.run.runner import _store
-    from bench.run.store import owner_host, owner_tag
+    from bench.storage.owners import owner_host, owner_tag
 
     limited = {ref: ct for ref, ct in in_flight.items() if has_limits(ct[0]) and ref not in stopped}
     if not limited:
@@ -263,7 +264,7 @@ def _give_up(store_url: str, tasks: list[tuple[Cell, str]], status: str, error: 
     """Mark the runs that these (cell, tag) tasks still hold as ``status`` (failed | interrupted). A run that
     its task recorded before it was lost (a limit's give-up: bench.run.limits) keeps that record and outcome."""
     from bench.run.runner import _store
-    from bench.run.store import owner_tag
+    from bench.storage.owners import owner_tag
 
     store = _store(store_url)
     rows = store.rows([cell.key for cell, _ in tasks])

@@ -1,45 +1,34 @@
-"""Run a suite's cells in parallel worker processes, into the store.
+"""Run one cell into the store: the unit of work every executor calls.
 
 The unit of work is :func:`run_cell`: claim the cell's run, train, write what
-was recorded in one transaction. The local process pool (the default) and any
-other executor call exactly this function. The parent process only
-orchestrates: it never writes a run's data, so a parent killed with SIGKILL
-leaves nothing half-written (its workers die with it, see ``_init_worker``).
+was recorded in one transaction. The local process pool (:mod:`bench.run.pool`,
+the default) and the Ray executor call exactly this function. The parent process
+only orchestrates: it never writes a run's data, so a parent killed with SIGKILL
+leaves nothing half-written (its workers die with it, see
+:func:`bench.run.pool.init_worker`). What a run records of its machine is
+:mod:`bench.run.provenance`'s.
 
-Each worker process claims runs as itself (its own ``host:pid:start`` owner), so
-when one worker dies only the run it held is failed, and the other workers'
-runs go on. While a run trains, a background thread sends its heartbeat every
+While a run trains, a background thread sends its heartbeat every
 :data:`HEARTBEAT_EVERY_S` seconds, however long one update takes, so a live run
 is never taken over as stale.
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
-import multiprocessing as mp
-import multiprocessing.connection
-import os
-import platform
 import signal
-import socket
-import subprocess
-import sys
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Callable
 
 from bench.envs.checks import EnvError
-from bench.run.limits import (STOP_GRACE_S, WATCH_EVERY_S, Backstop, LimitStop, LimitWatch, has_limits, is_limit_stop,
-                              kill_tree, limit_field)
+from bench.run.limits import STOP_GRACE_S, LimitStop, LimitWatch, limit_field
 from bench.run.loggers import open_sinks
 from bench.run.progress import Heartbeat, StallWatch
 from bench.run.probe import cpu_probe_ms
+from bench.run.provenance import accelerator_meta, iso_time, run_metadata, stepping_meta
 from bench.run.saving import finish_outputs
 from bench.suites.suite import Cell
 
@@ -47,7 +36,6 @@ from bench.suites.suite import Cell
 # and wall-clock comparisons are only fair at a fixed thread count.
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 HEARTBEAT_EVERY_S = 10.0
-_PACKAGES = ("bench", "torch", "numpy", "gymnasium", "stable-baselines3", "sb3-contrib", "ale-py", "mujoco", "box2d")
 
 
 @dataclass
@@ -60,137 +48,6 @@ class Outcome:
     summary: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
     note: str | None = None  # a re-measurement: what changed (see remeasure_cell)
-
-
-# --------------------------------------------------------------------------- #
-# Provenance
-# --------------------------------------------------------------------------- #
-def _cpuinfo(field: str) -> str | None:
-    """The first ``field`` of /proc/cpuinfo (``model name``, ``flags``), or None where there is none."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(field):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
-
-
-def _cpu_model() -> str:
-    return _cpuinfo("model name") or platform.processor() or platform.machine()
-
-
-def _float_paths() -> dict[str, Any]:
-    """What picks the code paths that round floats, beside the package versions: a seed's returns are
-    the same run to run on one machine, but not across CPUs. MKL (torch's LAPACK and CPU matmuls, e.g.
-    the orthogonal initialisation's QR) chooses its kernels by CPU unless ``MKL_CBWR`` fixes them (on
-    one AVX-512 host, 2026-11-24, own PPO on CartPole reached 475 at seed 0 after 28,018 steps with
-    MKL's default, 39,948 with ``MKL_CBWR=AVX2`` and 21,258 with ``COMPATIBLE``); OpenBLAS (NumPy's
-    matmuls) and torch's own kernels dispatch by CPU too. Recorded so a re-run that differs can say why.
-    """
-    import torch
-
-    flags = set((_cpuinfo("flags") or "").split())
-    try:
-        from threadpoolctl import threadpool_info
-
-        blas = sorted({f"{i.get('internal_api')} {i.get('architecture')}" for i in threadpool_info()
-                       if i.get("user_api") == "blas"})
-    except Exception:  # noqa: BLE001 - provenance only
-        blas = []
-    return {"cpu_simd": [f for f in ("avx2", "fma", "avx512f") if f in flags],
-            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "blas_kernels": blas, "mkl_cbwr": os.environ.get("MKL_CBWR")}
-
-
-def _git_commit() -> dict[str, Any]:
-    here = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5,
-        ).stdout.strip()
-        return {"git_commit": commit or None, "git_dirty": bool(dirty) if commit else None}
-    except (OSError, subprocess.SubprocessError):
-        return {"git_commit": None, "git_dirty": None}
-
-
-_STATIC_META: dict[str, Any] | None = None
-
-
-def run_metadata() -> dict[str, Any]:
-    """Package versions, Python, CPU, host, threads and git commit of this process."""
-    global _STATIC_META
-    if _STATIC_META is None:
-        versions = {}
-        for p in _PACKAGES:
-            try:
-                versions[p] = importlib_metadata.version(p)
-            except importlib_metadata.PackageNotFoundError:
-                versions[p] = None
-        _STATIC_META = {
-            "versions": versions,
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "cpu_model": _cpu_model(),
-            # CPUID family / model / stepping: one model name covers several generations ("Intel(R) Xeon(R) Processor").
-            "cpu_id": "/".join(_cpuinfo(f) or "?" for f in ("cpu family", "model\t", "stepping")),
-            "cpu_count": os.cpu_count(),
-            "host": socket.gethostname(),
-            "float_paths": _float_paths(),
-            **_git_commit(),
-        }
-    import torch
-
-    return {**_STATIC_META, "torch_threads": torch.get_num_threads(), "blas_threads": _blas_threads(),
-            "pid": os.getpid(), "nice": os.nice(0)}  # niceness: a run at nice 15 (Ray's default) yields its core
-
-
-def stepping_meta(cell: Cell) -> dict[str, Any]:
-    """How the run's envs were stepped (``vec_env``, bench.envs.vector), with a note where the envs are not Gymnasium's."""
-    mode = cell.hyperparams.get("vec_env", "sync")
-    out: dict[str, Any] = {"vec_env": mode}
-    if mode == "envpool":
-        try:
-            version = importlib_metadata.version("envpool")
-        except importlib_metadata.PackageNotFoundError:
-            version = "?"
-        out["vec_env_note"] = (f"envpool {version} steps its own C++ implementation of the env: dynamics, start "
-                               "states and time limits may differ from Gymnasium's")
-    return out
-
-
-def accelerator_meta(cell: Cell) -> dict[str, Any]:
-    """The GPU a run's networks were on (hyperparameter ``device``: ``cuda``, or ``auto`` where one is), as
-    ``{"accelerator": {device, name, cuda, count}}``; empty for a CPU run. A GPU run's process CPU seconds
-    include the host thread's wait for the GPU (torch synchronises when it reads a result back), so they
-    follow its wall time and measure that GPU as much as the CPU: the analysis counts the GPU as part of
-    the machine (``bench.analysis.scoring.hardware_of``). On an H100 beside a 16-core Xeon, 2026-11-26, the
-    24 runs of a device check had wall / CPU 1.00-1.01, GPU runs included.
-    """
-    if cell.hyperparams.get("device", "cpu") == "cpu":
-        return {}
-    import torch
-
-    if not torch.cuda.is_available():
-        return {}
-    return {"accelerator": {"device": "cuda", "name": torch.cuda.get_device_name(torch.cuda.current_device()),
-                            "cuda": torch.version.cuda, "count": torch.cuda.device_count()}}
-
-
-def _blas_threads() -> int | None:
-    """Threads of the BLAS libraries NumPy loaded (the NumPy kernel's matmuls), or None if none is."""
-    from threadpoolctl import threadpool_info
-
-    n = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
-    return max(n) if n else None
-
-
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 # --------------------------------------------------------------------------- #
@@ -213,12 +70,12 @@ def train_cell(cell: Cell, recorder: Any) -> None:
 
 
 def make_recorder(cell: Cell, heartbeat: Callable[[], None] | None = None):
-    """The :class:`~bench.run.record.Recorder` a cell trains with: its evaluation, CPU-seconds budget
+    """The :class:`~bench.storage.record.Recorder` a cell trains with: its evaluation, CPU-seconds budget
     and heartbeat. Its ``steps`` is the run's progress, readable from another thread. It pins this
     process to one torch and one BLAS thread first, so that the run's clocks start after that."""
     from bench import envs
     from bench.algos.common import pin_one_thread
-    from bench.run.record import EvalConfig, Recorder
+    from bench.storage.record import EvalConfig, Recorder
 
     pin_one_thread()
     ev = EvalConfig(**cell.eval) if cell.eval else None
@@ -243,7 +100,7 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None, reco
     ``heartbeat`` is called between updates (:class:`Heartbeat` sends them from a
     thread instead, independent of update length; :func:`run_cell` uses that).
     """
-    from bench.run.record import BudgetReached
+    from bench.storage.record import BudgetReached
 
     if recorder is None:
         recorder = make_recorder(cell, heartbeat)
@@ -286,8 +143,8 @@ def _sigint_ignored() -> bool:
 def result_of(cell: Cell, recorder: Any, started: float) -> Any:
     """Turn a recorder into the store's RunResult (summary computed by bench.analysis.metrics)."""
     from bench.analysis.metrics import summarize
-    from bench.run.record import downsample_diagnostics
-    from bench.run.store import RunResult
+    from bench.storage.record import downsample_diagnostics
+    from bench.storage.schema import RunResult
 
     recorder.align_episodes()  # a run stopped mid-episode (LimitStop) may have written part of its last one
     arrays = recorder.summary_inputs()
@@ -303,7 +160,7 @@ def result_of(cell: Cell, recorder: Any, started: float) -> Any:
         "auc": s.auc,
     }
     meta = run_metadata()
-    meta.update(started_at=_iso(started), finished_at=_iso(time.time()), updates=recorder.updates,
+    meta.update(started_at=iso_time(started), finished_at=iso_time(time.time()), updates=recorder.updates,
                 stopped_by=recorder.stopped_by, model_memory=recorder.model_memory(), **recorder.contention(),
                 **stepping_meta(cell), **accelerator_meta(cell))
     if getattr(cell, "overrides", ()):  # `bench run --set`: what the command line changed of the suite file
@@ -322,7 +179,7 @@ _STORES: dict[str, Any] = {}
 
 
 def _store(url: str):
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     if url not in _STORES:
         _STORES[url] = Store(url)
@@ -452,7 +309,7 @@ def remeasure_cell(store_url: str, cell: Cell) -> Outcome:
     """
     import numpy as np
 
-    from bench.run.store import is_contended
+    from bench.storage.vocabulary import is_contended
 
     store = _store(store_url)
     row = store.rows([cell.key]).get(cell.key)
@@ -480,283 +337,3 @@ def remeasure_cell(store_url: str, cell: Cell) -> Outcome:
             f"{s['wall_s'] / s['cpu_s']:.2f}); " + ("the same returns" if same else "returns differ from the earlier run's"
             + _why_other_returns(old, result.meta)))
     return Outcome(cell.key, "done", None, s, wall, note=note)
-
-
-# --------------------------------------------------------------------------- #
-# The local process pool
-# --------------------------------------------------------------------------- #
-_PR_SET_PDEATHSIG = 1
-
-
-def _init_worker() -> None:
-    # The parent handles Ctrl-C; workers must not die half-way through a write.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Die with the parent: a `bench run` killed with SIGKILL must not leave
-    # orphans that go on training (Linux prctl; elsewhere orphans finish their
-    # cell and the next run's claim logic sorts it out).
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        except OSError:
-            pass
-        if os.getppid() == 1:  # the parent already died before prctl took effect
-            os._exit(1)
-
-    from bench.algos.common import pin_one_thread
-
-    pin_one_thread()
-
-
-class Interrupted(Exception):
-    """The user pressed Ctrl-C, or the run was sent SIGTERM; in-flight runs were marked interrupted.
-
-    :param signum: the signal that stopped it (``signal.SIGINT`` or ``signal.SIGTERM``); the CLI exits
-        with ``128 + signum``, as a shell reports a process the signal killed.
-    """
-
-    def __init__(self, signum: int = signal.SIGINT):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = int(signum)
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, turned into the same clean stop as Ctrl-C.
-
-    A `bench run` started in the background by a script cannot be stopped with Ctrl-C: a
-    non-interactive shell starts background jobs with SIGINT ignored, and Python keeps it ignored.
-    ``kill PID`` (SIGTERM) is how such a run is stopped, so it gets the same care: workers
-    terminated, their runs marked ``interrupted`` rather than left ``running`` until they go stale.
-    """
-
-
-#: The error of a run whose worker process died under it.
-WORKER_DIED = "worker process died (killed, out of memory or crashed)"
-#: Seconds a worker has to end after SIGTERM (Ctrl-C, ``kill``, the end of a pool) before it gets SIGKILL: a
-#: worker that ignores SIGTERM (a plugin's handler, code stuck in C) would otherwise hang ``bench run``.
-KILL_AFTER_S = 5.0
-
-
-def _worker_main(conn: Any, store_url: str, remeasure: frozenset[str] = frozenset()) -> None:
-    """A pool worker: say who it is, then run the cells it is sent, one at a time, until told to stop."""
-    _init_worker()
-    from bench.run.store import this_owner
-
-    owner = this_owner()
-    conn.send(("owner", owner))
-    while True:
-        try:
-            cell = conn.recv()
-        except (EOFError, OSError):
-            return  # the parent is gone
-        if cell is None:
-            return
-        try:
-            out = run_cell(store_url, cell, owner, remeasure=cell.key in remeasure,
-                           on_start=lambda: conn.send(("started", cell.key)))
-        except Exception as e:  # noqa: BLE001 - not a training error (run_cell records those): e.g. the store failed
-            out = Outcome(cell.key, "failed", " ".join(f"{type(e).__name__}: {e}".split()))
-        conn.send(("done", out))
-
-
-@dataclass
-class _Worker:
-    proc: Any
-    conn: Any
-    owner: str | None = None
-    cell: Cell | None = None
-    #: When (``time.monotonic()``) its run started (claimed), where its limits start; None before.
-    started_at: float | None = None
-    #: Why the pool killed it (a limit reached, its own watch failing to stop it), its run's error; None before.
-    stopped: str | None = None
-    #: The pool's watch of its run's limits (the backstop of bench.run.limits).
-    backstop: Backstop = field(default_factory=Backstop)
-    #: Told to exit after its run was stopped by a limit: whatever the run left in the process goes with it.
-    retiring: bool = False
-
-
-def stop_processes(procs: list[Any], grace: float = KILL_AFTER_S) -> None:
-    """SIGTERM every live process of ``procs`` (``multiprocessing`` processes), then SIGKILL those still alive
-    ``grace`` seconds later, and reap them all."""
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    deadline = time.monotonic() + grace
-    for p in procs:
-        p.join(timeout=max(0.0, deadline - time.monotonic()))
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            p.join(timeout=5)
-
-
-def run_local(
-    store_url: str,
-    cells: list[Cell],
-    owner: str,
-    workers: int,
-    on_done: Callable[[Cell, Outcome], None],
-    remeasure: frozenset[str] = frozenset(),
-) -> list[Outcome]:
-    """Run ``cells`` on ``workers`` worker processes; ``on_done`` sees each outcome. The cells whose
-    keys are in ``remeasure`` are done runs to measure again (:func:`remeasure_cell`).
-
-    Each worker claims runs under its own owner (``host:pid:start``); ``owner``, the
-    parent's, is not used for runs. A worker that dies (SIGKILL, OOM kill, segfault)
-    fails only the run it held, and a new worker takes its place; the others go on.
-    Ctrl-C terminates the workers, marks their runs ``interrupted`` and raises
-    :class:`Interrupted`.
-    """
-    from bench.run.store import Store
-
-    os.environ.update(THREAD_ENV)
-    ctx = mp.get_context("spawn")  # fork after torch/BLAS threads exist is unsafe
-    queue = list(cells)
-    queue.reverse()  # pop() from the end takes cells in the given order
-    pool: list[_Worker] = []
-    outcomes: list[Outcome] = []
-
-    db: Any = None
-
-    def store() -> Any:  # one store for the parent: it writes only for workers that died
-        nonlocal db
-        if db is None:
-            db = Store(store_url)
-        return db
-
-    def start() -> None:
-        mine, theirs = ctx.Pipe()
-        proc = ctx.Process(target=_worker_main, args=(theirs, store_url, remeasure), name="bench-worker")  # not daemonic: vector envs may start processes
-        proc.start()
-        theirs.close()
-        w = _Worker(proc, mine)
-        pool.append(w)
-        give(w)
-
-    def give(w: _Worker) -> None:
-        w.cell = queue.pop() if queue else None
-        w.started_at = None
-        w.backstop = Backstop()
-        try:
-            w.conn.send(w.cell)
-        except (OSError, ValueError):
-            pass  # it died meanwhile: found out below through its sentinel
-
-    def finished(w: _Worker, out: Outcome) -> None:
-        cell, w.cell = w.cell, None
-        outcomes.append(out)
-        if cell is not None:
-            on_done(cell, out)
-
-    def read(w: _Worker) -> bool:
-        """Take the worker's messages; False once its pipe is closed."""
-        try:
-            while w.conn.poll():
-                kind, value = w.conn.recv()
-                if kind == "owner":
-                    w.owner = value
-                elif kind == "started":
-                    if w.cell is not None and w.cell.key == value:
-                        w.started_at = time.monotonic()
-                else:
-                    finished(w, value)
-                    if is_limit_stop(value.error):
-                        retire(w)
-                    elif w.proc.is_alive():
-                        give(w)
-            return True
-        except (EOFError, OSError):
-            return False
-
-    def retire(w: _Worker) -> None:
-        """Let a worker whose run a limit stopped exit, and start another in its place: a run that hogged or
-        hung may have left threads, memory or processes behind, which must not count against the next run."""
-        w.retiring = True
-        try:
-            w.conn.send(None)
-        except (OSError, ValueError):
-            pass
-        if queue:
-            start()
-
-    def recorded(w: _Worker) -> str | None:
-        """The limit its own watch recorded for the run of a worker that died: it gives training up by writing
-        what the run recorded, then kills its process (bench.run.limits.LimitWatch)."""
-        assert w.cell is not None
-        row = store().rows([w.cell.key]).get(w.cell.key)
-        if row is not None and w.owner is not None and row.owner == w.owner and row.status == "failed":
-            return row.error if is_limit_stop(row.error) else None
-        return None
-
-    def buried(w: _Worker) -> None:
-        # Only the run this worker held: its own owner, not the other workers'.
-        pool.remove(w)
-        w.conn.close()
-        w.proc.join(timeout=5)
-        if w.cell is not None:
-            why = w.stopped or (recorded(w) if w.started_at is not None else None) or WORKER_DIED
-            if w.owner is not None:
-                store().release(w.owner, "failed", why)
-            finished(w, Outcome(w.cell.key, "failed", why))
-        if queue and not w.retiring:
-            start()
-
-    watching = any(has_limits(c) for c in cells)
-
-    def watch() -> None:
-        """Kill (SIGKILL, with its child processes) each worker whose run has stayed past one of its limits for
-        BACKSTOP_S: its own LimitWatch stops it well before that, unless that watch cannot run at all."""
-        now = time.monotonic()
-        for w in pool:
-            if w.cell is None or w.started_at is None or w.stopped is not None or not w.proc.is_alive():
-                continue
-            why = w.backstop.check(w.cell, now - w.started_at, w.proc.pid)
-            if why is not None:
-                w.stopped = why
-                kill_tree(w.proc.pid)
-
-    def on_term(signum: int, frame: Any) -> None:
-        raise _Terminated
-
-    # Signal handlers can only be set from the main thread (an embedding program may call us elsewhere).
-    main = threading.current_thread() is threading.main_thread()
-    old_term = signal.signal(signal.SIGTERM, on_term) if main else None
-    try:
-        for _ in range(max(1, min(workers, len(queue)))):
-            start()
-        while any(w.cell is not None for w in pool):
-            by_handle: dict[Any, _Worker] = {}
-            for w in pool:
-                by_handle[w.conn] = w
-                by_handle[w.proc.sentinel] = w
-            ready = mp.connection.wait(list(by_handle), timeout=WATCH_EVERY_S if watching else None)
-            if watching:
-                watch()
-            for w in {id(by_handle[h]): by_handle[h] for h in ready}.values():
-                alive = read(w)
-                if not alive or not w.proc.is_alive():
-                    read(w)  # a last outcome sent just before it exited
-                    buried(w)
-    except KeyboardInterrupt as e:
-        if main:  # a second SIGTERM during the clean-up must not cut it short
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signum = signal.SIGTERM if isinstance(e, _Terminated) else signal.SIGINT
-        stop_processes([w.proc for w in pool])  # SIGTERM, then SIGKILL after KILL_AFTER_S
-        why = "interrupted by SIGTERM" if signum == signal.SIGTERM else "interrupted by the user (Ctrl-C)"
-        for w in pool:
-            if w.owner is not None:
-                store().release(w.owner, "interrupted", why)
-        raise Interrupted(signum) from None
-    finally:
-        if main:
-            signal.signal(signal.SIGTERM, old_term)
-        for w in pool:
-            try:
-                w.conn.send(None)
-            except (OSError, ValueError):
-                pass
-        for w in pool:
-            w.proc.join(timeout=10)
-        stop_processes([w.proc for w in pool])
-        if db is not None:
-            db.dispose()
-    return outcomes

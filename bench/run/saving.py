@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bench.suites.suite import Cell
+if TYPE_CHECKING:  # annotations only: `bench eval` and `bench.api` load this without the suite schema (pydantic)
+    from bench.suites.suite import Cell
 
 #: The folder of saved policies for stores that are not a SQLite file.
 DEFAULT_POLICIES = "results/policies"

@@ -49,7 +49,7 @@ def _median_censored(xs: list[int | None]) -> float | None:
 
 
 def _timed(fn: Callable[..., None], *args: Any, **kw: Any) -> tuple[float, Any]:
-    from bench.run.record import Recorder
+    from bench.storage.record import Recorder
 
     rec = Recorder()
     t = time.perf_counter()

@@ -49,7 +49,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bench.algos.registry import DEFAULT_SPACES, PARAMS
-from bench.algos.search import Dim, _label, readable_name  # noqa: F401 - readable_name: re-exported for the tuner
+from bench.algos.search import Dim, _label
 from bench.suites.problems import Issue, Problem, SeedsMixin
 
 KINDS = ("float", "int", "categorical", "pow2", "one_minus_log")

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench.tune.study import BadInput, Target
+from bench.tune.targets import BadInput, Target
 
 
 #: What an exported suite is a variant of (its ``variant:``), and what its labels end with: the tuned
@@ -47,7 +47,7 @@ def export_suite(targets: list[Target], url: str, path: Path, *, name: str | Non
     import yaml
 
     from bench.envs.registry import parse_env_key
-    from bench.run.store import describe_url, normalise_url
+    from bench.storage.urls import describe_url, normalise_url
 
     check_exportable(targets)
     url = normalise_url(url)

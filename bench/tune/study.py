@@ -53,7 +53,7 @@ mean the same thing at the same step. Reports come from the recorder's
 be pruned before ``n_warmup_checkpoints`` of its first seed nor before
 ``n_startup_trials`` trials have finished.
 
-A NaN or diverging run (:class:`bench.run.record.Diverged`, or a non-finite
+A NaN or diverging run (:class:`bench.storage.record.Diverged`, or a non-finite
 objective) makes the trial PRUNED; any other exception makes it FAIL, with the
 error kept as the ``error`` user attribute, and the study goes on.
 
@@ -88,38 +88,19 @@ replay the first one's random start-up trials.
 from __future__ import annotations
 
 import json
-import math
 import multiprocessing as mp
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-import numpy as np
+# What makes a bench study and its retries: storage's vocabulary, which packs and the analysis read.
+from bench.storage.vocabulary import MAX_RETRY, STUDY_ATTR
+from bench.tune.targets import OBJECTIVE_MEANINGS, BadInput, Target, with_anchor
+from bench.tune.trial import run_trial
 
-from bench.run.record import Diverged, Recorder
-from bench.run.store import MAX_RETRY, STUDY_ATTR  # what makes a bench study, and its retries: beside the store, which packs read
-from bench.suites.spaces import (DEFAULT_SPACES, Dim, TuneSpec, build_space, parse_space, plugin_space, sample,
-                                 suite_algos)
-from bench.suites.suite import AVAILABLE, Cell, cell_key, matches_only
-
-#: Optimisation direction of each objective.
-DIRECTIONS = {"auc": "maximize", "final_return": "maximize", "steps_to_threshold": "minimize"}
-#: Version of each objective's definition, kept in a study's settings: a study scored
-#: under another version is refused. Studies from before versions were kept count as 1.
-OBJECTIVE_VERSIONS = {"auc": 2, "final_return": 1, "steps_to_threshold": 1}
-#: What each version of an objective meant, for the refusal message.
-OBJECTIVE_MEANINGS = {
-    ("auc", 1): "the mean training return per episode",
-    ("auc", 2): "the report's per-step AUC, normalised from the random-policy return (0) to the threshold (1)",
-}
-#: Objectives whose target resolves the env's random-policy anchor before tuning: ``auc``
-#: is scored with it, and ``final_return`` is put on its scale by the sensitivity table.
-ANCHORED = ("auc", "final_return")
-#: A censored seed's steps_to_threshold, in budgets (PAR-2).
-CENSORED_PENALTY = 2.0
 #: Seconds between a running trial's heartbeats, and before a silent one counts as dead.
 HEARTBEAT_S = 60
 GRACE_S = 120
@@ -135,428 +116,6 @@ SQLITE_RAY = (
 )
 
 
-class BadInput(ValueError):
-    """A user error in flags or settings: one line, exit status 2, nothing runs."""
-
-
-# --------------------------------------------------------------------------- #
-# Targets
-# --------------------------------------------------------------------------- #
-@dataclass(frozen=True)
-class Target:
-    """One (algorithm, implementation, env) to tune, with everything a trial needs."""
-
-    study: str
-    algo: str
-    impl: str
-    label: str
-    env_id: str
-    threshold: float
-    window: int
-    timesteps: int
-    seeds: tuple[int, ...]
-    objective: str
-    checkpoints: int
-    space: dict[str, Dim]
-    fixed: dict[str, Any] = field(default_factory=dict)
-    pruner: dict[str, Any] = field(default_factory=dict)
-    sampler_seed: int = 0
-    suite: str | None = None
-    #: impl python: the plugin's ``module:function`` and its package version (as in :class:`Cell`).
-    entry: str | None = None
-    plugin_version: str | None = None
-    #: The env's random-policy return (the report's anchor at ``threshold``); set by
-    #: :func:`with_anchor` before trials run, ``None`` until then.
-    random_return: float | None = None
-
-    @property
-    def direction(self) -> str:
-        return DIRECTIONS[self.objective]
-
-    def identity(self) -> dict[str, Any]:
-        """What a study's trials were scored under; adding trials requires the same.
-
-        ``random_return`` is part of it only for ``auc``, the one objective it changes.
-        """
-        ident = {
-            "algo": self.algo, "impl": self.impl, "env_id": self.env_id, "fixed": self.fixed,
-            "threshold": self.threshold, "window": self.window, "timesteps": self.timesteps,
-            "seeds": list(self.seeds), "objective": self.objective,
-            "objective_version": OBJECTIVE_VERSIONS[self.objective], "checkpoints": self.checkpoints,
-            "space": {k: d.describe() for k, d in self.space.items()},
-        }
-        if self.objective == "auc":
-            ident["random_return"] = self.random_return
-        if self.entry is not None:  # only for plugins, so every earlier study keeps its identity
-            ident["entry"] = self.entry
-        return json.loads(json.dumps(ident))
-
-    def params(self, hyperparams: dict[str, Any]) -> Any:
-        """The typed hyperparameters of ``hyperparams`` on this target: the built-in's layers
-        (defaults ← zoo ← these), or a plugin's own model (defaults ← these)."""
-        if self.entry is not None:
-            from bench.algos.plugins import load
-
-            return load(self.entry).params.model_validate(hyperparams)
-        from bench.algos.hyperparams import resolve
-
-        return resolve(self.algo, self.env_id, hyperparams)
-
-    def cell(self, hyperparams: dict[str, Any], seed: int) -> Cell:
-        """The cell ``bench run`` would make for these resolved hyperparameters and seed."""
-        c = Cell(
-            suite=self.suite or "tune", env_id=self.env_id, algo=self.algo, impl=self.impl, label=self.label,
-            seed=seed, timesteps=self.timesteps, threshold=self.threshold, window=self.window, eval=None,
-            hyperparams=hyperparams, entry=self.entry, plugin_version=self.plugin_version,
-        )
-        from dataclasses import replace
-
-        return replace(c, key=cell_key(c.identity()))
-
-    def marks(self) -> list[int]:
-        """Env steps of a seed at which intermediate values are reported, shape ``(checkpoints,)``."""
-        return [math.ceil(k * self.timesteps / self.checkpoints) for k in range(1, self.checkpoints + 1)]
-
-
-def _n_envs(algo: str, env_id: str, fixed: dict[str, Any]) -> int:
-    from bench.algos.hyperparams import resolve
-
-    return int(resolve(algo, env_id, fixed).n_envs)  # type: ignore[attr-defined]
-
-
-def _for_impl(space: dict[str, Dim], impl: str) -> dict[str, Dim]:
-    """``space`` without the dimensions ``impl`` does not use (the NumPy REINFORCE has no network)."""
-    from bench.suites.suite import NUMPY_UNUSED
-
-    return {k: v for k, v in space.items() if not (impl == "numpy" and k in NUMPY_UNUSED)}
-
-
-def target_from_flags(
-    algo: str,
-    impl: str,
-    env_id: str,
-    *,
-    timesteps: int | None = None,
-    seeds: int = 3,
-    objective: str = "auc",
-    study: str | None = None,
-) -> Target:
-    """A target from ``bench tune --algo --impl --env``: the default space, the registry's threshold."""
-    from bench.envs import env_exists, get_spec
-    from bench.algos.hyperparams import PARAMS, ZOO_TIMESTEPS
-
-    if algo not in PARAMS:
-        raise BadInput(f"--algo: unknown algorithm {algo!r}; allowed: {', '.join(PARAMS)}")
-    if algo not in DEFAULT_SPACES:
-        raise BadInput(f"--algo: {algo} is an off-policy reference point, run with the zoo's values and not tuned (no "
-                       f"search space); allowed: {', '.join(DEFAULT_SPACES)}")
-    if impl not in AVAILABLE[algo]:
-        raise BadInput(f"--impl: {impl!r} is not available for {algo}; allowed: {', '.join(AVAILABLE[algo])}")
-    if not env_exists(env_id):
-        raise BadInput(f"--env: unknown environment {env_id!r}; allowed: a registered Gymnasium id (see `bench envs`)")
-    threshold = get_spec(env_id).threshold
-    if threshold is None:
-        raise BadInput(f"--env: {env_id} has no threshold; tune it from a suite file that sets envs[i].threshold")
-    if objective not in DIRECTIONS:
-        raise BadInput(f"--objective: unknown objective {objective!r}; allowed: {', '.join(DIRECTIONS)}")
-    if timesteps is None:
-        timesteps = ZOO_TIMESTEPS.get(algo, {}).get(env_id)
-        if timesteps is None:
-            raise BadInput(f"--timesteps: rl-baselines3-zoo has no budget for {algo} on {env_id}; give --timesteps")
-    spec = TuneSpec(seeds=seeds, objective=objective, timesteps=timesteps)  # type: ignore[arg-type]
-    n_envs = _n_envs(algo, env_id, {})
-    if n_envs > timesteps:
-        raise BadInput(f"--timesteps: {timesteps} is smaller than one rollout of {algo} on {env_id} (n_envs {n_envs})")
-    space = _for_impl(build_space(algo, {}, fixed={}, use_defaults=True, n_envs=n_envs, timesteps=timesteps,
-                                  checkpoints=spec.checkpoints), impl)
-    return Target(
-        study=study or f"{algo}-{impl}-{env_id}", algo=algo, impl=impl, label=f"{algo}-{impl}", env_id=env_id,
-        threshold=float(threshold), window=20, timesteps=timesteps, seeds=tuple(spec.seed_list), objective=objective,
-        checkpoints=spec.checkpoints, space=space, pruner=spec.pruner.model_dump(), sampler_seed=spec.sampler_seed,
-    )
-
-
-def targets_from_suite(
-    loaded: Any,
-    *,
-    timesteps: int | None = None,
-    seeds: int | None = None,
-    objective: str | None = None,
-    study: str | None = None,
-    only: dict[str, set[str]] | None = None,
-) -> list[Target]:
-    """One target per (algorithm entry, env) of a loaded suite; flags override its ``tune:`` block.
-
-    ``only`` (``bench tune --only``, parsed by :func:`bench.suites.suite.parse_only`) keeps the targets that
-    match every key given (env, algo, impl, label; any of a key's values), as ``bench run --only`` keeps
-    cells: a long tuning suite then runs in chunks, each study resuming where it stopped. A study's name
-    depends only on its suite, algorithm and env, so a chunk's studies are the whole suite's.
-    """
-    suite = loaded.suite
-    spec: TuneSpec = suite.tune or TuneSpec()
-    over: dict[str, Any] = {}
-    if seeds is not None:
-        over["seeds"] = seeds
-    if objective is not None:
-        over["objective"] = objective
-    if over:
-        spec = TuneSpec.model_validate({**spec.model_dump(), **over})
-    from bench.algos.hyperparams import PARAMS
-
-    plugins = getattr(loaded, "plugins", {})
-    models = {**PARAMS, **{n: p.params for n, p in plugins.items()}}
-    algos = suite_algos(suite, models)
-    user, issues = parse_space(spec.space, algos, models=models)
-    assert not issues, issues  # load_suite already reported these
-    pairs = [(a, e) for a in suite.algorithms for e in suite.envs]
-    if only:
-        if "seed" in only:
-            raise BadInput("--only: seed= picks runs, and a study tunes on the suite's tune seeds; allowed keys here: "
-                           "env, algo, impl, label")
-        n = len(pairs)
-        pairs = [(a, e) for a, e in pairs
-                 if matches_only(only, {"env": e.key, "algo": a.algo, "impl": a.impl, "label": a.display})]
-        if not pairs:
-            given = ",".join(f"{k}={v}" for k, vs in only.items() for v in sorted(vs))
-            raise BadInput(f"--only: {given!r} matches none of the {n} (algorithm, env) targets of {loaded.path}")
-    if study is not None and len(pairs) > 1:
-        raise BadInput(f"--study: names one study, but {loaded.path} has {len(pairs)} (algorithm, env) targets; leave it out")
-    out = []
-    for a, e in pairs:
-        fixed = {**a.hyperparams, **a.env_overrides(e)}
-        mode = e.vec_env or suite.defaults.vec_env
-        if mode != "sync":  # env stepping, as bench run steps this env (sync stays out: earlier studies keep their identity)
-            fixed["vec_env"] = mode
-        budget = timesteps or spec.timesteps or e.timesteps or suite.defaults.timesteps
-        plugin = plugins.get(a.algo) if a.impl == "python" else None
-        n_envs = int(plugin.params.model_validate(fixed).n_envs) if plugin is not None else _n_envs(a.algo, e.key, fixed)
-        if budget < n_envs:
-            raise BadInput(f"--timesteps: {budget} is smaller than one rollout of {a.display} on {e.key} (n_envs {n_envs})")
-        space = _for_impl(build_space(
-            a.algo, user[a.algo], fixed=fixed, use_defaults=spec.default_space, n_envs=n_envs,
-            timesteps=budget, checkpoints=spec.checkpoints,
-            defaults=plugin_space(a.algo, plugin.params)[0] if plugin is not None else None,
-        ), a.impl)
-        if not space:
-            hint = (" (the plugin declares no search_space on its hyperparameter model)" if plugin is not None else "")
-            raise BadInput(f"{loaded.path}: tune.space: nothing to search for {a.display}{hint}; set default_space: "
-                           "true or name a dimension")
-        out.append(
-            Target(
-                study=study or f"{suite.name}-{a.display}-{e.key}", algo=a.algo, impl=a.impl, label=a.display,
-                env_id=e.key, threshold=float(loaded.env_meta[e.key]["threshold"]), window=e.window or suite.defaults.window,
-                timesteps=int(budget), seeds=tuple(spec.seed_list), objective=spec.objective,
-                checkpoints=spec.checkpoints, space=space, fixed=fixed, pruner=spec.pruner.model_dump(),
-                sampler_seed=spec.sampler_seed, suite=suite.name,
-                entry=plugin.entry if plugin is not None else None,
-                plugin_version=plugin.version if plugin is not None else None,
-            )
-        )
-    return out
-
-
-# --------------------------------------------------------------------------- #
-# The random-policy anchor
-# --------------------------------------------------------------------------- #
-def with_anchor(target: Target, url: str, log: Callable[[str], None] | None = None) -> Target:
-    """``target`` with its env's random-policy return, the low anchor of the report's scores.
-
-    Read from the store at ``url``, where the report keeps it; computed (a few
-    seconds of random play) and stored the first time an env and threshold need it
-    (:func:`bench.analysis.anchors.ensure_anchors`). A target whose objective does
-    not use the anchor, or that has it already, is returned as it is.
-    """
-    if target.objective not in ANCHORED or target.random_return is not None:
-        return target
-    if target.threshold is None:
-        if target.objective == "auc":
-            raise BadInput(f"--objective auc: {target.env_id} has no threshold, and the normalised AUC runs from the "
-                           "random-policy return to the threshold; set envs[i].threshold or use --objective final_return")
-        return target
-    from dataclasses import replace
-
-    from bench.analysis.anchors import ensure_anchors
-    from bench.run.store import Store
-
-    db = Store(url)
-    try:
-        anchor = ensure_anchors(db, {target.env_id: float(target.threshold)}, log=log)[target.env_id]
-    finally:
-        db.dispose()
-    if target.objective == "auc" and not target.threshold > anchor.random_return:
-        raise BadInput(
-            f"--objective auc: the threshold of {target.env_id} ({target.threshold:g}) is not above its random-policy "
-            f"return ({anchor.random_return:.6g}), so the normalised AUC has no scale; set a higher envs[i].threshold "
-            "or use --objective final_return"
-        )
-    return replace(target, random_return=float(anchor.random_return))
-
-
-# --------------------------------------------------------------------------- #
-# Scores (pure)
-# --------------------------------------------------------------------------- #
-def seed_score(steps: np.ndarray, returns: np.ndarray, target: Target, *, upto: int | None = None) -> float | None:
-    """One seed's objective from its finished episodes; ``None`` if it has none.
-
-    :param steps, returns: shape ``(n_episodes,)``: the global env step at which each
-        episode ended, and its return (``Recorder.summary_inputs()``).
-    :param upto: the env steps the curve is scored over, for ``auc``: the budget
-        for a finished seed, a checkpoint's steps for an intermediate value
-        (default: the budget).
-
-    ``auc`` is :func:`~bench.analysis.metrics.normalised_auc` on ``(0, upto]``
-    (``target.random_return`` must be set, see :func:`with_anchor`); the others come
-    from :func:`~bench.analysis.metrics.summarize`, the summary ``bench run`` stores,
-    with a censored ``steps_to_threshold`` counted as :data:`CENSORED_PENALTY` × budget.
-    """
-    from bench.analysis.metrics import normalised_auc, summarize
-
-    steps = np.asarray(steps)
-    returns = np.asarray(returns, dtype=float)
-    if returns.size == 0:
-        return None
-    if target.objective == "auc":
-        if target.random_return is None:
-            raise ValueError(f"target {target.study!r}: auc needs the random-policy return; resolve it with with_anchor()")
-        return normalised_auc(steps, returns, target.window, upto=target.timesteps if upto is None else upto,
-                              low=target.random_return, high=target.threshold)
-    s = summarize(steps, np.zeros(returns.shape), returns, threshold=target.threshold, window=target.window)
-    if target.objective == "steps_to_threshold":
-        return float(s.steps_to_threshold) if s.steps_to_threshold is not None else CENSORED_PENALTY * target.timesteps
-    return float(s.final_return)
-
-
-# --------------------------------------------------------------------------- #
-# One trial
-# --------------------------------------------------------------------------- #
-class _Prune(Exception):
-    """Raised from the recorder hook to unwind training when the pruner says stop."""
-
-
-@dataclass
-class CheckpointRecorder(Recorder):
-    """A :class:`~bench.run.record.Recorder` that calls ``on_mark(k)`` when env steps cross ``marks[k]``."""
-
-    marks: Sequence[int] = ()
-    on_mark: Callable[[int, "CheckpointRecorder"], None] | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._next = 0
-
-    def after_update(self, policy: Any = None) -> None:
-        super().after_update(policy)
-        while self._next < len(self.marks) and self.steps >= self.marks[self._next]:
-            self._next += 1
-            if self.on_mark is not None:
-                self.on_mark(self._next - 1, self)
-
-    def finish_marks(self) -> None:
-        """Report the marks no update reached (a run may stop just short of a fraction)."""
-        while self._next < len(self.marks):
-            self._next += 1
-            if self.on_mark is not None:
-                self.on_mark(self._next - 1, self)
-
-
-def _partial_summary(rec: Recorder, target: Target) -> dict[str, Any]:
-    from bench.analysis.metrics import summarize
-
-    a = rec.summary_inputs()
-    return summarize(a["steps"], a["wall"], a["returns"], threshold=target.threshold, window=target.window).as_dict()
-
-
-def _one_line(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}".replace("\n", " ")[:500]
-
-
-def run_trial(trial: Any, target: Target) -> float:
-    """The Optuna objective: sample, train every seed, return the mean objective (see module doc)."""
-    import optuna
-    from pydantic import ValidationError
-
-    from bench.algos.common import pin_one_thread
-    from bench.algos.hyperparams import key_view
-    from bench.run.runner import result_of, train_cell
-    from bench.run.store import this_owner
-
-    if target.objective == "auc" and target.random_return is None:
-        raise ValueError(f"target {target.study!r}: auc needs the random-policy return; resolve it with with_anchor()")
-    pin_one_thread()
-    cpu0 = time.process_time()
-    trial.set_user_attr("worker", this_owner())
-    base = key_view(target.params(target.fixed))
-    values = sample(trial, target.space, rollout_of=lambda v: {**base, **v}["n_steps"] * {**base, **v}["n_envs"])
-    hyperparams = {**target.fixed, **values}
-    trial.set_user_attr("hyperparams", hyperparams)
-    try:
-        resolved = key_view(target.params(hyperparams))
-    except ValidationError as e:
-        err = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_url=False))
-        trial.set_user_attr("error", f"invalid hyperparameters: {err}")
-        raise ValueError(f"invalid hyperparameters: {err}") from None
-
-    marks = target.marks()
-    T = target.timesteps
-    scores: list[float] = []
-    solved: list[bool] = []
-
-    def finish(state: str, current_solved: bool = False) -> None:
-        n_solved = sum(solved) + int(current_solved)
-        trial.set_user_attr("seed_scores", scores)
-        trial.set_user_attr("solved", solved)
-        trial.set_user_attr("solved_fraction", n_solved / len(target.seeds))
-        trial.set_user_attr("outcome", state)
-        # What the trial cost (a pack's CPU-hours): this process's CPU seconds, one thread pinned.
-        trial.set_user_attr("cpu_s", round(time.process_time() - cpu0, 3))
-
-    for i, seed in enumerate(target.seeds):
-        cell = target.cell(resolved, seed)
-
-        def on_mark(k: int, rec: CheckpointRecorder, i: int = i) -> None:
-            a = rec.summary_inputs()
-            # Over the checkpoint's steps, not rec.steps (which overshoots by part of a
-            # rollout that differs between trials), so values at one step are comparable.
-            partial = seed_score(a["steps"], a["returns"], target, upto=marks[k])
-            if partial is None or not math.isfinite(partial):
-                return
-            trial.report(float(np.mean(scores + [partial])), step=i * T + marks[k])
-            last = i == len(target.seeds) - 1 and k == len(marks) - 1
-            if not last and trial.should_prune():
-                raise _Prune(f"pruned at seed {seed}, {marks[k]:,} of {T:,} steps")
-
-        rec = CheckpointRecorder(marks=marks, on_mark=on_mark)
-        started = time.time()
-        try:
-            train_cell(cell, rec)
-            rec.finish_marks()
-        except _Prune as e:
-            finish("pruned", _partial_summary(rec, target)["steps_to_threshold"] is not None)
-            raise optuna.TrialPruned(str(e)) from None
-        except Diverged as e:
-            trial.set_user_attr("error", _one_line(e))
-            finish("diverged")
-            raise optuna.TrialPruned(f"diverged at seed {seed}: {e}") from None
-        except Exception as e:  # noqa: BLE001 - any training error fails the trial, with its message
-            trial.set_user_attr("error", _one_line(e))
-            finish("failed")
-            raise
-        summary = result_of(cell, rec, started).summary
-        a = rec.summary_inputs()
-        score = seed_score(a["steps"], a["returns"], target, upto=T)
-        if score is None:
-            trial.set_user_attr("error", f"seed {seed}: no episode finished within {T:,} steps; nothing to score")
-            finish("failed")
-            raise RuntimeError(f"seed {seed}: no episode finished within {T:,} steps; nothing to score")
-        if not math.isfinite(score):
-            finish("diverged")
-            raise optuna.TrialPruned(f"non-finite {target.objective} at seed {seed}")
-        scores.append(score)
-        solved.append(summary["steps_to_threshold"] is not None)
-    finish("complete")
-    return float(np.mean(scores))
-
-
 # --------------------------------------------------------------------------- #
 # Studies on the store's database
 # --------------------------------------------------------------------------- #
@@ -570,7 +129,8 @@ def make_storage(url: str, *, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRA
 
     import sqlalchemy as sa
 
-    from bench.run.store import Store, engine_kwargs, normalise_url
+    from bench.storage.store import Store
+    from bench.storage.urls import engine_kwargs, normalise_url
 
     url = normalise_url(url)
     # Create bench's own tables too (and, for SQLite, the file in WAL mode): the
@@ -647,7 +207,8 @@ def check_studies(targets: list[Target], url: str) -> None:
     """
     import optuna
 
-    from bench.run.store import normalise_url, readonly_engine_args, store_exists
+    from bench.storage.store import store_exists
+    from bench.storage.urls import normalise_url, readonly_engine_args
 
     url = normalise_url(url)
     if not store_exists(url):  # StoreError (one line) when it cannot be reached or is not a bench store
@@ -752,9 +313,9 @@ def optimize(
 
 
 def _worker_main(target: Target, url: str, kw: dict[str, Any], worker: int) -> None:
-    from bench.run.runner import _init_worker
+    from bench.run.pool import init_worker
 
-    _init_worker()  # one torch thread; die with the parent; Ctrl-C is the parent's to handle
+    init_worker()  # one torch thread; die with the parent; Ctrl-C is the parent's to handle
     optimize(target, url, worker=worker, **kw)
 
 

@@ -23,8 +23,8 @@ import numpy as np
 from bench.algos import a2c, a3c
 from bench.algos.hyperparams import resolve
 from bench.analysis.metrics import first_crossing
-from bench.run.record import Recorder
-from bench.run.runner import run_metadata
+from bench.storage.record import Recorder
+from bench.run.provenance import run_metadata
 
 OUT = Path(__file__).resolve().parents[2] / "results" / "a3c-vs-a2c.json"
 SEEDS = range(3)

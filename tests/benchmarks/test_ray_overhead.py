@@ -24,8 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.run.runner import run_local
-from bench.run.store import Store, this_owner
+from bench.run.pool import run_local
+from bench.storage.owners import this_owner
+from bench.storage.store import Store
 from bench.suites.suite import load_suite
 
 SMOKE = Path(__file__).resolve().parents[2] / "suites" / "smoke.yaml"

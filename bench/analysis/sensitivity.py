@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.suites.spaces import readable_name
-from bench.tune.study import OBJECTIVE_VERSIONS, STUDY_ATTR
+from bench.storage.vocabulary import OBJECTIVE_VERSIONS, STUDY_ATTR, readable_name
 
 
 SENSITIVITY_COLUMNS = [
@@ -48,7 +47,7 @@ def trial_score(trial: Any) -> float | None:
     A pruned trial is a configuration the search tried; leaving it out would hide the
     worst of the space and shrink the spread (pruning removes the low tail first). Its
     last value is on the objective's scale: the mean of its finished seeds' objectives
-    and its current seed's objective over the steps it had run (see :mod:`bench.tune.study`).
+    and its current seed's objective over the steps it had run (see :mod:`bench.tune.trial`).
     """
     from optuna.trial import TrialState
 
@@ -122,7 +121,9 @@ def sensitivity_table(store_url: str):
     import pandas as pd
     from optuna.trial import TrialState
 
-    from bench.run.store import StoreError, normalise_url, readonly_engine_args, store_exists
+    from bench.storage.schema import StoreError
+    from bench.storage.store import store_exists
+    from bench.storage.urls import normalise_url, readonly_engine_args
 
     url = normalise_url(store_url)
     try:
@@ -145,7 +146,7 @@ def sensitivity_table(store_url: str):
         """The stored random-policy return (read only: the tuner stored it when it tuned)."""
         if (env_id, threshold) not in anchors:
             from bench.analysis.anchors import stored_anchors
-            from bench.run.store import Store
+            from bench.storage.store import Store
 
             db = Store(url, readonly=True)
             try:

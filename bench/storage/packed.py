@@ -13,7 +13,7 @@ criterion reads them, and ``bench tune`` can go on with them once imported.
 Every read verifies a pack first (:func:`verify`): its manifest lists the sha256 of each of its
 files, and a file that differs, is missing or is not listed, a manifest that is missing or is not a
 manifest, refuses the read in one line (:class:`PackError`) naming the file and how to restore it.
-Commands read packs in place (:mod:`bench.run.packread`); :func:`load` puts them into a store (``bench
+Commands read packs in place (:mod:`bench.storage.packread`); :func:`load` puts them into a store (``bench
 import``), and :func:`unpack` builds a SQLite copy of a folder of packs that records the manifests it was
 built from (the tests read a pack set against it).
 
@@ -22,7 +22,6 @@ built from (the tests read a pack set against it).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -38,16 +37,15 @@ from typing import Any, Callable
 
 import sqlalchemy as sa
 
-from bench.run import store as st
+from bench.storage import schema
+from bench.storage import store as st
+from bench.storage.studies import STUDIES, load_studies, suite_studies, write_studies
 
 #: The tables a pack holds, in the order they are loaded (parents first). ``env_facts`` (what the store
 #: recorded of each env at run time) is optional: packs made before it have none, and read without it.
 TABLES = ("suites", "suite_cells", "runs", "episodes", "diagnostics", "evaluations", "anchors", "env_facts")
 #: Written beside the tables: what the pack is and how it was made.
 MANIFEST = "pack.json"
-#: A tuning suite's studies: Optuna's journal format (JSON lines, written and read by Optuna
-#: itself, so every trial, state, intermediate value and attribute survives), gzipped.
-STUDIES = "studies.journal.gz"
 _COMPRESSION = "zstd"
 #: The manifest's key that lists every file of the pack with its sha256 (hex).
 FILES = "files"
@@ -65,7 +63,7 @@ _CACHE_TABLE = "bench_reference_cache"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-class PackError(st.StoreError):
+class PackError(schema.StoreError):
     """A pack that cannot be trusted or read: ``str(e)`` is one line naming the file and how to restore it."""
 
 
@@ -224,7 +222,7 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
         _write(df, tmp / f"{name}.parquet")
     runs = frames.get("runs")
     done = runs[runs["status"] == "done"] if runs is not None and len(runs) else None
-    study_info = _write_studies(store_url, studies, tmp / STUDIES) if studies else None
+    study_info = write_studies(store_url, studies, tmp / STUDIES) if studies else None
     cpu_s = (float(done["cpu_s"].sum()) if done is not None else 0.0) + (study_info["cpu_s"] if study_info else 0.0)
     manifest = {
         "suite": suite,
@@ -254,7 +252,7 @@ def _suite_frames(db: "st.Store", suite: str, out_dir: Path, beside: list[Path])
     import pandas as pd
 
     with db.engine.connect() as c:
-        keys = [r.key for r in c.execute(sa.select(st.suite_cells.c.key).where(st.suite_cells.c.suite == suite))]
+        keys = [r.key for r in c.execute(sa.select(schema.suite_cells.c.key).where(schema.suite_cells.c.suite == suite))]
         shared: dict[str, int] = {}
         for other in beside:
             f = Path(other) / "runs.parquet"
@@ -264,17 +262,17 @@ def _suite_frames(db: "st.Store", suite: str, out_dir: Path, beside: list[Path])
             if held:
                 shared[Path(other).name] = len(held)
                 keys = [k for k in keys if k not in held]
-        env_ids = sorted(json.loads(c.execute(sa.select(st.suites.c.env_meta).where(st.suites.c.name == suite)).scalar_one()))
+        env_ids = sorted(json.loads(c.execute(sa.select(schema.suites.c.env_meta).where(schema.suites.c.name == suite)).scalar_one()))
         frames = {
-            "suites": pd.read_sql(sa.select(st.suites).where(st.suites.c.name == suite), c),
-            "suite_cells": pd.read_sql(sa.select(st.suite_cells).where(st.suite_cells.c.suite == suite), c),
-            "anchors": pd.read_sql(sa.select(st.anchors).where(st.anchors.c.env_id.in_(env_ids)), c),
-            "env_facts": pd.read_sql(sa.select(st.env_facts).where(st.env_facts.c.env_id.in_(env_ids)), c),
+            "suites": pd.read_sql(sa.select(schema.suites).where(schema.suites.c.name == suite), c),
+            "suite_cells": pd.read_sql(sa.select(schema.suite_cells).where(schema.suite_cells.c.suite == suite), c),
+            "anchors": pd.read_sql(sa.select(schema.anchors).where(schema.anchors.c.env_id.in_(env_ids)), c),
+            "env_facts": pd.read_sql(sa.select(schema.env_facts).where(schema.env_facts.c.env_id.in_(env_ids)), c),
         }
         for name in ("runs", "episodes", "diagnostics", "evaluations"):
-            t = st.metadata.tables[name]
+            t = schema.metadata.tables[name]
             order = [t.c.key] + ([t.c.idx] if "idx" in t.c else [t.c.id] if "id" in t.c else [])
-            parts = [st.read_frame(c, sa.select(t).where(t.c.key.in_(keys[i:i + 500])).order_by(*order))
+            parts = [schema.read_frame(c, sa.select(t).where(t.c.key.in_(keys[i:i + 500])).order_by(*order))
                      for i in range(0, len(keys), 500)]
             df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[col.name for col in t.c])
             frames[name] = df.drop(columns=["id"]) if name == "diagnostics" else df
@@ -294,162 +292,8 @@ def _without_policies(meta: Any) -> Any:
     return json.dumps(d, default=str)
 
 
-def suite_studies(store_url: str, suite: str | None = None) -> list[str]:
-    """The names of the store's ``bench tune`` studies of tuning suite ``suite`` (every suite's with
-    ``None``), sorted; none where the store has no Optuna tables."""
-    return sorted(n for n, tag in _study_tags(store_url).items() if suite is None or tag.get("suite") == suite)
-
-
-def tuning_suites(store_url: str) -> list[str]:
-    """The tuning suites the store has ``bench tune`` studies of, sorted."""
-    return sorted({tag.get("suite") for tag in _study_tags(store_url).values()} - {None})
-
-
-def _study_tags(store_url: str) -> dict[str, dict]:
-    """Study name → its bench settings (:data:`bench.run.store.STUDY_ATTR`), for the bench studies in the store."""
-    import optuna
-
-    if not _has_studies(store_url):
-        return {}
-    with _optuna_storage(store_url) as storage:
-        summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
-    return {s.study_name: tag for s in summaries if (tag := s.user_attrs.get(st.STUDY_ATTR))}
-
-
-@contextlib.contextmanager
-def _optuna_storage(store_url: str, *, durable: bool = True):
-    """Optuna's storage on the store, its connections closed on leaving: a SQLite file that is then moved
-    (:func:`unpack` builds beside the cache) must have no connection left open on it.
-
-    :param durable: False for a SQLite file that is thrown away if the process dies (the cache being
-        built): its commits then skip the disk syncs, a third of copying the reference's studies
-        (Optuna commits once per trial).
-    """
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = optuna.storages.RDBStorage(store_url)
-    if not durable and storage.engine.dialect.name == "sqlite":
-        def _unsynced(dbapi_conn, _record):
-            dbapi_conn.execute("PRAGMA synchronous=OFF")
-            dbapi_conn.execute("PRAGMA journal_mode=MEMORY")
-
-        sa.event.listen(storage.engine, "connect", _unsynced)
-        storage.engine.dispose()  # the connection Optuna opened to make its tables has not run it
-    try:
-        yield storage
-    finally:
-        storage.engine.dispose()
-
-
-def _has_studies(store_url: str) -> bool:
-    """Whether the store holds Optuna's tables (opening it with Optuna would create them)."""
-    eng = sa.create_engine(store_url)
-    try:
-        with eng.connect() as c:
-            return sa.inspect(c).has_table("studies") and sa.inspect(c).has_table("trials")
-    finally:
-        eng.dispose()
-
-
-def _write_studies(store_url: str, names: list[str], path: Path) -> dict:
-    """Copy studies ``names`` into an Optuna journal, gzipped at ``path``; returns what they hold:
-    ``count``, ``trials`` (per state) and ``cpu_s`` (the trials' recorded training CPU seconds)."""
-    import gzip
-    import tempfile
-
-    import optuna
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-
-    states: dict[str, int] = {}
-    cpu_s = 0.0
-    with tempfile.TemporaryDirectory() as d, _optuna_storage(store_url) as src:
-        journal = Path(d) / "studies.journal"
-        to = JournalStorage(JournalFileBackend(str(journal)))
-        for name in names:
-            optuna.copy_study(from_study_name=name, from_storage=src, to_storage=to)
-            for t in optuna.load_study(study_name=name, storage=src).get_trials(deepcopy=False):
-                states[t.state.name.lower()] = states.get(t.state.name.lower(), 0) + 1
-                cpu_s += float(t.user_attrs.get("cpu_s") or 0.0)
-        # The same studies give the same bytes, so a reader's cache fingerprint stays put: each journal line's
-        # writer (a random id per JournalStorage) is one name, and the gzip header carries no time.
-        lines = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
-        text = "".join(json.dumps({**op, "worker_id": "bench-pack"} if "worker_id" in op else op) + "\n" for op in lines)
-        path.write_bytes(gzip.compress(text.encode(), mtime=0))
-    return {"count": len(names), "trials": dict(sorted(states.items())), "cpu_s": cpu_s}
-
-
-#: What a trial that was running when its study was copied out of its store says (user attr ``error``).
-CUT_OFF = "cut off: running when its study was copied from another store, where its worker stayed; re-queued with the same parameters"
-
-
-def requeue_cut_off(storage: Any, study_name: str) -> list[int]:
-    """Fail the RUNNING trials of a study copied from another store, and re-queue each with its parameters.
-
-    A copy (``bench import`` of a pack, or the reference cache) carries a trial that was running where it
-    was packed, but not its worker nor its heartbeats: Optuna's heartbeat check only fails trials that
-    have one, so such a trial would stay RUNNING for ever, counted neither done nor failed, and its
-    configuration never tried. It is failed here (``error``: :data:`CUT_OFF`) and re-queued as a killed
-    worker's trial is (:data:`bench.run.store.MAX_RETRY`, Optuna's ``RetryHeartbeatStaleTrialCallback``), so the next
-    ``bench tune`` runs it first. Every RUNNING trial is taken as cut off, which is right only for a
-    study no worker is tuning (one just copied). Returns the numbers failed.
-    """
-    import warnings
-
-    import optuna
-    from optuna.trial import TrialState
-
-    study = optuna.load_study(study_name=study_name, storage=storage)
-    failed = []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            # Enqueued first, so the retry does not inherit the error set below.
-            optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=st.MAX_RETRY)(study, t)
-        storage.set_trial_user_attr(t._trial_id, "error", CUT_OFF)
-        storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-        failed.append(t.number)
-    return failed
-
-
-def load_studies(packs: list[Path], store_url: str, *, durable: bool = True) -> int:
-    """Copy the studies of ``packs`` (their :data:`STUDIES`) into the store at ``store_url``; a study the
-    store already has (by name) is kept as it is, as :func:`load` keeps runs. A trial that was running
-    where the study was packed is failed and re-queued with its parameters
-    (:func:`requeue_cut_off`). Returns the studies added. ``durable``: as for
-    :func:`_optuna_storage` (False only for a file that is thrown away if the process dies)."""
-    import gzip
-    import tempfile
-
-    import optuna
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-
-    files = [Path(p) / STUDIES for p in packs if (Path(p) / STUDIES).is_file()]
-    if not files:
-        return 0
-    have = set(suite_studies(store_url))
-    added = 0
-    with _optuna_storage(store_url, durable=durable) as dest:
-        for f in files:
-            with tempfile.TemporaryDirectory() as d:
-                journal = Path(d) / "studies.journal"
-                journal.write_bytes(gzip.decompress(f.read_bytes()))
-                src = JournalStorage(JournalFileBackend(str(journal)))
-                for name in sorted(optuna.get_all_study_names(src)):
-                    if name in have:
-                        continue
-                    optuna.copy_study(from_study_name=name, from_storage=src, to_storage=dest)
-                    requeue_cut_off(dest, name)  # no worker of this store runs them
-                    have.add(name)
-                    added += 1
-    return added
-
-
-#: Episode clock columns as a pack stores them: integer milliseconds (see :data:`bench.run.store.CLOCK_DECIMALS`).
 CLOCKS_MS = {"wall_s": "wall_ms", "cpu_s": "cpu_ms"}
-_MS_PER_S = 10.0 ** st.CLOCK_DECIMALS  # the store's resolution is the pack's unit
+_MS_PER_S = 10.0 ** schema.CLOCK_DECIMALS  # the store's resolution is the pack's unit
 
 
 def clocks_to_ms(episodes):
@@ -697,7 +541,7 @@ def load(packs: list[Path], db: "st.Store") -> dict[str, int]:
                 df = pd.read_parquet(f)
                 if name == "runs":
                     have = {r.key for i in range(0, len(df), 500) for r in c.execute(
-                        sa.select(st.runs.c.key).where(st.runs.c.key.in_(list(df["key"][i:i + 500]))))}
+                        sa.select(schema.runs.c.key).where(schema.runs.c.key.in_(list(df["key"][i:i + 500]))))}
                     df = df[~df["key"].isin(have)]
                     new_runs = set(df["key"])
                     counts["new"] += len(new_runs)
@@ -708,10 +552,10 @@ def load(packs: list[Path], db: "st.Store") -> dict[str, int]:
                     continue
                 if name == "episodes":
                     df = clocks_to_s(df)
-                table = st.metadata.tables[name]
+                table = schema.metadata.tables[name]
                 df = df[[col for col in df.columns if col in table.c]]
                 if name in ("episodes", "diagnostics", "evaluations"):  # millions of rows of plain numbers
-                    st.insert_frame(c, table, df)
+                    schema.insert_frame(c, table, df)
                 else:
-                    c.execute(st._insert(c, table).on_conflict_do_nothing(), df.astype(object).where(df.notna(), None).to_dict("records"))
+                    c.execute(schema.dialect_insert(c, table).on_conflict_do_nothing(), df.astype(object).where(df.notna(), None).to_dict("records"))
     return counts

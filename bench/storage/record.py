@@ -8,7 +8,7 @@ the very same code. Algorithms feed it diagnostics and call
 periodic deterministic evaluation happen.
 
 The recorder knows nothing of stores or suites: it only collects. The runner
-turns what it holds into rows (see :mod:`bench.run.store`).
+turns what it holds into rows (see :mod:`bench.storage.store`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Packs read in place: a folder of packs answers the reads a report or ``bench recommend`` makes of a store,
 straight from its Parquet files, with no SQLite unpack.
 
-:class:`PackSet` has the read methods of :class:`bench.run.store.Store` that the analysis uses
+:class:`PackSet` has the read methods of :class:`bench.storage.store.Store` that the analysis uses
 (``suite_names``, ``suite_specs``, ``runs_frame``, ``env_facts``, ``anchors``, ``episodes_for``,
 ``diagnostics_for``, ``last_evaluations``), and gives the frames a store built from the same packs
-(:func:`bench.run.packed.unpack`) gives: the same rows, columns and order. Several packs read as one
-store as :func:`bench.run.packed.load` fills one: the first pack (in the order given) that holds a
+(:func:`bench.storage.packed.unpack`) gives: the same rows, columns and order. Several packs read as one
+store as :func:`bench.storage.packed.load` fills one: the first pack (in the order given) that holds a
 suite, suite cell, run, anchor or env's facts wins, and a run's episodes, diagnostics and evaluations
 come from the pack whose run is read.
 
@@ -15,7 +15,7 @@ CPU seconds for the shipped reference's 3.8M episode rows (docs/reference.md, "H
 and a second engine would add tens of MB to every install for a gain not measured here.
 
 Every pack is verified against its manifest's sha256 list when the set is opened
-(:func:`bench.run.packed.verify`), unless the caller has just done so.
+(:func:`bench.storage.packed.verify`), unless the caller has just done so.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
-from bench.run import packed
-from bench.run import store as st
+from bench.storage import packed
+from bench.storage import store as st
+from bench.storage.studies import load_studies
 
-#: The columns and order of :meth:`bench.run.store.Store.runs_frame`.
+#: The columns and order of :meth:`bench.storage.store.Store.runs_frame`.
 RUN_COLUMNS = ("suite", "env", "algo", "impl", "label", "seed", "status", "attempt", "timesteps", "threshold", "window",
                "total_steps", "episodes", "wall_s", "cpu_s", "steps_to_threshold", "seconds_to_threshold",
                "final_return", "auc", "error", "key", "started_at", "finished_at", "config", "meta")
@@ -39,8 +40,8 @@ SCHEME = "packs:"
 class PackSet:
     """The packs ``packs`` (folders with a manifest), read as one read-only store.
 
-    :param verified: the caller has just verified every pack (:func:`bench.run.packed.verified_packs`).
-    :raises bench.run.packed.PackError: a pack fails its check.
+    :param verified: the caller has just verified every pack (:func:`bench.storage.packed.verified_packs`).
+    :raises bench.storage.packed.PackError: a pack fails its check.
     """
 
     readonly = True
@@ -66,7 +67,7 @@ class PackSet:
 
     # -- the small tables, read once ------------------------------------------
     def _small(self, name: str, key: Sequence[str]):
-        """Table ``name`` of every pack, first pack winning per ``key`` (as :func:`bench.run.packed.load`)."""
+        """Table ``name`` of every pack, first pack winning per ``key`` (as :func:`bench.storage.packed.load`)."""
         import pandas as pd
 
         if name not in self._tables:
@@ -103,7 +104,7 @@ class PackSet:
         return self.suite_env_metas([name]).get(name)
 
     def runs_frame(self, suite: str | None = None):
-        """One row per (suite, run), as :meth:`bench.run.store.Store.runs_frame`."""
+        """One row per (suite, run), as :meth:`bench.storage.store.Store.runs_frame`."""
         cells = self._small("suite_cells", ["suite", "key"])
         if suite is not None:
             cells = cells[cells["suite"] == suite]
@@ -117,7 +118,7 @@ class PackSet:
         return {e: json.loads(x) for e, x in zip(f["env_id"], f["facts"])} if len(f) else {}
 
     def anchors(self) -> dict[tuple[str, float, int, int], Any]:
-        """Anchor rows by ``(env_id, threshold, episodes, seed)``, as :meth:`bench.run.store.Store.anchors`."""
+        """Anchor rows by ``(env_id, threshold, episodes, seed)``, as :meth:`bench.storage.store.Store.anchors`."""
         a = self._small("anchors", ["env_id", "threshold", "episodes", "seed"])
         return {(r.env_id, float(r.threshold), int(r.episodes), int(r.seed)): SimpleNamespace(**r._asdict())
                 for r in a.itertuples(index=False)}
@@ -180,7 +181,7 @@ class PackSet:
 
     def episodes_for(self, keys: Sequence[str]):
         """``key, step, wall_s, cpu_s, ret`` of the runs ``keys``, grouped by run in episode order, clocks in
-        seconds as a store holds them (:func:`bench.run.packed.clocks_to_s`, here in Arrow: the same floats)."""
+        seconds as a store holds them (:func:`bench.storage.packed.clocks_to_s`, here in Arrow: the same floats)."""
         import pandas as pd
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -220,7 +221,7 @@ class PackSet:
         return any((p / packed.STUDIES).is_file() for p in self.packs)
 
     def studies_url(self) -> str:
-        """A store URL the tuner's sensitivity table (:func:`bench.tune.sensitivity.sensitivity_table`) reads
+        """A store URL the tuner's sensitivity table (:func:`bench.analysis.sensitivity.sensitivity_table`) reads
         the packs' tuning studies from. Optuna reads studies only through its own storages, so the journals
         are copied, once per set, into a SQLite store in a private temporary folder, with bench's tables and
         the packs' anchors (the table reads a bench store, and scales a study's final returns by its env's
@@ -236,7 +237,7 @@ class PackSet:
                     db.put_anchor(env_id, float(a.random_return), threshold, episodes, seed)
             finally:
                 db.dispose()
-            packed.load_studies(self.packs, url, durable=False)
+            load_studies(self.packs, url, durable=False)
         return f"sqlite:///{Path(self._studies.name) / 'studies.db'}"
 
 
@@ -255,10 +256,10 @@ def _concat(files: list[Path], tags: list[int] | None = None):
 
 
 def open_reader(source: Any):
-    """A reader for ``source``: a :class:`PackSet` or :class:`bench.run.store.Store` given is returned as it
+    """A reader for ``source``: a :class:`PackSet` or :class:`bench.storage.store.Store` given is returned as it
     is; a ``packs:FOLDER`` URL opens the packs in that folder (verified); any other URL opens the store at
     it read-only. The caller disposes of what this opens (:func:`owned` says whether it opened one)."""
-    from bench.run.store import Store
+    from bench.storage.store import Store
 
     if not isinstance(source, str):
         return source

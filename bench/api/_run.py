@@ -1,0 +1,472 @@
+"""Running a suite: the plan (what would run, its cost), the run itself with callbacks for progress,
+what a store records of each env, and where each hyperparameter came from."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from bench.api._common import BadInput, store_url
+
+# --------------------------------------------------------------------------- #
+# A store describes its envs
+# --------------------------------------------------------------------------- #
+def _spaces(env_id: str) -> dict[str, str]:
+    """The raw env's spaces, in Gymnasium's own words (``Discrete(2)``, ``Box(-inf, inf, (4,), float32)``)."""
+    from bench.envs.registry import make_raw
+
+    env = make_raw(env_id)
+    try:
+        return {"action_space": str(env.action_space), "observation_space": str(env.observation_space)}
+    finally:
+        env.close()
+
+
+def record_env_facts(store: Any, env_meta: dict[str, dict[str, Any]],
+                     log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Record in ``store`` what a reader needs of each env of ``env_meta`` (a suite's, as validated:
+    threshold and its source, traits, horizon, time scale), with the env's spaces and its normalisation
+    anchor, computed here while the env's package is importable (``bench run``'s process). Reports,
+    ``bench recommend`` and exports then read them from the store alone (``env_facts``, ``anchors``).
+
+    :param store: a writable :class:`bench.storage.store.Store`.
+    :param log: told about anchors computed, and about an env whose facts could not all be gathered
+        (what could be is still recorded).
+    :returns: env key → the facts recorded.
+    """
+    from bench.analysis.anchors import ensure_anchors
+
+    out: dict[str, dict[str, Any]] = {}
+    for env_id, meta in env_meta.items():
+        facts = {k: v for k, v in meta.items() if k != "traits_declared"}
+        try:
+            facts.update(_spaces(env_id))
+        except Exception as e:  # noqa: BLE001 - a fact that cannot be had is left out, never a failed run
+            if log:
+                log(f"{env_id}: its spaces are not recorded ({type(e).__name__}: {e})")
+        if meta.get("threshold") is not None:
+            try:
+                a = ensure_anchors(store, {env_id: meta["threshold"]}, log=log,
+                                   families={env_id: meta.get("family")}).get(env_id)
+            except Exception as e:  # noqa: BLE001 - as above: a report computes it later, or says it is missing
+                a = None
+                if log:
+                    log(f"{env_id}: its normalisation anchor is not recorded ({type(e).__name__}: {e})")
+            if a is not None:
+                facts["anchor"] = {"random_return": a.random_return, "threshold": a.threshold,
+                                   "episodes": a.episodes, "seed": a.seed}
+        out[env_id] = facts
+    store.put_env_facts(out)
+    return out
+
+
+# --------------------------------------------------------------------------- #
+# Where each hyperparameter came from
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class HyperparamRow:
+    """One resolved value of one label on one env: ``source`` is ``default`` (the algorithm's, or the
+    continuous-control default for ``normalize``), ``zoo`` (rl-baselines3-zoo's tuned values), ``suite``
+    (``hyperparams``, ``env_hyperparams`` or the env's ``vec_env``) or ``--set``."""
+
+    label: str
+    env: str
+    name: str
+    value: Any
+    source: str
+
+
+def resolved_hyperparams(loaded: Any) -> list[HyperparamRow]:
+    """Every label's resolved hyperparameters on every env of ``loaded`` (a
+    :class:`bench.suites.suite.LoadedSuite`), as its cells hold them, each with its source: the layers
+    of :func:`bench.algos.hyperparams.resolve` read back (defaults ← zoo ← suite ← ``--set``)."""
+    from bench.algos.hyperparams import zoo_defaults
+    from bench.envs import parse_env_key
+
+    suite = loaded.suite
+    set_paths = {o.path for o in getattr(loaded, "overrides", ())}
+    first: dict[tuple[str, str], Any] = {}
+    for c in loaded.cells:
+        first.setdefault((c.label, c.env_id), c)
+    rows: list[HyperparamRow] = []
+    for j, a in enumerate(suite.algorithms):
+        for i, e in enumerate(suite.envs):
+            cell = first.get((a.display, e.key))
+            if cell is None:
+                continue
+            over_name = e.key if e.key in a.env_hyperparams else e.id
+            over = a.env_hyperparams.get(over_name, {})
+            zoo = {} if a.impl == "python" else zoo_defaults(a.algo, parse_env_key(e.key)[1])
+            for name, value in cell.hyperparams.items():
+                if name in over:
+                    path = f"algorithms[{j}].env_hyperparams.{over_name}.{name}"
+                    src = "--set" if path in set_paths else "suite"
+                elif name in a.hyperparams:
+                    src = "--set" if f"algorithms[{j}].hyperparams.{name}" in set_paths else "suite"
+                elif name == "vec_env":
+                    where = f"envs[{i}].vec_env" if e.vec_env else "defaults.vec_env"
+                    src = "--set" if where in set_paths else "suite"
+                elif name in zoo:
+                    src = "zoo"
+                else:
+                    src = "default"
+                rows.append(HyperparamRow(a.display, e.key, name, value, src))
+    return rows
+
+
+def hyperparams_lines(loaded: Any, shown: set[tuple[str, str]]) -> list[str]:
+    """``bench run --dry-run``'s account of the hyperparameters: the overrides, then for each (label, env)
+    of ``shown`` its resolved values grouped by source (``--set``, suite, zoo, default), wrapped at 100."""
+    import json
+    import textwrap
+
+    out = ["overrides: " + "; ".join(o.text for o in loaded.overrides)] if loaded.overrides else []
+    rows = [r for r in resolved_hyperparams(loaded) if (r.label, r.env) in shown]
+    for label, env in dict.fromkeys((r.label, r.env) for r in rows):
+        out.append(f"{label} on {env}:")
+        for src in ("--set", "suite", "zoo", "default"):
+            got = [f"{r.name}={json.dumps(r.value)}" for r in rows if (r.label, r.env, r.source) == (label, env, src)]
+            if got:
+                out.append(textwrap.fill(", ".join(got), width=100, initial_indent=f"  {src + ':':<9}",
+                                         subsequent_indent=" " * 11))
+    return out
+
+
+# --------------------------------------------------------------------------- #
+# Running a suite
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class RunPlan:
+    """A suite checked against its store, nothing written yet: what :func:`run_suite` would run.
+
+    ``cells`` are the suite's cells ``only`` selected (their keys, envs, labels, seeds and budgets);
+    ``cost`` is the estimate :mod:`bench.suites.cost` makes of them.
+    """
+
+    loaded: Any
+    url: str
+    cells: list
+    cost: Any
+    executor: str = "local"
+    address: str | None = None
+    workers: int = 1
+    #: With a Ray cluster address: at most this many cells at once (``None``: as many as the cluster takes).
+    max_in_flight: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.loaded.suite.name
+
+    def with_outputs(self, outputs: Any) -> "RunPlan":
+        """This plan with every cell writing ``outputs`` (:class:`bench.suites.suite.Outputs`)."""
+        import dataclasses
+
+        return dataclasses.replace(self, cells=[dataclasses.replace(c, outputs=outputs) for c in self.cells])
+
+
+@dataclass
+class SuiteRun:
+    """What one :func:`run_suite` call did. ``results``: ``(cell, outcome)`` in the order the cells ended;
+    ``interrupted``: the signal that stopped it (its finished cells are kept), else ``None``."""
+
+    suite: str
+    url: str
+    cells: int
+    done_before: int
+    busy: int
+    remeasured: int
+    results: list = field(default_factory=list)
+    seconds: float = 0.0
+    interrupted: int | None = None
+
+    @property
+    def failed(self) -> list:
+        return [(c, o) for c, o in self.results if o.status == "failed"]
+
+    def frame(self):
+        """One row per cell this call ran: ``key, env, label, seed, status, final_return, steps_to_threshold,
+        wall_s, error``."""
+        import pandas as pd
+
+        return pd.DataFrame([{"key": c.key, "env": c.env_id, "label": c.label, "seed": c.seed, "status": o.status,
+                              "final_return": o.summary.get("final_return"),
+                              "steps_to_threshold": o.summary.get("steps_to_threshold"), "wall_s": o.wall_s,
+                              "error": o.error} for c, o in self.results],
+                            columns=["key", "env", "label", "seed", "status", "final_return", "steps_to_threshold",
+                                     "wall_s", "error"])
+
+
+def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = None,
+             overrides: list[str] | tuple[str, ...] = (), workers: int | None = None, executor: str = "local",
+             address: str | None = None, outputs: Any = None) -> RunPlan:
+    """Check ``suite`` (a YAML file) and the ``store`` URL (default ``sqlite:///results/bench.db``), select the
+    cells ``only`` names (e.g. ``"env=CartPole-v1,algo=ppo"``), and estimate their cost. Writes nothing.
+
+    :param overrides: ``PATH=VALUE`` changes to the file (``bench run --set``), checked as the file is.
+    :param outputs: the cells' :class:`bench.suites.suite.Outputs` (saved policies, TensorBoard, W&B);
+        default: policies beside a SQLite store, else under ``results/policies``.
+    :raises BadInput: the suite, ``only``, the URL or the executor options are wrong (one line each).
+    """
+    import dataclasses
+
+    import sqlalchemy as sa
+
+    from bench.run.saving import policies_dir
+    from bench.suites.cost import estimate
+    from bench.suites.suite import Outputs, SuiteError, load_suite, parse_only, select
+
+    try:
+        loaded = load_suite(Path(suite), overrides)
+    except SuiteError as e:
+        raise BadInput(e.lines) from None
+    try:
+        filt = parse_only(only)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+    url = store_url(store)
+    if outputs is None:
+        outputs = Outputs(policies=str(policies_dir(url).resolve()))
+    cells = [dataclasses.replace(c, outputs=outputs) for c in select(loaded.cells, filt)]
+    if not cells:
+        raise BadInput(f"--only: {only!r} matches none of the {len(loaded.cells)} cells of {suite}")
+    if executor not in ("local", "ray"):
+        raise BadInput(f"--executor: {executor!r} is not allowed; allowed: local, ray")
+    if address is not None:
+        from bench.run.ray_executor import check_address
+
+        if executor != "ray":
+            raise BadInput(f"--address: only used with --executor ray (got --address {address!r} with --executor "
+                           f"{executor})")
+        if (why := check_address(address)) is not None:
+            raise BadInput(f"--address: {why}")
+        if sa.engine.make_url(url).get_backend_name() == "sqlite":
+            # Every worker must reach the store, and SQLite's locking is only safe on one host.
+            raise BadInput(f"--store: SQLite is not for several hosts; with --executor ray --address give a "
+                           f"PostgreSQL store, e.g. postgresql+psycopg://USER@HOST:5432/DB (got {store!r})")
+    return RunPlan(loaded, url, cells, estimate(cells, loaded.env_meta), executor, address,
+                   workers or os.cpu_count() or 1, workers if address else None)
+
+
+def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: str | None = None,
+              overrides: list[str] | tuple[str, ...] = (), workers: int | None = None, executor: str = "local",
+              address: str | None = None, replace: bool = False, remeasure: bool = False, yes: bool = False,
+              on_start: Callable[[SuiteRun, list], None] | None = None,
+              on_done: Callable[[Any, Any], None] | None = None,
+              on_poll: Callable[[dict[str, float]], None] | None = None,
+              log: Callable[[str], None] | None = None) -> SuiteRun:
+    """Run a suite's cells that are not done yet (``bench run``), and return what happened.
+
+    ``suite`` is a YAML file (checked with :func:`plan_run`, which takes ``store``, ``only``, ``overrides``,
+    ``workers``, ``executor`` and ``address``) or a :class:`RunPlan`. Cells another runner holds are left to it;
+    with ``remeasure``, done runs that shared their core are run again and replaced only if the new run had its
+    core to itself. Callbacks: ``on_start(run, todo)`` once the store is registered, ``on_done(cell, outcome)``
+    as each cell ends, ``on_poll({key: fraction})`` every few seconds for the cells in flight.
+
+    :raises BadInput: as :func:`plan_run`; the store already holds another suite of that name (unless
+        ``replace``); the estimated cost needs confirming (over 1,000 CPU-hours) and ``yes`` is not set;
+        Ray is not installed or its cluster cannot be reached.
+    """
+    import time
+
+    from bench.run.progress import LiveProgress
+    from bench.run.pool import Interrupted, run_local
+    from bench.run.runner import HEARTBEAT_EVERY_S
+    from bench.storage.owners import is_claimable, this_owner
+    from bench.storage.schema import SuiteConflict
+    from bench.storage.store import Store
+    from bench.storage.vocabulary import contended_done
+
+    plan = suite if isinstance(suite, RunPlan) else plan_run(
+        suite, store, only=only, overrides=overrides, workers=workers, executor=executor, address=address)
+    if plan.cost.needs_confirmation() and not yes:
+        raise BadInput(f"{plan.loaded.path}: the cells to run would take {plan.cost.line()}; to start it, run again "
+                       "with --yes (or lower the budgets)")
+    if plan.executor == "ray":
+        from bench.run.ray_executor import RayUnavailable, connect
+
+        try:  # a cluster that cannot be reached is found out before anything is written
+            import ray  # noqa: F401
+
+            if plan.address is not None:
+                connect(plan.address)  # stopped at exit: ray.init registers ray.shutdown with atexit
+        except ImportError:
+            raise BadInput("--executor: ray is not installed; install it with pip install 'bench[ray]' (allowed: "
+                           "local, ray)") from None
+        except RayUnavailable as e:
+            raise BadInput(f"--address: {e}") from None
+    db = Store(plan.url)
+    try:
+        db.register(plan.name, str(plan.loaded.path), plan.loaded.suite.model_dump(mode="json"),
+                    plan.loaded.env_meta, plan.loaded.cells, replace=replace)
+    except SuiteConflict as e:
+        raise BadInput(f"{plan.loaded.path}: name: {e}") from None
+    # The store describes its envs (traits, spaces, threshold, anchor, time scale), so it is read later
+    # without importing them: recorded here, where the env's package is importable.
+    record_env_facts(db, {c.env_id: plan.loaded.env_meta[c.env_id] for c in plan.cells}, log=log)
+    cells = plan.cells
+    rows = db.rows([c.key for c in cells])
+    todo = [c for c in cells if is_claimable(rows[c.key])]
+    done_before = sum(rows[c.key].status == "done" for c in cells)
+    again = frozenset(contended_done(rows) if remeasure else ())
+    todo += [c for c in cells if c.key in again]
+    run = SuiteRun(plan.name, plan.url, len(cells), done_before, len(cells) - len(todo) - done_before + len(again),
+                   len(again))
+    if on_start is not None:
+        on_start(run, todo)
+    if not todo:
+        return run
+
+    def finished(cell, outcome) -> None:
+        run.results.append((cell, outcome))
+        live.finished(cell.key)
+        if on_done is not None:
+            on_done(cell, outcome)
+
+    live = LiveProgress(db.rows, [c.key for c in todo], on_poll or (lambda _: None), every=HEARTBEAT_EVERY_S)
+    t0 = time.perf_counter()
+    try:
+        with live:
+            if plan.executor == "ray":
+                from bench.run.ray_executor import run_ray
+
+                run_ray(plan.url, todo, finished, num_cpus=plan.workers,
+                        max_in_flight=plan.max_in_flight, remeasure=again)
+            else:
+                run_local(plan.url, todo, this_owner(), plan.workers, finished, remeasure=again)
+    except Interrupted as e:
+        run.interrupted = e.signum
+    run.seconds = time.perf_counter() - t0
+    return run
+
+
+def run_outputs(url: str, tensorboard: Path | None = None, wandb: str | None = None,
+                artifacts: Path | None = None) -> Any:
+    """``bench run``'s ``--tensorboard``, ``--wandb`` and ``--artifacts`` as the cells'
+    :class:`bench.suites.suite.Outputs`, checked. Paths are made absolute here: a Ray worker need not share
+    this process's working directory.
+
+    :raises BadInput: a logger whose extra is not installed, a bad W&B project name, a path that cannot be written.
+    """
+    from bench.api._common import writable
+    from bench.run.loggers import missing
+    from bench.run.saving import policies_dir
+    from bench.suites.suite import Outputs
+
+    for flag, given in (("--tensorboard", tensorboard), ("--wandb", wandb)):
+        if given is not None and (why := missing(flag)):
+            raise BadInput(why)
+    if wandb is not None and (not wandb.strip() or any(c in wandb for c in "/\\#?%:")):
+        raise BadInput(f"--wandb: {wandb!r} is not a W&B project name; allowed: a name without / \\ # ? % :")
+    tb, art = (None if p is None else str(writable(f, p, folder=True).resolve())
+               for f, p in (("--tensorboard", tensorboard), ("--artifacts", artifacts)))
+    return Outputs(policies=art or str(policies_dir(url).resolve()), tensorboard=tb, wandb=wandb)
+
+
+def contended_keys(url: str, cells: list) -> set[str]:
+    """Keys of the done runs among ``cells`` that shared their core (``bench run --remeasure contended``
+    would run them again), read without writing anything; none where there is no store yet."""
+    from bench.storage.schema import StoreMissing
+    from bench.storage.store import Store
+    from bench.storage.vocabulary import contended_done
+
+    try:
+        db = Store(url, readonly=True)
+    except StoreMissing:
+        return set()
+    try:
+        return contended_done(db.rows([c.key for c in cells]))
+    finally:
+        db.dispose()
+
+
+@dataclass(frozen=True)
+class CellStatus:
+    """One cell of :func:`status`: where it stands, as plain values (``None``: not known).
+
+    :param state: pending | running | done | failed | interrupted | stale (running, its owner dead or
+        silent) | stalled (running and beating, its env steps not growing).
+    :param heartbeat_s: seconds since a running run last reported.
+    :param progress: how far a running run is (``412,160 of 1,000,000 (41%, ~13 min left)``).
+    """
+
+    env_id: str
+    label: str
+    seed: int
+    state: str
+    attempt: int = 0
+    host: str = ""
+    heartbeat_s: float | None = None
+    progress: str | None = None
+    total_steps: int | None = None
+    final_return: float | None = None
+    steps_to_threshold: int | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class SuiteStatus:
+    """``bench status``: every cell of a suite (:class:`CellStatus`), the count of each state, and how many
+    done runs shared their core (wall > ``contention_ratio`` × CPU seconds)."""
+
+    name: str
+    cells: list[CellStatus]
+    counts: dict[str, int]
+    contended: int
+    contention_ratio: float
+
+
+def status(suite: str | Path, store: str | None = None, *, overrides: list[str] | tuple[str, ...] = ()) -> SuiteStatus:
+    """Where each cell of ``suite`` stands in ``store``, read without writing anything (on a cluster: every
+    host's runs).
+
+    :raises BadInput: the suite or URL is wrong, or there is no store at the URL (a mistyped ``--store``:
+        a table of pending cells would hide it).
+    :raises bench.storage.schema.StoreError: a store that cannot be reached or is not a bench store.
+    """
+    import time
+
+    from bench.run.progress import is_stalled, run_progress
+    from bench.storage.owners import is_claimable, owner_host
+    from bench.storage.schema import StoreMissing
+    from bench.storage.store import Store
+    from bench.storage.urls import describe_url
+    from bench.storage.vocabulary import CONTENTION_RATIO, contended_done, cpu_budget
+    from bench.suites.suite import SuiteError, load_suite
+
+    try:
+        loaded = load_suite(Path(suite), overrides)
+    except SuiteError as e:
+        raise BadInput(e.lines) from None
+    url = store_url(store)
+    try:
+        db = Store(url, readonly=True)  # an unreachable or foreign store is an error, never "all pending"
+    except StoreMissing:
+        raise BadInput(f"--store: no results store at {describe_url(url)}; allowed: a store `bench run {suite}` "
+                       "wrote (it has not run yet, or --store names another file)") from None
+    try:
+        rows = db.rows([c.key for c in loaded.cells])
+    finally:
+        db.dispose()
+    cells: list[CellStatus] = []
+    counts: dict[str, int] = {}
+    now = time.time()
+    for c in loaded.cells:
+        r = rows.get(c.key)
+        state = "pending" if r is None else r.status
+        if r is not None and state == "running" and is_claimable(r):
+            state = "stale"  # its runner died; the next `bench run` re-runs it
+        elif r is not None and is_stalled(r):
+            state = "stalled"  # alive, but no env step for STALL_AFTER_S seconds
+        counts[state] = counts.get(state, 0) + 1
+        if r is None:
+            cells.append(CellStatus(c.env_id, c.label, c.seed, state))
+            continue
+        cells.append(CellStatus(
+            c.env_id, c.label, c.seed, state, r.attempt or 0, owner_host(r.owner) or "",
+            now - r.heartbeat_at if r.status == "running" and r.heartbeat_at else None,
+            run_progress(r.total_steps, r.timesteps, r.started_at, now, r.cpu_s, cpu_budget(r.config))
+            if state in ("running", "stalled") else None,
+            r.total_steps, r.final_return, r.steps_to_threshold, (r.error or "")[:60]))
+    return SuiteStatus(loaded.suite.name, cells, counts, len(contended_done(rows)), CONTENTION_RATIO)

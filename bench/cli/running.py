@@ -1,0 +1,254 @@
+"""``bench run`` and ``bench status``: a suite's cells run (with live progress), and where each stands."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+import sqlalchemy as sa
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from bench import api
+from bench.cli.base import (SetOpt, StoreOpt, _bad_input, _check_url, _fmt, _keep_secret, _styled, describe_url,
+                           err, out)
+
+#: How often ``bench run`` writes a progress line when stderr is not a terminal (a log file, CI).
+PROGRESS_LINE_EVERY_S = 300.0
+#: Above this many cells a dry run prints plain aligned lines, not a table: rich lays a table out cell by
+#: cell, 40 s for 100,000 cells (docs/getting-started.md has the measurement).
+DRY_RUN_TABLE_MAX = 1_000
+
+
+class Executor(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
+class Remeasure(str, Enum):
+    contended = "contended"
+
+
+def run(
+    suite: Path = typer.Argument(..., help="Suite YAML file."),
+    store: str = StoreOpt,
+    workers: Optional[int] = typer.Option(
+        None, "--workers", min=1,
+        help="Worker processes (default: number of cores); with --executor ray --address: at most this many cells at once.",
+    ),
+    only: Optional[str] = typer.Option(None, "--only", help="Run a subset, e.g. env=CartPole-v1,algo=ppo."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells that would run; touch nothing."),
+    replace: bool = typer.Option(
+        False, "--replace", help="Replace the grid of a suite of the same name already in the store (default: refuse)."
+    ),
+    executor: Executor = typer.Option(
+        Executor.local, "--executor", help="local: a process pool on this machine; ray: one Ray task per cell."
+    ),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="With --executor ray: the cluster (auto or HOST:PORT); default: start a local Ray."
+    ),
+    remeasure: Optional[Remeasure] = typer.Option(
+        None, "--remeasure",
+        help="contended: also run again the done runs that shared their core (wall > 1.25 × CPU seconds), and "
+             "replace each one only if the new run had its core to itself; the earlier clocks are kept in its metadata.",
+    ),
+    tensorboard: Optional[Path] = typer.Option(None, "--tensorboard", help="Also write each run's scalars as "
+                                               "TensorBoard events under DIR/<label>/<env>/seed<k> (bench[tensorboard])."),
+    wandb: Optional[str] = typer.Option(None, "--wandb", help="Also log each run to this W&B project (bench[wandb]; "
+                                        "WANDB_MODE=offline needs no network)."),
+    artifacts: Optional[Path] = typer.Option(None, "--artifacts", help="Folder for saved policies (suite save:); "
+                                             "default beside a SQLite store, else results/policies."),
+    yes: bool = typer.Option(False, "--yes", help="Start a suite whose estimated cost needs confirming (over 1,000 "
+                             "CPU-hours, or over 1e8 steps per run on an env with no time scale)."),
+    overrides: Optional[list[str]] = SetOpt,
+) -> None:
+    """Run a suite: every env × algorithm × seed cell, skipping cells already done."""
+    _keep_secret(store)
+    try:
+        plan = api.plan_run(suite, store, only=only, overrides=overrides or (), workers=workers,
+                            executor=executor.value, address=address)
+    except api.BadInput as e:
+        raise _bad_input(e.lines) from None
+    url = _check_url(plan.url)
+    try:
+        plan = plan.with_outputs(api.run_outputs(url, tensorboard, wandb, artifacts))
+    except api.BadInput as e:
+        raise _bad_input(e.lines) from None
+    if address is not None:
+        if (host := sa.engine.make_url(url).host) in ("localhost", "127.0.0.1", "::1"):
+            err.print(_styled("yellow", "warning", f": the store's host {host} is this machine's loopback; Ray workers "
+                              "on other hosts will not reach it (give the address other hosts see)"))
+    if dry_run:
+        _dry_run(plan, remeasure is not None)
+        return
+
+    n_workers = plan.workers
+    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("cells"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=err, transient=False)
+    # The bar counts finished cells plus the fractions of those in flight (their heartbeats report
+    # their steps); a log, which has no bar, gets a line every PROGRESS_LINE_EVERY_S instead.
+    shown: dict[str, Any] = {"finished": set(), "partial": {}, "line_at": time.perf_counter(), "task": None,
+                             "names": {}, "t0": time.perf_counter()}
+    lock = threading.Lock()
+
+    def on_start(r, todo) -> None:
+        err.print(_styled(
+            "bold", r.suite,
+            f": {r.cells} cells — {r.done_before} done already"
+            + (f" ({r.remeasured} of them contended, to measure again)" if remeasure else "")
+            + f", {r.busy} running elsewhere, {len(todo)} to run on "
+            + (f"{min(n_workers, max(len(todo), 1))} worker(s) " if executor is Executor.local
+               else f"the Ray cluster at {address} " if address else f"a local Ray instance with {n_workers} CPUs ")
+            + f"→ {describe_url(url)}"
+        ))
+        if todo:
+            shown["names"] = {c.key: f"{c.env_id} {c.label} seed {c.seed}" for c in todo}
+            shown["total"] = len(todo)
+            progress.start()
+            shown["task"] = progress.add_task(r.suite, total=len(todo))
+            shown["t0"] = shown["line_at"] = time.perf_counter()
+
+    def on_poll(partial: dict[str, float]) -> None:
+        with lock:  # a poll read before a cell finished must not count it again
+            shown["partial"] = {k: f for k, f in partial.items() if k not in shown["finished"]}
+            progress.update(shown["task"], completed=len(shown["finished"]) + sum(shown["partial"].values()))
+            now = time.perf_counter()
+            if (not err.is_terminal and now - shown["line_at"] >= PROGRESS_LINE_EVERY_S
+                    and len(shown["finished"]) < shown["total"]):
+                shown["line_at"] = now
+                running = sorted((shown["names"][k], f) for k, f in shown["partial"].items())
+                # One log line each, however many cells run: a wrapped line breaks grep and tail.
+                progress.console.print(api.progress_line(plan.name, shown["total"], len(shown["finished"]),
+                                                     running, now - shown["t0"]), soft_wrap=True)
+
+    def on_done(cell, outcome) -> None:
+        with lock:
+            shown["finished"].add(cell.key)
+            shown["partial"].pop(cell.key, None)
+            progress.update(shown["task"], completed=len(shown["finished"]) + sum(shown["partial"].values()))
+        s = outcome.summary
+        if outcome.status == "done":
+            stt = s.get("steps_to_threshold")
+            solved = f"solved at {stt:,} steps" if stt is not None else "not solved"
+            progress.console.print(_styled(
+                "green", "done", f"   {cell.env_id} {cell.label} seed {cell.seed}: final return "
+                f"{_fmt(s.get('final_return'))}, {solved}, {outcome.wall_s:.1f}s"
+                + (f"; {outcome.note}" if outcome.note else "")
+            ))
+        elif outcome.status == "failed":
+            progress.console.print(_styled("red", "failed", f" {cell.env_id} {cell.label} seed {cell.seed}: {outcome.error}"))
+        else:
+            progress.console.print(_styled("yellow", "skipped", f" {cell.env_id} {cell.label} seed {cell.seed}: "
+                                           f"{outcome.error or 'taken by another runner'}"))
+
+    try:
+        result = api.run_suite(plan, replace=replace, remeasure=remeasure is Remeasure.contended, yes=yes,
+                               on_start=on_start, on_done=on_done, on_poll=on_poll, log=lambda s: err.print(s))
+    except api.BadInput as e:
+        raise _bad_input(e.lines) from None
+    finally:
+        progress.stop()
+    if result.interrupted is not None:
+        n_done = sum(o.status == "done" for _, o in result.results)
+        err.print(_styled(
+            "yellow", "Interrupted.", f" {n_done} cells finished and are kept; in-flight runs are marked "
+            "interrupted and will re-run with the next `bench run`."
+        ))
+        raise typer.Exit(128 + result.interrupted)
+    if _closing(result.suite, result.results, result.done_before, result.busy, result.seconds):
+        raise typer.Exit(1)
+
+
+def _dry_run(plan, remeasure: bool) -> None:
+    """``bench run --dry-run``: the cells that would run (a table, or plain lines above
+    :data:`DRY_RUN_TABLE_MAX`), their hyperparameters' sources and the estimated cost."""
+    cells = plan.cells
+    contended = api.contended_keys(plan.url, cells) if remeasure else set()
+    title = f"{plan.name}: {len(cells)} cells (dry run, nothing written)"
+    if len(cells) > DRY_RUN_TABLE_MAX:
+        _plain_dry_run(title, cells, contended if remeasure else None)
+        out.print(f"estimated cost: {plan.cost.line()}")
+        return
+    t = Table(title=title)
+    for col in ("key", "env", "label", "seed", "timesteps", "threshold"):
+        t.add_column(col)
+    if remeasure:
+        t.add_column("re-measure")
+    for c in cells:
+        t.add_row(c.key, c.env_id, c.label, str(c.seed), f"{c.timesteps:,}", _fmt(c.threshold),
+                  *(["contended"] if c.key in contended else [""] if remeasure else []))
+    out.print(t)
+    print("\n".join(api.hyperparams_lines(plan.loaded, {(c.label, c.env_id) for c in cells})))
+    out.print(f"estimated cost: {plan.cost.line()}")
+
+
+def _plain_dry_run(title: str, cells: list, contended: set[str] | None) -> None:
+    """A dry run's cells as plain lines, columns padded to their widest value (one pass, no layout)."""
+    head = ["key", "env", "label", "seed", "timesteps", "threshold"] + (["re-measure"] if contended is not None else [])
+    rows = [[c.key, c.env_id, c.label, str(c.seed), f"{c.timesteps:,}", _fmt(c.threshold)]
+            + (["contended" if c.key in contended else ""] if contended is not None else []) for c in cells]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    sys.stdout.write(_one_line_each(lines))
+
+
+def _one_line_each(lines: list[str]) -> str:
+    """``lines`` joined, each kept on one line (a label or env key with a line break is escaped)."""
+    return "".join(ln.replace("\n", "\\n").replace("\r", "\\r") + "\n" for ln in lines)
+
+
+def _closing(name: str, results: list, done_before: int, busy: int, seconds: float) -> int:
+    n_done = sum(o.status == "done" for _, o in results)
+    failed = [(c, o) for c, o in results if o.status == "failed"]
+    skipped = sum(o.status == "skipped" for _, o in results)
+    out.print(
+        f"{name}: {n_done} done, {len(failed)} failed, {skipped + busy} left to other runners, "
+        f"{done_before} already done before; {seconds:.1f}s"
+    )
+    for c, o in failed:
+        print(f"  failed: {c.env_id} {c.label} seed {c.seed} [{c.key}]: {o.error}")
+    return len(failed)
+
+
+def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: str = StoreOpt,
+           overrides: Optional[list[str]] = SetOpt) -> None:
+    """Show done / failed / running / stale / interrupted / pending for every cell of a suite.
+
+    It reads the store, so on a cluster it shows every host's runs: ``host`` is
+    where a run ran or runs, ``heartbeat`` how long ago a running run last
+    reported, and ``steps`` how far it is (``412,160 of 1,000,000 (41%, ~13 min
+    left)``, from its heartbeats). ``stale``: running, but its owner is dead (on
+    this host) or silent for over STALE_AFTER_S seconds; the next ``bench run``
+    re-runs it. ``stalled``: running and beating, but its env steps have not grown
+    for STALL_AFTER_S seconds (a hung plugin or env).
+    """
+    _keep_secret(store)
+    try:
+        st = api.status(suite, store, overrides=overrides or ())
+    except api.BadInput as e:
+        raise _bad_input(e.lines) from None
+    t = Table(title=f"{st.name}: {len(st.cells)} cells")
+    for col in ("env", "label", "seed", "status", "attempt", "host", "heartbeat", "steps", "final return",
+                "steps to threshold", "error"):
+        # Whole env keys and labels, folded onto more lines when narrow: kwargs variants of one env differ
+        # only at their end, which an ellipsis would cut.
+        t.add_column(col, overflow="fold" if col in ("env", "label") else "ellipsis")
+    for c in st.cells:
+        t.add_row(
+            c.env_id, c.label, str(c.seed), c.state, _fmt(c.attempt), c.host,
+            f"{c.heartbeat_s:,.0f}s ago" if c.heartbeat_s is not None else "",
+            c.progress if c.progress is not None else _fmt(c.total_steps),
+            _fmt(c.final_return), _fmt(c.steps_to_threshold), c.error,
+        )
+    out.print(t)
+    out.print(", ".join(f"{k}: {v}" for k, v in sorted(st.counts.items())))
+    if st.contended:
+        out.print(f"{st.contended} of the done runs shared their core (wall > {st.contention_ratio:g} × CPU seconds), "
+                  f"which inflates their CPU seconds: `bench run {suite} --remeasure contended` measures them again")
