@@ -383,3 +383,32 @@ def test_packages_reexport_what_the_old_modules_offered():
     assert callable(envs.get_spec) and callable(envs.make_vec_env) and "CartPole-v1" in envs.REGISTRY
     assert callable(tune.tune) and callable(tune.export_suite)
     assert callable(analysis.load) and callable(analysis.recommend) and analysis.PRIORITIES == ("samples", "time")
+
+
+# --------------------------------------------------------------------------- #
+# Module size (issue 42): a newcomer reads a module in one sitting
+# --------------------------------------------------------------------------- #
+MAX_LINES = 600
+#: A longer module says why in its first line, starting with this.
+LONG_MODULE_REASON = "# Longer than 600 lines because"
+
+
+def long_modules(root: Path) -> list[str]:
+    """The modules over :data:`MAX_LINES` lines whose first line gives no reason."""
+    out = []
+    for m, f in modules(root).items():
+        lines = f.read_text().splitlines()
+        if len(lines) > MAX_LINES and not (lines and lines[0].startswith(LONG_MODULE_REASON)):
+            out.append(f"{m}: {len(lines)} lines")
+    return out
+
+
+def test_no_module_is_longer_than_600_lines_without_a_reason():
+    assert long_modules(ROOT) == []
+
+
+def test_the_size_check_catches_a_long_module(planted: Path):
+    (planted / "envs" / "planted.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    assert long_modules(planted) == [f"bench.envs.planted: {MAX_LINES + 1} lines"]
+    (planted / "envs" / "planted.py").write_text(f"{LONG_MODULE_REASON} a reason.\n" + "x = 1\n" * MAX_LINES)
+    assert long_modules(planted) == []

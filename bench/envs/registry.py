@@ -189,60 +189,10 @@ REGISTRY: dict[str, EnvSpec] = {
     ]
 }
 
-#: CPU microseconds per env step that fix each env's time axis (``EnvSpec.time_scale_us``).
-#: A score's scale must not depend on which algorithms are in the store, so the time
-#: horizon is a constant per env, not the slowest run's time. Each value is the CPU time
-#: per step of the slowest implementation in the shipped reference results at the env's
-#: reference budget, its mean rounded up to 100 µs. CartPole-v1 300 (sb3-contrib TRPO 281), Pendulum-v1
-#: 400 (SB3 PPO 376), MountainCar-v0 500 (sb3-contrib TRPO 428): ``results/reference/classic``, 10 runs
-#: each, uncontended (the contended ones measured again with ``--remeasure contended``, AMD EPYC,
-#: 2026-11-26). They were 200, 250 and 250, from the 3-seed store of 2026-11-23 (sb3-contrib TRPO on
-#: CartPole-v1 took 157 µs per step there, on another machine and older code). HalfCheetah-v5 1,300: SB3 PPO's mean 1,254 µs per step over its first two
-#: 1e6-step reference runs (1,251 and 1,257, uncontended; ``results/reference/mujoco``, 2026-11-25), the
-#: slowest label there (SB3 A2C's five runs at 1e6 took 835 µs, 820-853). It was 1,000, from an 826 µs speed
-#: measurement. Hopper-v5 1,000: SB3 A2C's mean 928 µs per step (887-951; 5 runs at 1e6, uncontended,
-#: 2026-11-25), the slowest of the six labels there (SB3 PPO 664, sb3-contrib TRPO 353, own A2C 314).
-#: Walker2d-v5 2,100: SB3 PPO's mean 2,072 µs per step over its five 1e6-step reference runs, the slowest
-#: label there (SB3 A2C 874, sb3-contrib TRPO 509, own A2C 318), rounded up to 100 µs. Its runs came from two
-#: machines: 2,342-2,451 on an Intel Xeon VM (CPUID 6/207, seeds 0-2) and 1,575-1,583 on an AMD EPYC (seeds
-#: 3-4; ``results/reference/mujoco``, 2026-11-26), so the Xeon's runs are cut at about 86% of their budget.
-#: LunarLander-v3 700 µs: sb3-contrib TRPO's mean 663 µs per step, the slowest label of the 1e6-step runs of
-#: ``results/reference/box2d``, none contended (the 47 contended runs of 2026-11-24 measured again on 2026-11-26,
-#: AMD EPYC); SB3 PPO 352, REINFORCE 155, SB3 A2C 154, own PPO 139, own TRPO 109, own A2C 61.
-#: LunarLanderContinuous-v3 500 µs: sb3-contrib TRPO's mean 463 (own TRPO 274, REINFORCE 243, SB3 A2C 224,
-#: SB3 PPO 159, own A2C 85, own PPO 65). Both were set from the contended runs of 2026-11-24 before (500 and
-#: 300). Their runs came from two machines: a re-measured run's CPU seconds of 2026-11-24 were 0.27-2.8× its
-#: new ones (per-label medians 0.30-2.57 over runs with the same returns), so a label's mean mixes the two.
-#: The sequence tasks (a step is a token): own PPO with ``policy: sequence`` is the slowest label of
-#: ``results/reference/sequence`` (40,960 tokens, 10 seeds, 2026-11-24, contended runs): mean CPU µs
-#: per token 672 on Sort, 641 on Add, 522 on Preference (SB3 PPO's MLP 145, 147, 103).
-#: MinAtar (1e6 steps; a step is a frame): the slowest label's mean over its 5 reference runs
-#: (``results/reference/minatar``, 1e6 steps, 2026-11-24/25), rounded up to 100 µs:
-#: MinAtar/Breakout-v1 1,400 (sb3-contrib TRPO 1,318; 1,262-1,397), MinAtar/Asterix-v1 1,300
-#: (sb3-contrib TRPO 1,298; 1,280-1,315), MinAtar/Freeway-v1 1,100 (own TRPO 1,044; 981-1,086; sb3-contrib
-#: TRPO's four quiet runs there took 855-898 and its contended seed 0 1,153, so its mean is 925).
-#: MountainCarContinuous-v0 2,500: SB3 PPO's mean 2,423 µs per step (2,348-2,494; 10 runs at 1e5 steps, the zoo's
-#: gSDE settings with its update every 8 steps, uncontended; ``results/reference/classic``, 2026-11-25), rounded up
-#: to 100 µs (own PPO 1,366, sb3-contrib TRPO 294, own TRPO 180, SB3 A2C 116, own A2C 77, REINFORCE 57).
-#: Atari (2e5 agent steps; a step is an agent step, 4 frames): ``results/reference/atari``, 3 runs per label,
-#: none contended, 2026-11-27. ALE/Pong-v5 3,400: SB3 PPO's mean 3,337 µs per step (3,231-3,410; own PPO 2,460,
-#: own A2C 1,391, SB3 A2C 1,349), all on one AMD EPYC (CPUID 26/2). ALE/Breakout-v5 3,600: own A2C's mean 3,585
-#: (3,527-3,652), the slowest label, but measured on a slower AMD EPYC (CPUID 25/1, speed probe about 3.5× the
-#: other's); the PPO labels ran on the faster one (SB3 PPO 3,266, own PPO 2,437), so there the axis is wider
-#: than the slowest label needs and the machine factor of the time verdicts applies.
-#: MiniGrid-DoorKey-5x5-v0 900: SB3 PPO's mean 897 µs per step (763-1,076; 5 runs at 1e5, uncontended,
-#: ``results/reference/minigrid``, 2026-11-27), the slowest label (sb3-contrib TRPO 524, SB3 A2C 480, own TRPO 369,
-#: own A2C 338, own PPO 313, REINFORCE 273). MiniGrid-Unlock-v0 900: SB3 PPO's mean 820 (798-849; sb3-contrib TRPO 573,
-#: SB3 A2C 460, REINFORCE 345, own PPO 333, own TRPO 323, own A2C 278; same pack and VM, none contended).
-#: MiniGrid-LavaGapS5-v0 900: SB3 PPO's mean 847 (776-908; sb3-contrib TRPO 709, SB3 A2C 547, own TRPO 405,
-#: REINFORCE 381, own A2C 358, own PPO 338; same pack and VM, none contended).
-#: MiniGrid-KeyCorridorS3R1-v0 600: SB3 PPO's mean 531 (516-561; 5 runs at 5e5, none contended, the same pack,
-#: 2026-11-27, on an AMD EPYC, CPUID 25/17), the slowest label (sb3-contrib TRPO 386, SB3 A2C 309, own PPO 236,
-#: REINFORCE 228, own TRPO 213, own A2C 211).
-#: PointMaze_UMaze-v3 900: SB3 A2C's 880 µs per step (872-885, 3 runs at 5e5 on an AMD EPYC of CPUID 25/17; its
-#: other 2 ran at 509-514 on one of CPUID 26/2, whose speed probe reads 12 ms against 20), the slowest label on the
-#: slower machine, so no run's curve is cut (``results/reference/pointmaze``, 2026-11-27, none contended; SB3 PPO 385,
-#: sb3-contrib TRPO 318 on the faster machine, own A2C 245, own PPO 102, own TRPO 90, REINFORCE 59).
+#: CPU microseconds per env step that fix each env's time axis (``EnvSpec.time_scale_us``). A score's scale
+#: must not depend on which algorithms are in the store, so the time horizon is a constant per env, not the
+#: slowest run's time: the slowest implementation's mean CPU time per step in the env's shipped reference pack
+#: (uncontended runs), rounded up to 100 µs. docs/reference.md ("Time axes") gives each value's measurements.
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
     "ALE/Pong-v5": 3400.0,
