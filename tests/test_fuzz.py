@@ -269,6 +269,8 @@ def secret_urls(draw) -> tuple[str, str]:
 @example(case=(f"postgresql://postgres:{MARK}@127.0.0.1:5/db?connect_timeout=x", "status"))
 # Found by CI: no '@', and a password holding '/' and ':' (it was shown from its first '/').
 @example(case=(f"postgresql://postgres:/{MARK}127.0.0.1:notaport/db", "dry-run"))
+# Found by the fuzz test: a password with a raw leading '@' and no '@host' (it read as an empty password and a host).
+@example(case=(f"postgresql://postgres:@{MARK}127.0.0.1:notaport/db", "status"))
 def test_fuzz_no_password_in_any_output(existing_store, case):
     url, command = case
     with tempfile.TemporaryDirectory() as tmp:

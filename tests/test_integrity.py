@@ -163,7 +163,10 @@ def test_the_cache_folder_is_private_to_this_user(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- #
 SECRET = "Hunter2pw"
 BAD_URLS = [f"postgresql://postgres:{SECRET}@127.0.0.1:notaport/db", f"mysql://root:{SECRET}@host/x",
-            f"postgresql://u:{SECRET}@h@x/db", f"postgresql://postgres:{SECRET}", f"sqlite://u:{SECRET}@/x?y"]
+            f"postgresql://u:{SECRET}@h@x/db", f"postgresql://postgres:{SECRET}", f"sqlite://u:{SECRET}@/x?y",
+            # A password typed with a raw leading '@' and no '@host' after it reads as an empty password and
+            # a host: nothing after 'user:@' is shown, and the form is refused (found by the fuzz test).
+            f"postgresql://postgres:@{SECRET}127.0.0.1:5/db"]
 
 
 def test_hide_password_works_on_urls_sqlalchemy_cannot_parse():

@@ -52,7 +52,9 @@ def hide_password(url: str) -> str:
     at the first, but a password typed with a raw ``@``, ``/`` or ``:`` in it is still a password. With no
     ``@`` at all, what follows ``user:`` is shown only if it is a port (digits) and a database name:
     ``postgresql://postgres:secret/db`` is a password whose host was left out more often than a port, and
-    a password may hold ``/`` and ``:``, so all up to the last ``/`` is hidden.
+    a password may hold ``/`` and ``:``, so all up to the last ``/`` is hidden. So is all after ``user:@``:
+    an empty password there, or a password typed with a raw leading ``@`` whose own ``@host`` was left out,
+    cannot be told apart (:func:`check_url` refuses the form).
     A string with an ``@`` but no ``://`` shows only what follows its last ``@``.
     """
     m = _USER_PART.match(url)
@@ -60,7 +62,7 @@ def hide_password(url: str) -> str:
         return MASK + url[url.rfind("@"):] if "@" in url and "://" not in url else url
     head, rest = m.groups()
     at = rest.rfind("@")
-    if at >= 0:
+    if at > 0:
         return head + MASK + rest[at:]
     if _shown_as_port(rest):
         return head + rest
@@ -95,7 +97,7 @@ def url_secret(url: str) -> str | None:
         return None
     rest = m.group(2)
     at = rest.rfind("@")
-    if at >= 0:
+    if at > 0:
         secret = rest[:at]
     elif _shown_as_port(rest):
         return None
@@ -110,7 +112,10 @@ def describe_url(url: str) -> str:
         shown = sa.engine.make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - not a URL SQLAlchemy reads: hide what looks like a password
         return hide_password(url)
-    return hide_password(shown) if url_secret(url) and url_secret(url) in shown else shown
+    secret = url_secret(url)
+    if secret and secret.startswith("@"):  # 'user:@…': SQLAlchemy shows as a host what may be a password
+        return hide_password(url)
+    return hide_password(shown) if secret and secret in shown else shown
 
 
 def normalise_url(url: str) -> str:
@@ -142,6 +147,9 @@ def check_url(url: str) -> str:
         backend = None
     if backend not in ("sqlite", "postgresql"):
         raise StoreError(f"{shown!r} is not a usable store URL; allowed: sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
+    if (m := _USER_PART.match(url)) is not None and m.group(2).startswith("@"):
+        raise StoreError(f"{shown!r} has ':@' after its user: an empty password, or a password holding '@'; allowed: "
+                         "USER@HOST without the ':', or a password with each '@' written as %40")
     if "@" in (url_secret(url) or ""):
         # SQLAlchemy ends the password at the first '@' and takes the rest for the host, which its errors then show.
         raise StoreError(f"{shown!r} has more than one '@' before its host; allowed: a password with each '@' "
