@@ -159,7 +159,7 @@ def test_decision_matrix_takes_sensitivity_from_the_tuner_s_table(planted):
 # Anchors: fixed once, never overwritten, independent of the algorithms
 # --------------------------------------------------------------------------- #
 def test_anchors_are_deterministic_stored_once_and_never_overwritten(tmp_path):
-    from bench.analysis.anchors import ensure_anchors
+    from bench.envs.anchors import ensure_anchors
 
     a = ensure_anchors(Store(f"sqlite:///{tmp_path / 'a.db'}"), {"CartPole-v1": 475.0})["CartPole-v1"]
     b = ensure_anchors(Store(f"sqlite:///{tmp_path / 'b.db'}"), {"CartPole-v1": 475.0})["CartPole-v1"]
@@ -171,7 +171,7 @@ def test_anchors_are_deterministic_stored_once_and_never_overwritten(tmp_path):
 
 def test_two_thresholds_for_one_env_get_two_scales(tmp_path):
     """Suite A says CartPole is solved at 100, suite B at 475: each normalises against its own threshold."""
-    from bench.analysis.anchors import ensure_anchors
+    from bench.envs.anchors import ensure_anchors
 
     db = Store(f"sqlite:///{tmp_path / 'a.db'}")
     low = ensure_anchors(db, {"CartPole-v1": 100.0})["CartPole-v1"]
@@ -191,7 +191,7 @@ def test_legacy_anchor_rows_are_still_read(tmp_path):
     """Stores written before anchors were keyed by threshold keep their random returns."""
     import sqlalchemy as sa
 
-    from bench.analysis.anchors import ensure_anchors
+    from bench.envs.anchors import ensure_anchors
     from bench.storage import schema
 
     db = Store(f"sqlite:///{tmp_path / 'a.db'}")

@@ -71,7 +71,7 @@ def test_small_study_completes_with_multi_seed_scores_and_checkpoints(small_stud
     assert len(trials) == 4 and len(finished(trials)) == 4
     assert "a2c-bench-CartPole-v1: 4 complete" in r.stdout
     # The study keeps what its auc depends on: the objective's version and the stored random-policy anchor.
-    from bench.analysis.anchors import stored_anchors
+    from bench.envs.anchors import stored_anchors
     from bench.storage.store import Store
 
     settings = optuna.load_study(study_name="a2c-bench-CartPole-v1", storage=url).user_attrs["bench"]
@@ -359,7 +359,7 @@ def test_auc_needs_a_threshold_above_the_random_policy_return(tmp_path):
     t = target_from_flags("a2c", "bench", "CartPole-v1", timesteps=2048, seeds=1)
     low = with_anchor(t, url).random_return
     assert 10 < low < 40  # a random CartPole policy lasts about 22 steps
-    from bench.analysis.anchors import stored_anchors
+    from bench.envs.anchors import stored_anchors
     from bench.storage.store import Store
 
     assert stored_anchors(Store(url), {"CartPole-v1": t.threshold})["CartPole-v1"].random_return == low  # the report's

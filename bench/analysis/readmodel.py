@@ -197,7 +197,7 @@ class Data:
         (``cpu_s`` NaN for runs recorded before per-episode CPU seconds were).
     :param diagnostics: columns ``key, step, name, value`` (the names in :data:`DIAGNOSTICS`).
     :param traits: env id → ``action, obs, reward, family, threshold, time_scale_us``.
-    :param anchors: env id → :class:`bench.analysis.anchors.Anchor` at the env's comparison threshold.
+    :param anchors: env id → :class:`bench.envs.anchors.Anchor` at the env's comparison threshold.
     :param budgets: env id → the comparison budget in env steps.
     :param cpu_budgets: env id → the equal-compute budget in training CPU seconds (a suite's
         ``cpu_seconds``), for the envs whose compared runs had one: there runs stop at whichever budget
@@ -262,7 +262,7 @@ def load(source: Any, suites: Iterable[str] | None = None, *, anchors: bool = Tr
 
 def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: list[str],
           log: Callable[[str], None] | None, sensitivity: bool) -> Data:
-    from bench.analysis.anchors import ensure_anchors, stored_anchors
+    from bench.envs.anchors import ensure_anchors, stored_anchors
 
     names = db.suite_names()
     if suites:

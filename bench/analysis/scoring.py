@@ -27,7 +27,7 @@ What counts
   the budget most of its done runs have (ties: the larger), and at the threshold of the first suite
   that names it. Runs at another budget or threshold are set aside, with a note
   saying so, never held flat to a longer budget or mixed into another scale.
-- Scores are normalised per env with fixed anchors (:mod:`bench.analysis.anchors`):
+- Scores are normalised per env with fixed anchors (:mod:`bench.envs.anchors`):
   0 = a uniform-random policy's mean return, 1 = the env's threshold, capped at 1
   (past the threshold counts as solved, so envs with headroom do not dominate).
 

@@ -145,7 +145,7 @@ def sensitivity_table(store_url: str):
     def anchor_of(env_id: str, threshold: float) -> float | None:
         """The stored random-policy return (read only: the tuner stored it when it tuned)."""
         if (env_id, threshold) not in anchors:
-            from bench.analysis.anchors import stored_anchors
+            from bench.envs.anchors import stored_anchors
             from bench.storage.store import Store
 
             db = Store(url, readonly=True)

@@ -52,7 +52,7 @@ def pack_suite(store: Any, suite: str, out: Path, log: Callable[[str], None] | N
     """Pack one suite of ``store`` (a :class:`bench.storage.store.Store`) into the folder ``out``, with its envs'
     normalisation anchors computed first where missing (so the pack has them); returns the pack's manifest.
     Runs already in a sibling pack (a claim suite sharing the reference's cells) are not stored twice."""
-    from bench.analysis.anchors import ensure_anchors
+    from bench.envs.anchors import ensure_anchors
 
     if (meta := store.suite_env_meta(suite)) is not None:
         ensure_anchors(store, {e: m.get("threshold") for e, m in meta.items()}, log=log,

@@ -396,7 +396,7 @@ class Store:
             return read_frame(c, q)
 
     def anchors(self) -> dict[tuple[str, float, int, int], Any]:
-        """Normalisation anchor rows by ``(env_id, threshold, episodes, seed)`` (see :mod:`bench.analysis.anchors`),
+        """Normalisation anchor rows by ``(env_id, threshold, episodes, seed)`` (see :mod:`bench.envs.anchors`),
         with the legacy per-env rows (table ``env_anchors``) where no new row has the same key."""
         with self.engine.connect() as c:
             have = table_names(c)  # a store read-only from before either table existed may lack it

@@ -46,9 +46,9 @@ class Anchor:
 def random_policy_return(env_id: str, episodes: int = EPISODES, seed: int = SEED) -> float:
     """Mean return of ``episodes`` episodes of uniformly random actions; deterministic for a seed.
 
-    Episodes are capped at the env's horizon (or :data:`bench.envs.EVAL_STEP_CAP`).
+    Episodes are capped at the env's horizon (or :data:`bench.envs.registry.EVAL_STEP_CAP`).
     """
-    from bench.envs import evaluate_policy, make_env
+    from bench.envs.factory import evaluate_policy, make_env
 
     # A copy of the env's action space, seeded, samples the actions: the same stream the
     # env's own space would give, fed through the harness's one evaluation loop.
@@ -63,7 +63,7 @@ def episodes_for(env_id: str, family: str | None = None) -> int:
     """Random-policy episodes of an env's anchor. ``family`` as the store recorded it (``env_meta``,
     ``env_facts``) is enough; without it the registry is asked, which imports the env's package."""
     if family is None:
-        from bench.envs import get_spec
+        from bench.envs.registry import get_spec
 
         family = get_spec(env_id).family
     return ATARI_EPISODES if family == "atari" else EPISODES
