@@ -496,7 +496,9 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
     for j, a in enumerate(suite.algorithms):
         acts = ALGOS[a.algo].actions if a.algo in ALGOS and a.impl != "python" else ()
         need = " or ".join(acts)
-        if acts and env_meta and not any(c.label == a.display for c in cells) and not any(
+        # Refused for what it acts in, not for having no cells: another problem (a budget, a kernel) can leave
+        # an entry without cells in a suite whose envs it does act in.
+        if acts and env_meta and not any(m["action"] in acts for m in env_meta.values()) and not any(
                 p.path.startswith(f"algorithms[{j}]") for p in problems):
             kinds = sorted({m["action"] for m in env_meta.values()})
             problems.append(Problem(f"algorithms[{j}].algo", f"{a.algo} acts in {need} action spaces, and this suite's "
