@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from bench.algos.common import Normalizer, clip
+from bench.algos.common import Normalizer, clip, step_sub_envs
 from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.algos.policy import ActorCritic
 
@@ -234,14 +234,7 @@ class EpisodeCollector(Acting):
                 a = self.policy.dist(self._t(self.obs[idx])).sample().cpu()
                 a_np = a.numpy()
                 env_a = np.clip(a_np, self.low, self.high) if self.continuous else a_np
-                raws, rews, dones, finals = [], np.empty(len(idx)), np.zeros(len(idx), bool), []
-                for j, i in enumerate(idx):
-                    raw, r, te, tr, _ = subs[i].step(env_a[j])
-                    rews[j], dones[j] = r, te or tr
-                    finals.append(raw if tr and not te else None)
-                    if dones[j]:
-                        raw, _ = subs[i].reset()
-                    raws.append(raw)
+                raws, rews, dones, finals = step_sub_envs(subs, idx, env_a)
                 steps += len(idx)
                 rews = self.norm.reward_of(rews, dones, idx)
                 for j, i in enumerate(idx):

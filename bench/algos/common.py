@@ -156,6 +156,24 @@ def setup(env_id: str, p: Any, seed: int, recorder: Any, *, share_features: bool
     return Setup(device, rng, envs, norm, policy)
 
 
+def step_sub_envs(subs: Any, idx: np.ndarray, actions: np.ndarray) -> tuple[list, np.ndarray, np.ndarray, list]:
+    """Step the sub-envs ``subs[i]`` for ``i`` in ``idx`` (one action each, in order), resetting each that ends.
+
+    Returns ``(raws, rewards, dones, finals)`` per stepped env: its next raw observation (the reset one where it
+    ended), reward, whether it ended, and the final observation of a truncated episode (``None`` otherwise), which
+    bootstraps the value of an episode cut by a time limit. The episode collectors step only their active envs.
+    """
+    raws, rews, dones, finals = [], np.empty(len(idx)), np.zeros(len(idx), bool), []
+    for j, i in enumerate(idx):
+        raw, r, te, tr, _ = subs[i].step(actions[j])
+        rews[j], dones[j] = r, te or tr
+        finals.append(raw if tr and not te else None)
+        if dones[j]:
+            raw, _ = subs[i].reset()
+        raws.append(raw)
+    return raws, rews, dones, finals
+
+
 def episode_cap(envs: Any, steps_left: int, rollout: int, episodes_per_env: int = 1) -> int:
     """The most env steps one batch of whole episodes may take (REINFORCE, AC-MC, GRPO) before the episodes
     still in flight are cut: the budget left plus one rollout (``rollout``, the batch's least size), or plus

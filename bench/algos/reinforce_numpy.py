@@ -41,7 +41,7 @@ from typing import Any, Callable, NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from bench.algos.common import Normalizer, episode_cap, explained_variance
+from bench.algos.common import Normalizer, episode_cap, explained_variance, step_sub_envs
 from bench.algos.loop import Schedule, Steps, drive
 from bench.algos.hyperparams import REINFORCEParams
 from bench.envs import make_vec_env
@@ -249,14 +249,7 @@ def collect_episodes(envs: gym.vector.SyncVectorEnv, policy: LinearPolicy, norm:
         phi = features(obs[idx])
         a = policy.sample(phi, rng)
         env_a = np.clip(a, space.low, space.high) if cont else a
-        raws, rews, dones, finals = [], np.empty(len(idx)), np.zeros(len(idx), bool), []
-        for j, i in enumerate(idx):
-            raw, r, te, tr, _ = subs[i].step(env_a[j])
-            rews[j], dones[j] = r, te or tr
-            finals.append(raw if tr and not te else None)
-            if dones[j]:
-                raw, _ = subs[i].reset()
-            raws.append(raw)
+        raws, rews, dones, finals = step_sub_envs(subs, idx, env_a)
         steps += len(idx)
         rews = norm.reward_of(rews, dones, idx)
         for j, i in enumerate(idx):
