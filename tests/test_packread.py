@@ -87,19 +87,42 @@ def test_last_evaluations_read_in_place_as_unpacked_with_an_empty_evaluations_ta
     assert want and got == want
 
 
-def test_the_packs_tuning_studies_give_the_sensitivity_table_in_place():
+def test_the_packs_tuning_studies_give_the_sensitivity_table_in_place(tmp_path):
     # The report's sensitivity criterion: every study of the tuning pack, each scored on its fixed scale,
-    # which for a final-return objective needs its env's anchor (in the classic pack beside it).
+    # which for a final-return objective needs its env's anchor (in the classic pack beside it). Read in
+    # place from the journal, a study gives the row it gives once imported into a store.
+    import gzip
+
+    import optuna
+    import pandas as pd
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
     from bench.analysis.sensitivity import sensitivity_table
+    from bench.storage.studies import STUDIES
 
     tune = ROOT / "results" / "reference" / "classic-tune"
     packs = PackSet([tune, ROOT / "results" / "reference" / "classic"])
     try:
-        table = sensitivity_table(packs.studies_url())
+        table = sensitivity_table(packs).set_index("study")
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+        db = Store(url)
+        for (env_id, threshold, episodes, seed), a in packs.anchors().items():
+            db.put_anchor(env_id, float(a.random_return), threshold, episodes, seed)
+        db.dispose()
     finally:
         packs.dispose()
     assert len(table) == packed.read_manifest(tune)["studies"]["count"]
     assert table["score_iqr"].notna().all() and (table["note"] == "").all()
+    journal = tmp_path / "studies.journal"
+    journal.write_bytes(gzip.decompress((tune / STUDIES).read_bytes()))
+    src = JournalStorage(JournalFileBackend(str(journal)))
+    names = list(table.index[::7])  # a few studies: Optuna copies a study trial by trial
+    storage = optuna.storages.RDBStorage(url)
+    for name in names:
+        optuna.copy_study(from_study_name=name, from_storage=src, to_storage=storage)
+    storage.engine.dispose()
+    pd.testing.assert_frame_equal(sensitivity_table(url).set_index("study"), table.loc[names])
 
 
 def test_a_pack_set_refuses_a_damaged_pack(two_packs):

@@ -157,8 +157,9 @@ class ReadModel:
     def has_studies(self) -> bool:
         return bool(self._once("has_studies", self.reader.has_studies))
 
-    def studies_url(self) -> str:
-        return self._once("studies_url", self.reader.studies_url)
+    def studies(self) -> list:
+        """The tuner's studies (Optuna's, read-only), read once per model."""
+        return self._once("studies", self.reader.studies)
 
     def sensitivity(self, read) -> Any:
         """``read(self)``'s table (the tuner's sensitivity summary), read once per model."""
@@ -410,7 +411,7 @@ def _sensitivity(db: Any) -> pd.DataFrame | None:
     try:
         from bench.analysis.sensitivity import sensitivity_table
 
-        df = sensitivity_table(db.studies_url())
+        df = sensitivity_table(db)
     except (ImportError, AttributeError):
         return None
     except Exception:  # noqa: BLE001 - an older or foreign study schema: treat as no tuning data

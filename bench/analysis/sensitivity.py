@@ -92,8 +92,11 @@ def study_scale(attrs: dict[str, Any], anchor_of: Any) -> tuple[float | None, fl
     return None, None, f"unknown objective {objective!r}"
 
 
-def sensitivity_table(store_url: str):
-    """One row per bench study in the store: how sensitive the algorithm is to its hyperparameters.
+def sensitivity_table(source: Any):
+    """One row per bench study in ``source``: how sensitive the algorithm is to its hyperparameters.
+
+    :param source: a store URL, a ``packs:FOLDER`` URL, or an open reader
+        (:func:`bench.storage.packread.open_reader`, or a command's read model); its studies are read, never changed.
 
     - ``n_trials``: the trials whose score enters the spread: complete ones, and pruned
       ones that reported an intermediate value (at their last one, :func:`trial_score`).
@@ -117,51 +120,51 @@ def sensitivity_table(store_url: str):
       complete trials or when it cannot be computed.
     - ``note``: why ``score_iqr`` is NaN, else ``""``.
     """
+    from bench.envs.anchors import stored_anchors
+    from bench.storage.packread import open_reader, owned
+    from bench.storage.schema import StoreError
+    from bench.storage.store import store_exists
+    from bench.storage.urls import normalise_url
+
+    if isinstance(source, str) and not source.startswith("packs:"):
+        source = normalise_url(source)
+        try:
+            if not store_exists(source):
+                return _empty()
+        except StoreError:
+            return _empty()
+    db = open_reader(source)
+    try:
+        if not db.has_studies():
+            return _empty()
+        # The stored random-policy returns (the tuner stored them when it tuned): read only.
+        return study_rows(db.studies(), lambda env_id, thr: getattr(
+            stored_anchors(db, {env_id: thr}).get(env_id), "random_return", None))
+    finally:
+        if owned(source):
+            db.dispose()
+
+
+def _empty():
+    import pandas as pd
+
+    return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
+
+
+def study_rows(studies: list[Any], anchor_of: Any):
+    """:func:`sensitivity_table`'s rows for ``studies`` (Optuna studies carrying bench's settings), in order.
+
+    :param anchor_of: ``anchor_of(env_id, threshold)`` → the env's stored random-policy return or ``None``.
+    """
     import optuna
     import pandas as pd
     from optuna.trial import TrialState
 
-    from bench.storage.schema import StoreError
-    from bench.storage.store import store_exists
-    from bench.storage.urls import normalise_url, readonly_engine_args
-
-    url = normalise_url(store_url)
-    try:
-        if not store_exists(url):
-            return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
-    except StoreError:
-        return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        # Read-only, like every reader of the store: no tables made, no files left beside it.
-        ro_url, kwargs = readonly_engine_args(url)
-        storage = optuna.storages.RDBStorage(ro_url, engine_kwargs=kwargs, skip_compatibility_check=True,
-                                             skip_table_creation=True)
-        summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
-    except Exception:  # noqa: BLE001 - a results store without Optuna tables has no studies
-        return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
-    anchors: dict[tuple[str, float], float | None] = {}
-
-    def anchor_of(env_id: str, threshold: float) -> float | None:
-        """The stored random-policy return (read only: the tuner stored it when it tuned)."""
-        if (env_id, threshold) not in anchors:
-            from bench.envs.anchors import stored_anchors
-            from bench.storage.store import Store
-
-            db = Store(url, readonly=True)
-            try:
-                a = stored_anchors(db, {env_id: threshold}).get(env_id)
-            finally:
-                db.dispose()
-            anchors[(env_id, threshold)] = None if a is None else a.random_return
-        return anchors[(env_id, threshold)]
-
     rows = []
-    for s in summaries:
-        attrs = s.user_attrs.get(STUDY_ATTR)
+    for study in studies:
+        attrs = study.user_attrs.get(STUDY_ATTR)
         if not attrs:
             continue
-        study = optuna.load_study(study_name=s.study_name, storage=storage)
         trials = study.get_trials(deepcopy=False)
         complete = [t for t in trials if t.state == TrialState.COMPLETE]
         finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
@@ -184,7 +187,7 @@ def sensitivity_table(store_url: str):
                 importances = {}
         solved = [float(t.user_attrs.get("solved_fraction", 0.0)) for t in finished]
         rows.append({
-            "algo": attrs.get("algo"), "impl": attrs.get("impl"), "env_id": attrs.get("env_id"), "study": s.study_name,
+            "algo": attrs.get("algo"), "impl": attrs.get("impl"), "env_id": attrs.get("env_id"), "study": study.study_name,
             "n_trials": int(scores.size), "n_complete": len(complete), "score_iqr": iqr,
             "success_fraction": float(np.mean(solved)) if solved else float("nan"),
             "importances": importances, "objective": attrs.get("objective"),

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Sequence
 
 from bench.storage import packed
 from bench.storage import store as st
-from bench.storage.studies import load_studies
+from bench.storage.studies import read_packed_studies
 
 #: The columns and order of :meth:`bench.storage.store.Store.runs_frame`.
 RUN_COLUMNS = ("suite", "env", "algo", "impl", "label", "seed", "status", "attempt", "timesteps", "threshold", "window",
@@ -60,10 +60,8 @@ class PackSet:
         return f"{SCHEME}{self.folder}"
 
     def dispose(self) -> None:
-        """Remove the studies' temporary store (:meth:`studies_url`), if one was made."""
-        if self._studies is not None:
-            self._studies.cleanup()
-            self._studies = None
+        """Nothing to close: the packs are read file by file (kept for the reader protocol)."""
+        self._studies = None
 
     # -- the small tables, read once ------------------------------------------
     def _small(self, name: str, key: Sequence[str]):
@@ -220,25 +218,12 @@ class PackSet:
     def has_studies(self) -> bool:
         return any((p / packed.STUDIES).is_file() for p in self.packs)
 
-    def studies_url(self) -> str:
-        """A store URL the tuner's sensitivity table (:func:`bench.analysis.sensitivity.sensitivity_table`) reads
-        the packs' tuning studies from. Optuna reads studies only through its own storages, so the journals
-        are copied, once per set, into a SQLite store in a private temporary folder, with bench's tables and
-        the packs' anchors (the table reads a bench store, and scales a study's final returns by its env's
-        anchor) and nothing else (a few MB; the runs are never copied), removed by :meth:`dispose`."""
-        import tempfile
-
+    def studies(self) -> list:
+        """The packs' ``bench tune`` studies, read in place from their journals
+        (:func:`bench.storage.studies.read_packed_studies`)."""
         if self._studies is None:
-            self._studies = tempfile.TemporaryDirectory(prefix="bench-studies-")
-            url = f"sqlite:///{Path(self._studies.name) / 'studies.db'}"
-            db = st.Store(url)
-            try:
-                for (env_id, threshold, episodes, seed), a in self.anchors().items():
-                    db.put_anchor(env_id, float(a.random_return), threshold, episodes, seed)
-            finally:
-                db.dispose()
-            load_studies(self.packs, url, durable=False)
-        return f"sqlite:///{Path(self._studies.name) / 'studies.db'}"
+            self._studies = read_packed_studies(self.packs)
+        return self._studies
 
 
 def _concat(files: list[Path], tags: list[int] | None = None):

@@ -344,9 +344,11 @@ class Store:
         except sa.exc.SQLAlchemyError:
             return False
 
-    def studies_url(self) -> str:
-        """Where Optuna reads this store's studies: the store itself."""
-        return self.url
+    def studies(self) -> list:
+        """The store's ``bench tune`` studies, read-only (:func:`bench.storage.studies.read_studies`)."""
+        from bench.storage.studies import read_studies
+
+        return read_studies(self.url)
 
     def runs_frame(self, suite: str | None = None):
         """One row per (suite, run): the export table."""

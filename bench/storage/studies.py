@@ -170,4 +170,73 @@ def load_studies(packs: list[Path], store_url: str, *, durable: bool = True) -> 
     return added
 
 
+def read_studies(store_url: str) -> list:
+    """The store's ``bench tune`` studies (those with :data:`bench.storage.vocabulary.STUDY_ATTR`), as
+    Optuna studies read-only: no table made, no file left beside the store. Empty where the store has no
+    Optuna tables. The caller disposes of nothing: the studies hold their trials in Optuna's cache."""
+    import optuna
+
+    from bench.storage.urls import readonly_engine_args
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    ro_url, kwargs = readonly_engine_args(store_url)
+    try:
+        storage = optuna.storages.RDBStorage(ro_url, engine_kwargs=kwargs, skip_compatibility_check=True,
+                                             skip_table_creation=True)
+        summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
+    except Exception:  # noqa: BLE001 - a results store without Optuna tables has no studies
+        return []
+    try:
+        studies = [optuna.load_study(study_name=s.study_name, storage=storage)
+                   for s in summaries if s.user_attrs.get(STUDY_ATTR)]
+        for study in studies:
+            study.get_trials(deepcopy=False)  # read now, so the engine can be closed
+        return studies
+    finally:
+        storage.engine.dispose()
+
+
+class _Journal:
+    """A pack's journal held in memory, for Optuna to replay as it replays a journal file; never written
+    (a pack is read-only). Replaying it is a few lines of JSON per trial, where copying its studies into
+    an SQLite store (:func:`load_studies`) commits once per trial."""
+
+    def __init__(self, logs: list[dict[str, Any]]):
+        self._logs = logs
+
+    def read_logs(self, log_number_from: int) -> list[dict[str, Any]]:
+        return self._logs[log_number_from:]
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        raise PermissionError("a pack's tuning studies are read-only; `bench import` the pack to tune on")
+
+
+def read_packed_studies(packs: list[Path]) -> list:
+    """The ``bench tune`` studies in the packs' journals (:data:`STUDIES`), read in place as Optuna studies:
+    the first pack that holds a study name wins, as :func:`load_studies` keeps the first. A trial that was
+    running where a study was packed stays RUNNING here (nothing re-queues it: the studies are read, not tuned)."""
+    import gzip
+
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import BaseJournalBackend
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    backend = type("PackJournal", (_Journal, BaseJournalBackend), {})
+    seen: set[str] = set()
+    studies = []
+    for f in (Path(p) / STUDIES for p in packs):
+        if not f.is_file():
+            continue
+        logs = [json.loads(line) for line in gzip.decompress(f.read_bytes()).decode().splitlines() if line.strip()]
+        storage = JournalStorage(backend(logs))
+        summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
+        for s in sorted(summaries, key=lambda s: s.study_name):
+            if s.study_name in seen or not s.user_attrs.get(STUDY_ATTR):
+                continue
+            seen.add(s.study_name)
+            studies.append(optuna.load_study(study_name=s.study_name, storage=storage))
+    return studies
+
+
 #: Episode clock columns as a pack stores them: integer milliseconds (see :data:`bench.storage.schema.CLOCK_DECIMALS`).
