@@ -114,6 +114,10 @@ def test_the_packs_tuning_studies_give_the_sensitivity_table_in_place(tmp_path):
         packs.dispose()
     assert len(table) == packed.read_manifest(tune)["studies"]["count"]
     assert table["score_iqr"].notna().all() and (table["note"] == "").all()
+    # Largest importance first, ties by name (Optuna's own order among ties changes with string hashing).
+    for imp in table["importances"]:
+        assert list(imp) == sorted(imp, key=lambda k: (-imp[k], k))
+    assert any(len(set(imp.values())) < len(imp) for imp in table["importances"])  # this pack has ties
     journal = tmp_path / "studies.journal"
     journal.write_bytes(gzip.decompress((tune / STUDIES).read_bytes()))
     src = JournalStorage(JournalFileBackend(str(journal)))

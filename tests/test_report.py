@@ -418,3 +418,17 @@ def test_a_tuned_variant_sits_beside_the_zoo_defaults_and_out_of_the_answers(tmp
     # Named on the command line, a variant suite is reported as any suite, with no section of its own.
     named = build(url, tmp_path / "named", ["zoo", "tuned-zoo"], anchors=False).read_text()
     assert '<section id="variant-1">' not in named and "a2c-bench-tuned" in named
+
+
+def test_figures_drawn_in_worker_processes_are_the_ones_drawn_here(planted, tmp_path, monkeypatch):
+    # A large report draws its figures in worker processes beside the one computing the tables
+    # (figures.Painter); each figure seeds its own generator, so the page is the same either way.
+    from bench.analysis import report
+
+    monkeypatch.setattr(report, "PAINT_ENVS", 1)  # this store's few envs would otherwise draw here
+    here = build(planted, tmp_path / "here", anchors=False, workers=0).read_text()
+    there = build(planted, tmp_path / "there", anchors=False, workers=2).read_text()
+    stamp = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
+    figures = re.findall(r"data:image/png;base64,[A-Za-z0-9+/=]+", here)
+    assert len(figures) >= 2 * len(ENVS)
+    assert stamp.sub("", here) == stamp.sub("", there)

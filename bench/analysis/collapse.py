@@ -22,6 +22,8 @@ The step at which each began is reported, so the report can point at it.
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,13 +77,18 @@ def gradient_spike(steps: np.ndarray, grad_norm: np.ndarray) -> Flag | None:
 
     :param steps, grad_norm: shape ``(u,)``, the recorded gradient norm after each (stored) update.
     """
-    g = np.asarray(grad_norm, dtype=float)
     steps = np.asarray(steps)
-    for i in range(SPIKE_WARMUP, g.size):
-        earlier = g[:i][np.isfinite(g[:i])]
-        if earlier.size >= SPIKE_WARMUP and np.isfinite(g[i]) and g[i] > SPIKE_FACTOR * np.median(earlier) > 0:
-            return Flag("gradient spike", int(steps[i]), f"gradient norm {g[i]:.3g} at step {int(steps[i]):,}, "
-                                                         f"{g[i] / np.median(earlier):.0f}× the median before it")
+    earlier: list[float] = []  # the finite norms before update i, sorted: a running median, not one per update
+    for i, v in enumerate(np.asarray(grad_norm, dtype=float).tolist()):
+        if not math.isfinite(v):
+            continue
+        if i >= SPIKE_WARMUP and len(earlier) >= SPIKE_WARMUP:
+            n = len(earlier)
+            median = earlier[n // 2] if n % 2 else (earlier[n // 2 - 1] + earlier[n // 2]) / 2  # as np.median
+            if v > SPIKE_FACTOR * median > 0:
+                return Flag("gradient spike", int(steps[i]), f"gradient norm {v:.3g} at step {int(steps[i]):,}, "
+                                                             f"{v / median:.0f}× the median before it")
+        bisect.insort(earlier, v)
     return None
 
 

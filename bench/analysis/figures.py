@@ -13,6 +13,7 @@ import base64
 import functools
 import io
 import warnings
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -420,3 +421,55 @@ def env_figures(env_id: str, c: an.EnvCurves, g: pd.DataFrame, style: Style, thr
     if g["label"].nunique() <= SMALL_MULTIPLES:
         return [fig_env(env_id, c, g, style, thr, random)]
     return [fig_env_panels(env_id, c, style, thr, random), fig_env_km(env_id, c, g, style)]
+
+
+class Painter:
+    """Draws the report's figures in worker processes while the caller goes on with the tables.
+
+    Drawing is most of a large report's CPU time (each figure takes a few hundred ms of matplotlib, and the
+    shipped reference has ~80 of them); the figures are independent, so they are drawn ``workers`` at a time.
+    Each figure function seeds its own generator, so a figure is the same PNG in a worker as in the caller.
+    Workers are forked from a server that has imported matplotlib and this module once (``forkserver``;
+    ``spawn`` where there is none). With ``workers == 0`` every figure is drawn at once, in this process.
+
+    :meth:`draw` returns a future: ``.result()`` gives the figure (a worker's error is raised there).
+    """
+
+    def __init__(self, workers: int):
+        self.workers = max(0, int(workers))
+        self._pool = None
+        if self.workers > 0:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+            ctx = mp.get_context(method)
+            if method == "forkserver":  # matplotlib and seaborn imported once, in the server, not per worker
+                ctx.set_forkserver_preload(["matplotlib.pyplot", "seaborn", __name__])
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
+            self._pool.submit(_plt_ready)  # start the workers now: they import matplotlib while the caller reads
+
+    def draw(self, fn: Callable[..., Any], *args: Any):
+        from concurrent.futures import Future
+
+        if self._pool is not None:
+            return self._pool.submit(fn, *args)
+        done: Future = Future()
+        done.set_result(fn(*args))
+        return done
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> "Painter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _plt_ready() -> None:
+    """A worker's first job: matplotlib and seaborn imported and themed before the first figure comes."""
+    _plt()

@@ -150,7 +150,7 @@ def _sensitivity_cell(cat: str, label: str, rc: pd.DataFrame, envs: list[str], s
         for k, v in (d or {}).items():
             imp.setdefault(k, []).append(float(v))
     if imp:
-        top = max(imp, key=lambda k: np.mean(imp[k]))
+        top = min(imp, key=lambda k: (-np.mean(imp[k]), k))  # ties by name: the same on every run
         note += f"; most important: {top} ({np.mean(imp[top]):.2f})"
     row.update(point=float(s["score_iqr"].mean()), n_envs=int(s["env_id"].nunique()), n_runs=int(s["n_trials"].sum()),
                note=note)

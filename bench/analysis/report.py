@@ -35,6 +35,8 @@ from bench.analysis.published import SOURCE
 from bench.analysis.readmodel import ReadModel, read_model
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
+#: The run columns an env's figures read (the rest of the frame stays in this process).
+_DRAWN = ["key", "label", "t_steps", "t_cpu", "solved"]
 
 
 # --------------------------------------------------------------------------- #
@@ -143,7 +145,7 @@ def answer_data(data: an.Data, scored: an.Scored, recs: list[ans.Recommendation]
 
 def build(source: Any, out_dir: Path, suites: list[str] | None = None, *,
           log: Callable[[str], None] | None = None, anchors: bool = True,
-          stage: Callable[[str], None] | None = None) -> Path:
+          stage: Callable[[str], None] | None = None, workers: int | None = None) -> Path:
     """Write ``out_dir/index.html`` for ``suites`` (default: all in the store); returns its path.
 
     :param source: a store or ``packs:`` URL, or the command's open
@@ -152,13 +154,45 @@ def build(source: Any, out_dir: Path, suites: list[str] | None = None, *,
     :param log: gets the lines worth keeping (notes while reading, the time it took).
     :param stage: gets the step under way, for a live status line (a report of the shipped
         reference takes tens of CPU seconds).
+    :param workers: processes drawing the figures beside this one (:class:`bench.analysis.figures.Painter`),
+        0 to draw them here; default: one fewer than this machine's cores (this process computes the tables
+        meanwhile). A report of fewer than :data:`PAINT_ENVS` envs draws here (starting a worker would cost
+        more than it saves).
     """
     with read_model(source) as db:
-        return _build(db, out_dir, suites, log=log, anchors=anchors, stage=stage or (lambda _: None))
+        return _build(db, out_dir, suites, log=log, anchors=anchors, stage=stage or (lambda _: None),
+                      workers=default_workers() if workers is None else workers)
+
+
+#: From this many envs on, a report draws its figures in worker processes (:class:`bench.analysis.figures.Painter`).
+PAINT_ENVS = 6
+
+
+def default_workers() -> int:
+    """One drawing process per core this process may run on, but its own (at most 7: ~80 figures gain
+    little beyond)."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(7, cores - 1)
 
 
 def _build(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Callable[[str], None] | None,
-           anchors: bool, stage: Callable[[str], None]) -> Path:
+           anchors: bool, stage: Callable[[str], None], workers: int) -> Path:
+    with fg.Painter(workers if _env_count(db, suites) >= PAINT_ENVS else 0) as painter:
+        return _build_with(db, out_dir, suites, log=log, anchors=anchors, stage=stage, painter=painter)
+
+
+def _env_count(db: ReadModel, suites: list[str] | None) -> int:
+    """How many envs the report's suites ran (from the runs table, read once for the whole report)."""
+    runs = db.runs_frame()
+    if suites:
+        runs = runs[runs["suite"].isin(suites)]
+    return int(runs["env"].nunique()) if len(runs) else 0
+
+
+def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Callable[[str], None] | None,
+                anchors: bool, stage: Callable[[str], None], painter: fg.Painter) -> Path:
     import jinja2
 
     t0 = time.perf_counter()
@@ -188,8 +222,8 @@ def _build(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Calla
             threshold=f"{thr:g}" if thr is not None else "—", random=f"{a.random_return:.4g}" if a else "—",
             anchor=f"{a.episodes} random episodes, seed {a.seed}" if a else "none",
             warning=warn.get(env_id),
-            figures=fg.env_figures(env_id, c, g, style, thr, a.random_return if a else None),
-            diagnostics=fg.fig_diagnostics(env_id, g, d, style, c.steps),
+            figures=painter.draw(fg.env_figures, env_id, c, g[_DRAWN], style, thr, a.random_return if a else None),
+            diagnostics=painter.draw(fg.fig_diagnostics, env_id, g[["key", "label"]], d, style, c.steps),
             table=[dict(label=t.label, impl=t.impl, runs=t.runs, iqm=mx.interval_text(t.iqm, t.lo, t.hi, t.kind),
                         median=_f(t.median), success=f"{t.solved}/{t.runs} = {t.success:.2f} [{t.success_lo:.2f}, {t.success_hi:.2f}]",
                         median_steps=_f(t.median_steps, 0), median_cpu=_f(t.median_cpu, 1), contended=t.contended,
@@ -213,8 +247,8 @@ def _build(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Calla
         ranked = [lb for lb in agg.sort_values("iqm", ascending=False)["label"] if lb in have]
         plabels = ranked + sorted(have - set(ranked))
         across = dict(
-            aggregate=fg.fig_aggregate(agg, style), profiles=fg.fig_profiles(scored, style),
-            improvement=[fg.fig_improvement(pim, plabels, cols) for cols in fg.improvement_blocks(plabels)]
+            aggregate=painter.draw(fg.fig_aggregate, agg, style), profiles=fg.fig_profiles(scored, style),
+            improvement=[painter.draw(fg.fig_improvement, pim, plabels, cols) for cols in fg.improvement_blocks(plabels)]
             if len(plabels) > 1 else [],
             table=[dict(label=r.label, impl=r.impl, envs=r.envs, runs=r.runs, iqm=mx.interval_text(r.iqm, r.lo, r.hi, r.kind))
                    for r in agg.itertuples()],
@@ -223,7 +257,7 @@ def _build(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Calla
     stage("the answers and the decision matrix")
     recs = ans.recommend(scored)
     view = answer_data(data, scored, recs)
-    decision = [dict(d, figure=fg.fig_decision(view["matrix"], d["category"]),
+    decision = [dict(d, figure=painter.draw(fg.fig_decision, view["matrix"], d["category"]),
                      wall_warning=sorted(e for e in d["env_ids"] if e in warn)) for d in view["decision"]]
     inventory, failures = _inventory(data)
     stage("variants")
@@ -245,6 +279,14 @@ def _build(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Calla
                        runs, a, b, flagged=set(zip(flagged["key"], flagged["kind"])),
                        checkable=collapse.checkable(data.diagnostics)), algo)]
 
+    stage("figures")
+    for sec in env_sections:
+        sec["figures"], sec["diagnostics"] = sec["figures"].result(), sec["diagnostics"].result()
+    if across is not None:
+        across.update(aggregate=across["aggregate"].result(),
+                      improvement=[f.result() for f in across["improvement"]])
+    for d in decision:
+        d["figure"] = d["figure"].result()
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.from_string(TEMPLATE.read_text()).render(
         title="bench report: " + (", ".join(data.suites) or "empty store"),

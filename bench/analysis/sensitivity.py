@@ -182,7 +182,10 @@ def study_rows(studies: list[Any], anchor_of: Any):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     raw = optuna.importance.get_param_importances(study)
-                importances = {readable_name(k): float(v) for k, v in raw.items()}
+                # Largest first, ties by name: Optuna's order among equal importances follows a set's
+                # iteration, which changes with the process's string hashing, and "most important" is the first.
+                importances = dict(sorted(((readable_name(k), float(v)) for k, v in raw.items()),
+                                          key=lambda kv: (-kv[1], kv[0])))
             except Exception:  # noqa: BLE001 - e.g. a single distinct value per parameter
                 importances = {}
         solved = [float(t.user_attrs.get("solved_fraction", 0.0)) for t in finished]

@@ -62,7 +62,7 @@ def pack_suite(store: Any, suite: str, out: Path, log: Callable[[str], None] | N
 
 def report(suites: list[str] | None = None, store: str | None = None, out: str | Path | None = None, *,
            screenshot: Path | None = None, log: Callable[[str], None] | None = None,
-           stage: Callable[[str], None] | None = None) -> Path:
+           stage: Callable[[str], None] | None = None, workers: int | None = None) -> Path:
     """Write the self-contained HTML report (``index.html``, figures embedded) of ``suites`` (names in the
     store, or their YAML files; default: every suite) from the store alone; returns its path.
 
@@ -70,7 +70,8 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
     failures). ``out`` defaults to ``reports/<suite names joined by +>/`` or ``reports/all/``. ``log`` is told
     which store is read, once the inputs are checked, then what the report leaves out; ``stage`` each step as
     it starts (for a live status line). ``screenshot``: also save a PNG of the page's top there (needs
-    chromium; checked before anything is read).
+    chromium; checked before anything is read). ``workers``: processes drawing the figures beside this one
+    (default: cores − 1; 0 draws them here, as does a report of a few envs; :func:`bench.analysis.report.build`).
 
     :raises BadInput: a store or suite that is not there, an unwritable ``out`` or ``screenshot``, no chromium.
     """
@@ -106,7 +107,7 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
                            folder=True)
         if log is not None:
             log(where)
-        path = build(db, out_dir, chosen or None, log=log, stage=stage)
+        path = build(db, out_dir, chosen or None, log=log, stage=stage, workers=workers)
     if screenshot is not None:
         shot = take(path, screenshot)
         if log is not None:

@@ -22,6 +22,7 @@ def report(
     store: str = StoreOpt,
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: reports/<suite name>/, or reports/all/)."),
     screenshot: Optional[Path] = typer.Option(None, "--screenshot", help="Also save a PNG of the page's top 1400×2400 pixels (needs chromium)."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=0, help="Processes drawing the figures beside the one computing the tables (default: cores − 1; 0: draw there too; a report of fewer than 6 envs draws there)."),
 ) -> None:
     """Write a self-contained HTML report (index.html, figures embedded) from the store alone."""
     # A store whose runs all failed still gets a report: it lists the failures and their errors.
@@ -30,9 +31,10 @@ def report(
         if err.is_terminal:  # a live line of the step under way; logs and CI get only the lines that stay
             with err.status("report: reading the store") as live:
                 path = api.report(suites, store, out_dir, screenshot=screenshot, log=lambda s: err.print(s),
-                                  stage=lambda s: live.update(f"report: {s}"))
+                                  stage=lambda s: live.update(f"report: {s}"), workers=workers)
         else:
-            path = api.report(suites, store, out_dir, screenshot=screenshot, log=lambda s: err.print(s))
+            path = api.report(suites, store, out_dir, screenshot=screenshot, log=lambda s: err.print(s),
+                              workers=workers)
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
     out.print(f"report: {path}")
