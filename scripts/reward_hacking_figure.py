@@ -5,7 +5,7 @@ holding the runs of suites/lm/kl-sweep.yaml.
 
 Per run, every update recorded the mean proxy score (the reward model's, standardised on its
 comparison responses), the mean true score and the mean KL to the SFT reference. The true score is
-put on the proxy's scale (``bench.envs.reward_model.true_score_scale``), and the gap
+put on the proxy's scale (``bench.envs.tokens.true_score_scale``), and the gap
 ``proxy − true`` is shown relative to the run's first three updates: what the proxy gained that the
 true score did not. Left: the gap over tokens, mean and range over seeds per ``kl_coef``. Right: each
 run's gap growth (first 3 updates to last 5) against its mean KL to the reference over the last 5.
@@ -57,7 +57,7 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bench.envs.reward_model import true_score_scale
+    from bench.envs.tokens import true_score_scale
 
     mu, sd = true_score_scale()
     runs = series(args.store, args.suite)

@@ -68,7 +68,7 @@ def test_the_kl_penalty_holds_back_reward_hacking(learning_record):
     # the true score did not. Seed 100 (held out): kl 0 grew it by 0.69, kl 0.1 by 0.38 (true scores rose
     # in both). Bars on seeds 0-4: with kl_coef 0 the gap grows by >= 0.3 on >= 3/5 seeds; with kl_coef 0.1
     # it grows by at most 0.5 on >= 3/5 seeds, and by less than with kl_coef 0 on >= 3/5 seeds.
-    from bench.envs.reward_model import true_score_scale
+    from bench.envs.tokens import true_score_scale
 
     mu, sd = true_score_scale()
     growth: dict[float, list[float]] = {}

@@ -159,7 +159,7 @@ def _gap_growth(diagnostics: pd.DataFrame, env: str) -> float:
     if n < 3 + LAST_UPDATES:
         return float("nan")
     from bench.envs.registry import parse_env_key
-    from bench.envs.reward_model import true_score_scale
+    from bench.envs.tokens import true_score_scale
 
     kw = parse_env_key(env)[2]
     mu, sd = true_score_scale(kw.get("length", 8), kw.get("pairs", 2000), kw.get("noise", 0.25), kw.get("rm_seed", 0))

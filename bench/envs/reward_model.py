@@ -31,8 +31,9 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["CODE_VERSION", "RewardModel", "cache_dir", "comparisons", "kendall_tau", "reward_model", "train",
-           "true_score_scale"]
+from bench.envs.tokens import comparisons
+
+__all__ = ["CODE_VERSION", "RewardModel", "cache_dir", "kendall_tau", "reward_model", "train"]
 
 #: Bump when the model, its features or its training change: old cache entries stop matching.
 CODE_VERSION = 1
@@ -85,24 +86,6 @@ class RewardModel(nn.Module):
         for i, b in enumerate(bodies):
             padded[i, : len(b)] = torch.as_tensor(b, dtype=torch.long)
         return self(torch.as_tensor(topics, dtype=torch.long), padded).numpy().astype(float)
-
-
-def comparisons(length: int, n: int, noise: float, seed: int) -> tuple[list[int], list[list[int]], list[list[int]], np.ndarray]:
-    """``n`` labelled comparisons: topics (tokens), responses 1 and 2 (digit tokens), and labels
-    ``(n,)`` (1.0 where response 1 was preferred), drawn as the module doc says."""
-    from bench.envs.tokens import digit, true_score
-
-    rng = np.random.default_rng(seed)
-    topics, ones, twos, labels = [], [], [], np.empty(n)
-    for i in range(n):
-        t = int(rng.integers(0, 10))
-        y1, y2 = ([digit(d) for d in rng.integers(0, 10, rng.integers(1, length + 1))] for _ in range(2))
-        s1, s2 = true_score(t, y1, length), true_score(t, y2, length)
-        labels[i] = float(rng.random() < 1.0 / (1.0 + np.exp(-(s1 - s2) / noise)))
-        topics.append(digit(t))
-        ones.append(y1)
-        twos.append(y2)
-    return topics, ones, twos, labels
 
 
 def train(length: int, pairs: int, noise: float, seed: int) -> RewardModel:
@@ -166,16 +149,3 @@ def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
     x, y = np.asarray(x, float), np.asarray(y, float)
     i, j = np.triu_indices(x.size, k=1)
     return float(np.sum(np.sign(x[i] - x[j]) * np.sign(y[i] - y[j])) / i.size)
-
-
-@functools.lru_cache(maxsize=64)  # pure in its arguments; a report asks once per run (0.15 s each)
-def true_score_scale(length: int = 8, pairs: int = 2000, noise: float = 0.25, seed: int = 0) -> tuple[float, float]:
-    """Mean and standard deviation of the true score over the responses of the reward model's own
-    comparisons: the distribution on which its proxy score is standardised. ``(true − mean) / std`` puts
-    the true score on the proxy's scale, so ``proxy − standardised true`` is a gap in one unit (what
-    the proxy gained that the true score did not, when it grows)."""
-    from bench.envs.tokens import true_score
-
-    topics, ones, twos, _ = comparisons(length, pairs, noise, seed)
-    t = np.array([true_score(tp - 2, y, length) for tp, y in zip(topics + topics, ones + twos)])
-    return float(t.mean()), float(t.std())
