@@ -146,16 +146,16 @@ def _candidates(scored: Scored, crit: Criterion, envs: list[str]) -> tuple[list[
             cands += [Candidate(lb, "label", al) for lb in labels if scored.covers(lb, crit.column, envs)]
         else:
             cands.append(Candidate(al, "algo", al))
-    kept: list[Candidate] = []
+    kept: list[tuple[Candidate, dict]] = []  # each with its returns, read once
     for c in cands:
         mine = _returns(scored, c, envs)
-        twin = next((k for k in kept if _returns(scored, k, envs) == mine), None)
+        twin = next((k for k, theirs in kept if theirs == mine), None)
         if twin is None:
-            kept.append(c)
+            kept.append((c, mine))
         else:
             notes.append(f"{c.name} is the same computation as {twin.name} (identical returns on every env and "
                          "seed): counted once")
-    return kept, notes
+    return [c for c, _ in kept], notes
 
 
 def _rank(scored: Scored, cands: list[Candidate], crit: Criterion, envs: list[str],
