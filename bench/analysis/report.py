@@ -155,8 +155,8 @@ def build(source: Any, out_dir: Path, suites: list[str] | None = None, *,
     :param stage: gets the step under way, for a live status line (a report of the shipped
         reference takes tens of CPU seconds).
     :param workers: processes drawing the figures beside this one (:class:`bench.analysis.figures.Painter`),
-        0 to draw them here; default: one fewer than this machine's cores (this process computes the tables
-        meanwhile). A report of fewer than :data:`PAINT_ENVS` envs draws here (starting a worker would cost
+        0 to draw them here; default: one per core (:func:`default_workers`; this process computes the
+        tables meanwhile). A report of fewer than :data:`PAINT_ENVS` envs draws here (starting a worker would cost
         more than it saves).
     """
     with read_model(source) as db:
@@ -169,12 +169,13 @@ PAINT_ENVS = 6
 
 
 def default_workers() -> int:
-    """One drawing process per core this process may run on, but its own (at most 7: ~80 figures gain
-    little beyond)."""
+    """One drawing process per core this process may run on (at most 8: ~80 figures gain little beyond).
+    As many as the cores, not one fewer: the figures take more CPU than the tables computed meanwhile, so
+    on 2 cores two drawing processes beside the computing one finish first (measured: docs/reference.md)."""
     import os
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return min(7, cores - 1)
+    return min(8, cores)
 
 
 def _build(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Callable[[str], None] | None,

@@ -71,7 +71,7 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
     which store is read, once the inputs are checked, then what the report leaves out; ``stage`` each step as
     it starts (for a live status line). ``screenshot``: also save a PNG of the page's top there (needs
     chromium; checked before anything is read). ``workers``: processes drawing the figures beside this one
-    (default: cores − 1; 0 draws them here, as does a report of a few envs; :func:`bench.analysis.report.build`).
+    (default: one per core; 0 draws them here, as does a report of a few envs; :func:`bench.analysis.report.build`).
 
     :raises BadInput: a store or suite that is not there, an unwritable ``out`` or ``screenshot``, no chromium.
     """

@@ -22,7 +22,7 @@ def report(
     store: str = StoreOpt,
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: reports/<suite name>/, or reports/all/)."),
     screenshot: Optional[Path] = typer.Option(None, "--screenshot", help="Also save a PNG of the page's top 1400×2400 pixels (needs chromium)."),
-    workers: Optional[int] = typer.Option(None, "--workers", min=0, help="Processes drawing the figures beside the one computing the tables (default: cores − 1; 0: draw there too; a report of fewer than 6 envs draws there)."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=0, help="Processes drawing the figures beside the one computing the tables (default: one per core; 0: draw there too; a report of fewer than 6 envs draws there)."),
 ) -> None:
     """Write a self-contained HTML report (index.html, figures embedded) from the store alone."""
     # A store whose runs all failed still gets a report: it lists the failures and their errors.
