@@ -11,8 +11,8 @@ keeps these hashes computes what it computed before, bit for bit.
 
 Floats are hashed as ``repr`` of the float64 the recorder holds, so the hash is bit-exact: a refactor
 must not move a single rounding. Across CPUs, torch picks its kernels by capability
-(``ATEN_CPU_CAPABILITY``); ``tests/test_same_returns.py`` says which cells stayed identical across
-``default`` / ``avx2`` / ``avx512`` on the machine they were recorded on.
+(``ATEN_CPU_CAPABILITY``) and NumPy's OpenBLAS by core type (held here to ``Haswell``, its AVX2 kernels);
+``tests/test_same_returns.py`` says which cells stayed identical across which settings and machines.
 
     python scripts/same_returns.py                      # print the hashes
     python scripts/same_returns.py --write              # record them in tests/data/same_returns.json
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import time
@@ -31,6 +32,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+# NumPy's OpenBLAS held to its AVX2 kernels, as the record was made: on a CPU where it would pick its AVX-512
+# ones, the rounding differs and so does every hash (tests/conftest.py sets the same for the test).
+os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
 
 RECORD = Path(__file__).resolve().parent.parent / "tests" / "data" / "same_returns.json"
 SEED = 0

@@ -6,7 +6,13 @@ import os
 import uuid
 from pathlib import Path
 
-import pytest
+# NumPy's OpenBLAS picks its kernels by CPU: AVX-512 ones ("SkylakeX") on some AMD EPYC VMs, AVX2 ones
+# ("Haswell") on others, and the two round differently, so a seed's returns differed from one CI machine to
+# the next (tests/test_same_returns.py). Held to the AVX2 kernels, every x86-64 machine with AVX2 computes
+# the same bits. Set before anything imports NumPy: OpenBLAS reads it once, when it loads.
+os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
+
+import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ROOT / "suites"

@@ -134,6 +134,7 @@ def test_status_shows_running_stale_and_hosts(tmp_path):
 # --------------------------------------------------------------------------- #
 # Ray
 # --------------------------------------------------------------------------- #
+@pytest.mark.heavy  # ~50 s / ~25 s of CI's 2 cores; `nox -s heavy` (docs/testing.md)
 def test_ray_gives_the_local_pools_returns(ray_address, pg_url, tmp_path):
     """The smoke suite's PPO cells on Ray into PostgreSQL equal the local pool's into SQLite, episode by episode."""
     cells = select(load_suite(SMOKE).cells, parse_only(SMOKE_SUBSET))
@@ -264,6 +265,7 @@ def test_worker_lost_past_its_retries_is_a_failed_run(ray_address, pg_url, tmp_p
 # --------------------------------------------------------------------------- #
 # Several writers, one PostgreSQL store
 # --------------------------------------------------------------------------- #
+@pytest.mark.heavy  # ~50 s / ~25 s of CI's 2 cores; `nox -s heavy` (docs/testing.md)
 def test_four_processes_one_postgres_store_lose_and_duplicate_nothing(pg_url, tmp_path):
     """Four `bench run`s of one suite start at once on a fresh database: every cell runs exactly once."""
     suite = _write(tmp_path / "four.yaml", (

@@ -21,6 +21,13 @@ hashes are of the raw float64 values, unrounded: rounding would not help, since 
 probability changes a sampled action and from there every return. Under ``ATEN_CPU_CAPABILITY=default``
 (no SIMD kernels) every torch cell differs (the pure-NumPy REINFORCE's do not), so the test skips where
 torch runs without AVX2 (an ARM CPU, or that setting); CI's x86 machines have AVX2.
+
+NumPy's OpenBLAS chooses its kernels by CPU too: on the record's machine (AMD EPYC, CPUID family 26) it ran its
+AVX2 ("Haswell") kernels, on another AMD EPYC VM (family 25, with AVX-512) its "SkylakeX" ones, and there 6
+of the 10 default cells (the pure-NumPy REINFORCE among them) recorded other returns. ``tests/conftest.py``
+holds OpenBLAS to the Haswell kernels (``OPENBLAS_CORETYPE``, read when NumPy loads), under which that machine
+gives the record's hashes for every cell; the test skips where OpenBLAS runs other kernels all the same (the
+variable set otherwise, or NumPy imported before the conftest).
 """
 
 from __future__ import annotations
@@ -28,15 +35,31 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
 import torch
 
-pytestmark = pytest.mark.skipif(
-    torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"),
-    reason=f"the hashes were recorded with torch's AVX2 / AVX-512 kernels; this torch runs "
-           f"{torch.backends.cpu.get_cpu_capability()}, whose float rounding differs")
+
+def _openblas_cores() -> set[str]:
+    """The core types NumPy's OpenBLAS runs kernels for in this process (none where it has no OpenBLAS)."""
+    import numpy  # noqa: F401 - loaded, so threadpoolctl sees its BLAS
+    import threadpoolctl
+
+    return {str(i.get("architecture")) for i in threadpoolctl.threadpool_info() if i.get("internal_api") == "openblas"}
+
+
+pytestmark = [
+    pytest.mark.skipif(
+        torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"),
+        reason=f"the hashes were recorded with torch's AVX2 / AVX-512 kernels; this torch runs "
+               f"{torch.backends.cpu.get_cpu_capability()}, whose float rounding differs"),
+    pytest.mark.skipif(
+        not _openblas_cores() <= {"Haswell"},
+        reason=f"the hashes were recorded with OpenBLAS's Haswell (AVX2) kernels; this NumPy's OpenBLAS runs "
+               f"{', '.join(sorted(_openblas_cores()))} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')})"),
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = json.loads((ROOT / "tests" / "data" / "same_returns.json").read_text())["cells"]
