@@ -306,9 +306,10 @@ def fig_aggregate(agg: pd.DataFrame, style: Style) -> str:
     return _png(fig)
 
 
-def fig_profiles(scored: an.Scored, style: Style) -> str:
+def fig_profiles(runs: pd.DataFrame, style: Style) -> str:
+    """Performance profiles of the scored runs ``runs`` (``label, env, final_norm``; one row per run)."""
     plt, _ = _plt()
-    r = scored.runs[scored.runs["final_norm"].notna()]
+    r = runs[runs["final_norm"].notna()]
     hi = max(1.2, float(np.nanpercentile(r["final_norm"], 98)) + 0.05)
     lo = min(0.0, float(np.nanpercentile(r["final_norm"], 2)) - 0.05)
     taus = np.linspace(lo, hi, 120)

@@ -248,7 +248,7 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
         ranked = [lb for lb in agg.sort_values("iqm", ascending=False)["label"] if lb in have]
         plabels = ranked + sorted(have - set(ranked))
         across = dict(
-            aggregate=painter.draw(fg.fig_aggregate, agg, style), profiles=fg.fig_profiles(scored, style),
+            aggregate=painter.draw(fg.fig_aggregate, agg, style), profiles=painter.draw(fg.fig_profiles, runs[["label", "env", "final_norm"]], style),
             improvement=[painter.draw(fg.fig_improvement, pim, plabels, cols) for cols in fg.improvement_blocks(plabels)]
             if len(plabels) > 1 else [],
             table=[dict(label=r.label, impl=r.impl, envs=r.envs, runs=r.runs, iqm=mx.interval_text(r.iqm, r.lo, r.hi, r.kind))
@@ -284,7 +284,7 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     for sec in env_sections:
         sec["figures"], sec["diagnostics"] = sec["figures"].result(), sec["diagnostics"].result()
     if across is not None:
-        across.update(aggregate=across["aggregate"].result(),
+        across.update(aggregate=across["aggregate"].result(), profiles=across["profiles"].result(),
                       improvement=[f.result() for f in across["improvement"]])
     for d in decision:
         d["figure"] = d["figure"].result()
