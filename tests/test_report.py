@@ -240,7 +240,7 @@ def test_report_warns_when_wall_clock_comes_from_different_hardware(tmp_path):
     single = build(url, tmp_path / "one", ["here"], stage=steps.append).read_text()
     assert "Wall-clock warning" not in single
     # The live status line of `bench report` in a terminal walks through the steps, each env named.
-    assert steps[0] == "reading the store" and f"figures of {ENVS[0]} (1 of 1)" in steps
+    assert steps[0] == "reading the store" and f"tables of {ENVS[0]} (1 of 1)" in steps and steps[-1] == "figures"
     assert steps.index("claims") < steps.index("implementation parity")
 
 
@@ -420,14 +420,20 @@ def test_a_tuned_variant_sits_beside_the_zoo_defaults_and_out_of_the_answers(tmp
     assert '<section id="variant-1">' not in named and "a2c-bench-tuned" in named
 
 
-def test_figures_drawn_in_worker_processes_are_the_ones_drawn_here(planted, tmp_path, monkeypatch):
+def test_figures_drawn_in_worker_processes_are_the_ones_drawn_here(planted, tmp_path):
     # A large report draws its figures in worker processes beside the one computing the tables
-    # (figures.Painter); each figure seeds its own generator, so the page is the same either way.
-    from bench.analysis import report
-
-    monkeypatch.setattr(report, "PAINT_ENVS", 1)  # this store's few envs would otherwise draw here
+    # (figures.Painter); each figure seeds its own generator, so the page is the same either way. The workers
+    # start without the caller's __main__: a script that builds a report at its top level, with no
+    # `if __name__ == "__main__":` guard, would otherwise run again in each of them and fail.
+    script = tmp_path / "unguarded.py"
+    script.write_text("import sys\nfrom pathlib import Path\nfrom bench.analysis import report\n"
+                      "report.PAINT_ENVS = 1  # this store's few envs would otherwise draw in-process\n"
+                      "report.build(sys.argv[1], Path(sys.argv[2]), anchors=False, workers=2)\n")
+    p = subprocess.run([sys.executable, str(script), planted, str(tmp_path / "there")], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
     here = build(planted, tmp_path / "here", anchors=False, workers=0).read_text()
-    there = build(planted, tmp_path / "there", anchors=False, workers=2).read_text()
+    there = (tmp_path / "there" / "index.html").read_text()
     stamp = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
     figures = re.findall(r"data:image/png;base64,[A-Za-z0-9+/=]+", here)
     assert len(figures) >= 2 * len(ENVS)

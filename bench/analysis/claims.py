@@ -133,7 +133,8 @@ def measures(scored: scoring.Scored, diagnostics: pd.DataFrame) -> pd.DataFrame:
     # of the shipped reference cost 14 s of a report).
     scores = diagnostics[diagnostics["name"].isin(("seq/proxy_score", "seq/true_score"))]
     by_run = dict(tuple(scores.groupby("key", sort=False)))
-    r["hacking"] = [_gap_growth(by_run.get(k, scores.iloc[:0]), e) for k, e in zip(r["key"], r["env"])]
+    # A run with no scores (every run but the learned-reward task's) has no gap: NaN, without a frame to filter.
+    r["hacking"] = [_gap_growth(by_run[k], e) if k in by_run else float("nan") for k, e in zip(r["key"], r["env"])]
     return r
 
 

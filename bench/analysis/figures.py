@@ -13,6 +13,7 @@ import base64
 import functools
 import io
 import warnings
+from contextlib import contextmanager
 from typing import Any, Callable
 
 import numpy as np
@@ -448,7 +449,11 @@ class Painter:
             if method == "forkserver":  # matplotlib and seaborn imported once, in the server, not per worker
                 ctx.set_forkserver_preload(["matplotlib.pyplot", "seaborn", __name__])
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
-            self._pool.submit(_plt_ready)  # start the workers now: they import matplotlib while the caller reads
+            # Start every worker now (one per job submitted while none is idle): they import matplotlib while
+            # the caller reads, and they start without the caller's __main__ (below).
+            with _main_hidden():
+                for _ in range(self.workers):
+                    self._pool.submit(_plt_ready)
 
     def draw(self, fn: Callable[..., Any], *args: Any):
         from concurrent.futures import Future
@@ -469,6 +474,31 @@ class Painter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+@contextmanager
+def _main_hidden():
+    """The caller's ``__main__`` module hidden from :mod:`multiprocessing` while workers start.
+
+    A ``forkserver`` or ``spawn`` child runs the parent's main script again (as ``__mp_main__``) so that it
+    can unpickle functions defined there; a script that calls :func:`bench.api.report` at its top level,
+    with no ``if __name__ == "__main__":`` guard, would then build a report inside every worker and fail.
+    The workers run functions of this module only, so they need nothing of the caller's script.
+    """
+    import sys
+
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if main is not None and k in main.__dict__}
+    try:
+        for k in saved:
+            if k == "__spec__":
+                main.__spec__ = None
+            else:
+                del main.__dict__[k]
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.update(saved)
 
 
 def _plt_ready() -> None:

@@ -208,23 +208,23 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
 
     from bench.analysis import collapse
 
+    # Each env's figures first, so the drawing processes start while the flags and the tables are computed.
+    drawn = {env_id: _draw_env(painter, env_id, c, runs, data, style) for env_id, c in scored.curves.items()}
     flagged = collapse.flags(runs, data.episodes, data.diagnostics, data.anchors, data.traits)
     last_eval = _last_evaluations(db, runs)
     env_sections = []
     for i, (env_id, c) in enumerate(scored.curves.items()):
-        stage(f"figures of {env_id} ({i + 1} of {len(scored.curves)})")
+        stage(f"tables of {env_id} ({i + 1} of {len(scored.curves)})")
         g = runs[runs["env"] == env_id]
         a = data.anchors.get(env_id)
         thr = data.traits.get(env_id, {}).get("threshold")
         table = an.final_table(scored, env_id)
-        d = data.diagnostics[data.diagnostics["key"].isin(g["key"])]
         env_sections.append(dict(
             id=f"env-{_slug(env_id)}", env=env_id, traits=an.category_of(data.traits[env_id]),
             threshold=f"{thr:g}" if thr is not None else "—", random=f"{a.random_return:.4g}" if a else "—",
             anchor=f"{a.episodes} random episodes, seed {a.seed}" if a else "none",
             warning=warn.get(env_id),
-            figures=painter.draw(fg.env_figures, env_id, c, g[_DRAWN], style, thr, a.random_return if a else None),
-            diagnostics=painter.draw(fg.fig_diagnostics, env_id, g[["key", "label"]], d, style, c.steps),
+            figures=drawn[env_id][0], diagnostics=drawn[env_id][1],
             table=[dict(label=t.label, impl=t.impl, runs=t.runs, iqm=mx.interval_text(t.iqm, t.lo, t.hi, t.kind),
                         median=_f(t.median), success=f"{t.solved}/{t.runs} = {t.success:.2f} [{t.success_lo:.2f}, {t.success_hi:.2f}]",
                         median_steps=_f(t.median_steps, 0), median_cpu=_f(t.median_cpu, 1), contended=t.contended,
@@ -309,6 +309,18 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     if log:
         log(f"report built in {time.perf_counter() - t0:.1f}s from {len(data.runs)} runs")
     return path
+
+
+def _draw_env(painter: fg.Painter, env_id: str, c: an.EnvCurves, runs: pd.DataFrame, data: an.Data,
+              style: fg.Style) -> tuple[Any, Any]:
+    """Futures of one env's curve figures and its diagnostics figure (``runs``: the scored runs of every env)."""
+    g = runs[runs["env"] == env_id]
+    a = data.anchors.get(env_id)
+    curves = painter.draw(fg.env_figures, env_id, c, g[_DRAWN], style, data.traits.get(env_id, {}).get("threshold"),
+                          a.random_return if a else None)
+    diagnostics = painter.draw(fg.fig_diagnostics, env_id, g[["key", "label"]],
+                               data.diagnostics[data.diagnostics["key"].isin(g["key"])], style, c.steps)
+    return curves, diagnostics
 
 
 def _only(data: an.Data, envs: list[str], keep: Callable[[pd.DataFrame], pd.Series] | None = None) -> an.Data:
