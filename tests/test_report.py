@@ -438,3 +438,25 @@ def test_figures_drawn_in_worker_processes_are_the_ones_drawn_here(planted, tmp_
     figures = re.findall(r"data:image/png;base64,[A-Za-z0-9+/=]+", here)
     assert len(figures) >= 2 * len(ENVS)
     assert stamp.sub("", here) == stamp.sub("", there)
+
+
+def _figure_or_exit(parent: int, value: str) -> str:
+    """A stand-in figure function whose worker dies, as one killed for memory would."""
+    import os
+
+    if os.getpid() != parent:
+        os._exit(3)
+    return value
+
+
+def test_a_dead_drawing_worker_costs_time_not_figures():
+    # Every figure of a dead worker, and every one asked for after, is drawn in the calling process.
+    import os
+
+    from bench.analysis.figures import Painter
+
+    with Painter(1) as painter:
+        first = [painter.draw(_figure_or_exit, os.getpid(), f"figure {i}") for i in range(3)]
+        got = [f.result() for f in first]
+        got.append(painter.draw(_figure_or_exit, os.getpid(), "figure 3").result())
+    assert got == [f"figure {i}" for i in range(4)]

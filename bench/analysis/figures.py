@@ -434,7 +434,9 @@ class Painter:
     Workers are forked from a server that has imported matplotlib and this module once (``forkserver``;
     ``spawn`` where there is none). With ``workers == 0`` every figure is drawn at once, in this process.
 
-    :meth:`draw` returns a future: ``.result()`` gives the figure (a worker's error is raised there).
+    :meth:`draw` returns a future: ``.result()`` gives the figure (a figure function's error is raised there).
+    Where workers cannot be started (a sandbox without the semaphores multiprocessing needs), or one dies
+    (killed for memory), the figures are drawn in this process instead: the report is slower, never lost.
     """
 
     def __init__(self, workers: int):
@@ -448,32 +450,54 @@ class Painter:
             ctx = mp.get_context(method)
             if method == "forkserver":  # matplotlib and seaborn imported once, in the server, not per worker
                 ctx.set_forkserver_preload(["matplotlib.pyplot", "seaborn", __name__])
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
-            # Start every worker now (one per job submitted while none is idle): they import matplotlib while
-            # the caller reads, and they start without the caller's __main__ (below).
-            with _main_hidden():
-                for _ in range(self.workers):
-                    self._pool.submit(_plt_ready)
+            try:
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
+                # Start every worker now (one per job submitted while none is idle): they import matplotlib
+                # while the caller reads, and they start without the caller's __main__ (below).
+                with _main_hidden():
+                    for _ in range(self.workers):
+                        self._pool.submit(_plt_ready)
+            except (OSError, NotImplementedError, RuntimeError):
+                self.close()
 
     def draw(self, fn: Callable[..., Any], *args: Any):
         from concurrent.futures import Future
+        from concurrent.futures.process import BrokenProcessPool
 
         if self._pool is not None:
-            return self._pool.submit(fn, *args)
+            try:
+                return _Drawing(self._pool.submit(fn, *args), fn, args)
+            except BrokenProcessPool:
+                self.close()
         done: Future = Future()
         done.set_result(fn(*args))
         return done
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def __enter__(self) -> "Painter":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class _Drawing:
+    """A figure being drawn in a worker; :meth:`result` draws it here if the worker died first."""
+
+    def __init__(self, future: Any, fn: Callable[..., Any], args: tuple):
+        self.future, self.fn, self.args = future, fn, args
+
+    def result(self) -> Any:
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return self.future.result()
+        except BrokenProcessPool:
+            return self.fn(*self.args)
 
 
 @contextmanager
