@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.api._common import BadInput, Reference, cache_dir, reference
-from bench.storage import packread
 
 @dataclass(frozen=True)
 class Answer:

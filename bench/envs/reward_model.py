@@ -20,7 +20,6 @@ very same model.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os

@@ -26,7 +26,6 @@ from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
 from bench.storage import packed
-from bench.storage import store as st
 from bench.storage.studies import read_packed_studies
 
 #: The columns and order of :meth:`bench.storage.store.Store.runs_frame`.

@@ -382,7 +382,6 @@ class Store:
         return self._per_run_frame(diagnostics, ("step", "name", "value", "n"), diagnostics.c.id, suite)
 
     def _per_run_frame(self, table: sa.Table, columns: Sequence[str], order: Any, suite: str | None):
-        import pandas as pd
 
         with self.engine.connect() as c:
             cols = [table.c[k] if has_column(c, table.name, k) else sa.null().label(k) for k in columns]
