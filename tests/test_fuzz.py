@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -258,7 +258,12 @@ def secret_urls(draw) -> tuple[str, str]:
     user = draw(st.sampled_from(["postgres", "root", "", "u:v", "a b"]))
     tail = draw(st.sampled_from(["/db", "/", "", "/x?y", "/a%20b", "/q?mark/b.db", "/db?connect_timeout=x"]))
     at = draw(st.sampled_from(["@", "", "@@", "%40"]))
-    url = f"{draw(st.sampled_from(SCHEMES))}://{user}:{secret}{at}{draw(st.sampled_from(HOSTS))}{tail}"
+    host = draw(st.sampled_from(HOSTS))
+    # With no raw '@' after the password (%40 is none), a raw '@' inside it ends the password by the URL's grammar
+    # (RFC 3986: user info runs to an '@'): "u:0@{MARK}127.0.0.1/db" is user "u", password "0" and host
+    # "{MARK}127.0.0.1", which bench shows as the host it is. The mark is then not in the password.
+    assume("@" in at + host or "@" not in secret)
+    url = f"{draw(st.sampled_from(SCHEMES))}://{user}:{secret}{at}{host}{tail}"
     return url, draw(st.sampled_from(["dry-run", "status", "run", "report", "recommend", "export", "import", "tune",
                                       "parity", "eval"]))
 
