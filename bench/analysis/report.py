@@ -185,7 +185,7 @@ def _build(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Calla
 
 
 def _env_count(db: ReadModel, suites: list[str] | None) -> int:
-    """How many envs the report's suites ran (from the runs table, read once for the whole report)."""
+    """How many envs the report's suites ran (the runs table, kept by the read model for the whole report)."""
     runs = db.runs_frame()
     if suites:
         runs = runs[runs["suite"].isin(suites)]
@@ -248,7 +248,8 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
         ranked = [lb for lb in agg.sort_values("iqm", ascending=False)["label"] if lb in have]
         plabels = ranked + sorted(have - set(ranked))
         across = dict(
-            aggregate=painter.draw(fg.fig_aggregate, agg, style), profiles=painter.draw(fg.fig_profiles, runs[["label", "env", "final_norm"]], style),
+            aggregate=painter.draw(fg.fig_aggregate, agg, style),
+            profiles=painter.draw(fg.fig_profiles, runs[["label", "env", "final_norm"]], style),
             improvement=[painter.draw(fg.fig_improvement, pim, plabels, cols) for cols in fg.improvement_blocks(plabels)]
             if len(plabels) > 1 else [],
             table=[dict(label=r.label, impl=r.impl, envs=r.envs, runs=r.runs, iqm=mx.interval_text(r.iqm, r.lo, r.hi, r.kind))
