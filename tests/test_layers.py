@@ -33,6 +33,7 @@ PARTS: list[tuple[str, str]] = [
     ("bench.run", "execution"),
     ("bench.tune", "tune"),
     ("bench.analysis.stats", "pure"),
+    ("bench.analysis.distributions", "pure"),
     ("bench.analysis.permutation", "pure"),
     ("bench.analysis.survival", "pure"),
     # The trait vocabulary (trait values, priorities), declared once: plain literals every layer reads.
@@ -101,7 +102,8 @@ def allowed(src: str, dst: str) -> bool:
 
 
 # Pure statistics: what they may import from outside bench.
-#: scipy: the parity tests' t distribution (bench.analysis.parity), a pure function library like numpy.
+#: scipy: scipy.special's t, normal and chi-square functions (bench.analysis.distributions), a pure function
+#: library like numpy.
 PURE_EXTERNAL = {"__future__", "dataclasses", "math", "typing", "collections", "functools", "itertools", "numpy", "pandas",
                  "scipy"}
 

@@ -129,8 +129,16 @@ def _disagree(scored: Scored, labels: list[str], envs: list[str]) -> list[str]:
 
 
 def _returns(scored: Scored, c: Candidate, envs: list[str]) -> dict[tuple[str, Any], float]:
-    r = scored.runs[(scored.runs[c.by] == c.name) & scored.runs["env"].isin(envs)]
-    return {(e, s): float(v) for e, s, v in zip(r["env"], r["seed"], r["final_return"])}
+    """``(env, seed) → final return`` of the candidate's runs on ``envs`` (its returns per env read once)."""
+    def per_env() -> dict[str, dict[tuple[str, Any], float]]:
+        r = scored.runs[scored.runs[c.by] == c.name]
+        out: dict[str, dict[tuple[str, Any], float]] = {}
+        for e, s, v in zip(r["env"], r["seed"], r["final_return"]):
+            out.setdefault(e, {})[(e, s)] = float(v)
+        return out
+
+    mine = scored.once(("returns", c.by, c.name), per_env)
+    return {k: v for e in envs for k, v in mine.get(e, {}).items()}
 
 
 def _candidates(scored: Scored, crit: Criterion, envs: list[str]) -> tuple[list[Candidate], list[str]]:

@@ -232,14 +232,14 @@ def _scope(runs: pd.DataFrame, a: str, b: str, col: str, envs: list[str], x: lis
 
 def _heterogeneity(x: list[np.ndarray], y: list[np.ndarray]) -> float:
     """Cochran's Q test of equal per-env mean differences (χ² on k − 1 df): its p-value; NaN below 2 envs."""
-    from scipy import stats as st
+    from bench.analysis import distributions as dist
 
     eff, se = generalise.env_effects(x, y)
     if eff.size < 2:
         return float("nan")
     w = 1.0 / se**2
     q = float(np.sum(w * (eff - np.sum(w * eff) / w.sum()) ** 2))
-    return float(st.chi2.sf(q, eff.size - 1))
+    return float(dist.chi2_sf(q, eff.size - 1))
 
 
 def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n_boot: int = scoring.N_BOOT) -> Check:
@@ -364,7 +364,7 @@ EQUIVALENCE_MARGIN = 0.05
 def _outside(xa: np.ndarray, yb: np.ndarray, margin: float) -> bool:
     """Whether one env's difference of means is shown *outside* ±``margin``: a one-sided Welch test at ALPHA
     rejects ``diff ≤ margin`` (or ``diff ≥ −margin``), the mirror image of the TOST's two tests."""
-    from scipy import stats as st
+    from bench.analysis import distributions as dist
 
     from bench.analysis.parity import welch
 
@@ -373,7 +373,7 @@ def _outside(xa: np.ndarray, yb: np.ndarray, margin: float) -> bool:
     diff, se, df = welch(xa, yb)
     if se == 0.0:  # every run of each side scored the same: the difference is exact
         return abs(diff) > margin
-    return bool(st.t.sf((abs(diff) - margin) / se, df) < scoring.ALPHA)
+    return bool(dist.t_sf((abs(diff) - margin) / se, df) < scoring.ALPHA)
 
 
 def _equivalence(line: str, x: list[np.ndarray], y: list[np.ndarray], envs: list[str], runs_txt: str) -> Check:

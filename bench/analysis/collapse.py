@@ -113,6 +113,18 @@ def checkable(diagnostics) -> dict[str, set[str]]:
     return out
 
 
+def _by_key(frame, cols: list[str]) -> dict:
+    """``frame``'s ``cols`` as NumPy arrays per key, rows in their stored order: one sort for the whole
+    frame rather than a boolean mask per run (the report scores about a thousand runs)."""
+    if not len(frame):
+        return {}
+    codes, keys = frame["key"].factorize()
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
+    arrays = [frame[c].to_numpy()[order] for c in cols]
+    return {k: tuple(a[bounds[i]:bounds[i + 1]] for a in arrays) for i, k in enumerate(keys)}
+
+
 def flags(runs, episodes, diagnostics, anchors: dict, traits: dict):
     """Every flagged run of a report: a DataFrame with columns key, env, label, seed, kind, step, detail.
 
@@ -126,23 +138,22 @@ def flags(runs, episodes, diagnostics, anchors: dict, traits: dict):
 
     cols = ["key", "env", "label", "seed", "kind", "step", "detail"]
     out = []
-    ep = {k: g for k, g in episodes.groupby("key", sort=False)} if len(episodes) else {}
-    dg = {k: g for k, g in diagnostics.groupby("key", sort=False)} if len(diagnostics) else {}
+    ep = _by_key(episodes, ["step", "ret"])
+    series = {}  # (key, diagnostic name) → (steps, values), for the names the signatures read
+    if len(diagnostics):
+        d = diagnostics[diagnostics["name"].isin(["policy/log_std", "grad/norm_max", "grad/norm"])]
+        for name, g in d.groupby("name", sort=False):
+            series.update({(k, name): v for k, v in _by_key(g, ["step", "value"]).items()})
     for r in runs.itertuples():
-        d = dg.get(r.key)
-        if d is None:
-            continue
         found = []
         a, e = anchors.get(r.env), ep.get(r.key)
-        ls = d[d["name"] == "policy/log_std"]
-        if traits.get(r.env, {}).get("action") == "continuous" and len(ls) and a is not None and e is not None:
-            curve = (running_mean(e["ret"].to_numpy(float), int(r.window)) - a.random_return) / (a.threshold - a.random_return)
-            found.append(log_std_collapse(ls["step"].to_numpy(), ls["value"].to_numpy(float), e["step"].to_numpy(float),
-                                          curve))
-        g = d[d["name"] == "grad/norm_max"]
-        g = g if len(g) else d[d["name"] == "grad/norm"]
-        if len(g):
-            found.append(gradient_spike(g["step"].to_numpy(), g["value"].to_numpy(float)))
+        ls = series.get((r.key, "policy/log_std"))
+        if traits.get(r.env, {}).get("action") == "continuous" and ls is not None and a is not None and e is not None:
+            curve = (running_mean(e[1].astype(float), int(r.window)) - a.random_return) / (a.threshold - a.random_return)
+            found.append(log_std_collapse(ls[0], ls[1].astype(float), e[0].astype(float), curve))
+        g = series.get((r.key, "grad/norm_max")) or series.get((r.key, "grad/norm"))
+        if g is not None:
+            found.append(gradient_spike(g[0], g[1].astype(float)))
         out += [dict(key=r.key, env=r.env, label=r.label, seed=int(r.seed), kind=f.kind, step=f.step, detail=f.detail)
                 for f in found if f is not None]
     return pd.DataFrame(out, columns=cols)

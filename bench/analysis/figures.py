@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import functools
 import io
+import threading
 import warnings
 from contextlib import contextmanager
 from typing import Any, Callable
@@ -452,18 +453,33 @@ class Painter:
                 ctx.set_forkserver_preload(["matplotlib.pyplot", "seaborn", __name__])
             try:
                 self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
-                # Start every worker now (one per job submitted while none is idle): they import matplotlib
-                # while the caller reads, and they start without the caller's __main__ (below).
-                with _main_hidden():
-                    for _ in range(self.workers):
-                        self._pool.submit(_plt_ready)
             except (OSError, NotImplementedError, RuntimeError):
-                self.close()
+                self._pool = None
+        self._started = threading.Event()
+        if self._pool is None:
+            self._started.set()
+        else:
+            # The first worker's start waits for the server to import matplotlib (a CPU second or two): done in
+            # a thread, so that the caller reads and scores meanwhile; the first figure waits for it (draw).
+            threading.Thread(target=self._start, name="painter-start", daemon=True).start()
+
+    def _start(self) -> None:
+        """Start every worker (one per job submitted while none is idle), without the caller's ``__main__``."""
+        try:
+            with _main_hidden():
+                for _ in range(self.workers):
+                    self._pool.submit(_plt_ready)
+        except (OSError, NotImplementedError, RuntimeError):  # no semaphores here: draw in the caller instead
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=False, cancel_futures=True)
+        finally:
+            self._started.set()
 
     def draw(self, fn: Callable[..., Any], *args: Any):
         from concurrent.futures import Future
         from concurrent.futures.process import BrokenProcessPool
 
+        self._started.wait()
         if self._pool is not None:
             try:
                 return _Drawing(self._pool.submit(fn, *args), fn, args)
@@ -474,6 +490,7 @@ class Painter:
         return done
 
     def close(self) -> None:
+        self._started.wait()  # a pool is shut down once its workers have started, not while they start
         if self._pool is not None:
             pool, self._pool = self._pool, None
             pool.shutdown(wait=True, cancel_futures=True)

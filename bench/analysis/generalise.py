@@ -89,7 +89,7 @@ def hksj(effects: np.ndarray, ses: np.ndarray, level: float = 0.95) -> Meta:
 
     :param effects, ses: shape ``(k,)``, per-env effects and their standard errors (all > 0).
     """
-    from scipy import stats as st
+    from bench.analysis import distributions as dist
 
     y, s2 = np.asarray(effects, float), np.asarray(ses, float) ** 2
     k = y.size
@@ -107,8 +107,8 @@ def hksj(effects: np.ndarray, ses: np.ndarray, level: float = 0.95) -> Meta:
     se = float(np.sqrt(scale / wr.sum()))
     df = k - 1
     t = mu / se
-    p = float(2 * st.t.sf(abs(t), df))
-    half = float(st.t.ppf(0.5 + level / 2, df)) * se
+    p = float(2 * dist.t_sf(abs(t), df))
+    half = float(dist.t_ppf(0.5 + level / 2, df)) * se
     return Meta(mu, se, mu - half, mu + half, float(np.sqrt(tau2)), k, p)
 
 

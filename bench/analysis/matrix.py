@@ -83,12 +83,13 @@ def decision_matrix(scored: Scored, sensitivity: pd.DataFrame | None = None, *,
     for cat, envs in categories(scored).items():
         rc = r[r["env"].isin(envs)]
         labels = sorted(rc["label"].unique())
+        first = rc.drop_duplicates("label").set_index("label")  # each label's algo and impl, from its first run
+        n_runs = rc["label"].value_counts()
         for name, crit in CRITERIA.items():
             for lb in labels:
                 mine = [e for e in envs if scored.tasks(lb, crit.column, [e])[0].size]
-                base = dict(category=cat, label=lb, algo=rc.loc[rc["label"] == lb, "algo"].iloc[0],
-                            impl=rc.loc[rc["label"] == lb, "impl"].iloc[0], criterion=name, n_envs=len(mine),
-                            cat_envs=len(envs), n_runs=int((rc["label"] == lb).sum()), mark="", p=np.nan, p_text="",
+                base = dict(category=cat, label=lb, algo=first.at[lb, "algo"], impl=first.at[lb, "impl"], criterion=name,
+                            n_envs=len(mine), cat_envs=len(envs), n_runs=int(n_runs[lb]), mark="", p=np.nan, p_text="",
                             directions="", note="")
                 if not mine:
                     out.append(dict(base, point=np.nan, lo=np.nan, hi=np.nan, kind="none",
@@ -99,7 +100,7 @@ def decision_matrix(scored: Scored, sensitivity: pd.DataFrame | None = None, *,
                 fewer = f"over {len(mine)} of the {len(envs)} envs only" if len(mine) < len(envs) else ""
                 out.append(dict(base, point=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind, note=fewer))
         for lb in labels:
-            out.append(_sensitivity_cell(cat, lb, rc, envs, sensitivity))
+            out.append(_sensitivity_cell(cat, lb, first.at[lb, "algo"], first.at[lb, "impl"], envs, sensitivity))
     dm = pd.DataFrame(out, columns=COLUMNS)
     return mark(dm, recommend(scored, n_boot=n_boot, track_record=False) if recs is None else recs)
 
@@ -128,10 +129,8 @@ def mark(dm: pd.DataFrame, recs: list[Recommendation]) -> pd.DataFrame:
     return dm
 
 
-def _sensitivity_cell(cat: str, label: str, rc: pd.DataFrame, envs: list[str], sens: pd.DataFrame | None) -> dict:
+def _sensitivity_cell(cat: str, label: str, algo: str, impl: str, envs: list[str], sens: pd.DataFrame | None) -> dict:
     """Hyperparameter sensitivity from the tuner: mean over envs of the IQR of normalised trial scores (lower is better)."""
-    mine = rc[rc["label"] == label]
-    algo, impl = mine["algo"].iloc[0], mine["impl"].iloc[0]
     row = dict(category=cat, label=label, algo=algo, impl=impl, criterion=SENSITIVITY, point=np.nan, lo=np.nan,
                hi=np.nan, kind="none", n_envs=0, cat_envs=len(envs), n_runs=0, mark="", p=np.nan, p_text="",
                directions="", note="no tuning data")
@@ -178,16 +177,18 @@ def decision_rows(dm: pd.DataFrame, category: str) -> list[dict[str, Any]]:
     """The decision matrix of one category as table rows: one per label, one cell per criterion; each cell
     ``text`` (score and interval), ``mark`` (as :data:`MARKS` reads it, with the answer's adjusted p and
     per-env directions where an answer marks it) and ``title`` (runs, envs, notes)."""
-    d = dm[dm["category"] == category]
+    crits = criteria_of(dm, category)
+    by_label: dict[str, dict[str, dict[str, Any]]] = {}  # label → criterion → its first row
+    for x in dm[dm["category"] == category].to_dict("records"):
+        by_label.setdefault(x["label"], {}).setdefault(x["criterion"], x)
     rows = []
-    for lb, g in d.groupby("label", sort=True):
+    for lb in sorted(by_label):
         cells = []
-        for crit in criteria_of(dm, category):
-            got = g[g["criterion"] == crit]
-            if got.empty:  # a criterion this label has no row for (it ran none of what it measures)
+        for crit in crits:
+            x = by_label[lb].get(crit)
+            if x is None:  # a criterion this label has no row for (it ran none of what it measures)
                 cells.append(dict(text="n/a", mark="", title="not measured for this label"))
                 continue
-            x = got.iloc[0]
             note = _text(x["note"])
             if x["point"] != x["point"]:
                 cells.append(dict(text=note or "n/a", mark="", title=note))
@@ -198,7 +199,7 @@ def decision_rows(dm: pd.DataFrame, category: str) -> list[dict[str, Any]]:
                 m += f" (p {x['p_text']}" + (f"; {x['directions']}" if _text(x.get("directions")) else "") + ")"
             cells.append(dict(text=interval_text(x["point"], x["lo"], x["hi"], x["kind"]) + cover, mark=m,
                               title=f"{x['n_runs']} runs on {x['n_envs']} envs. {note}".strip()))
-        rows.append(dict(label=lb, impl=g["impl"].iloc[0], cells=cells))
+        rows.append(dict(label=lb, impl=next(iter(by_label[lb].values()))["impl"], cells=cells))
     return rows
 
 

@@ -21,7 +21,7 @@ Precedence: a difference smaller than the margin that is nevertheless significan
 interval that excludes 0 but lies inside ±δ) is **equivalent**: δ is the size below which the two
 count as the same algorithm for the recommendation, which is what the verdict is for.
 
-Everything here is pure: arrays in, dataclasses out. ``scipy.stats`` gives the t distribution.
+Everything here is pure: arrays in, dataclasses out. The t distribution is :mod:`bench.analysis.distributions`'s.
 """
 
 from __future__ import annotations
@@ -100,15 +100,15 @@ def seeds_for_equivalence(sd: float, margin: float = MARGIN, alpha: float = ALPH
     ``n = 2 sd² (t_{1-α, 2n-2} + t_{1-β/2, 2n-2})² / margin²`` (β = 1 − power), solved by fixed-point
     iteration from the normal approximation; at least 2.
     """
-    from scipy import stats
+    from bench.analysis import distributions as dist
 
     if sd <= 0:
         return 2
     beta = 1.0 - power
-    n = 2.0 * sd**2 * (stats.norm.ppf(1 - alpha) + stats.norm.ppf(1 - beta / 2)) ** 2 / margin**2
+    n = 2.0 * sd**2 * (dist.norm_ppf(1 - alpha) + dist.norm_ppf(1 - beta / 2)) ** 2 / margin**2
     for _ in range(50):
         df = max(2 * math.ceil(n) - 2, 1)
-        new = 2.0 * sd**2 * (stats.t.ppf(1 - alpha, df) + stats.t.ppf(1 - beta / 2, df)) ** 2 / margin**2
+        new = 2.0 * sd**2 * (dist.t_ppf(1 - alpha, df) + dist.t_ppf(1 - beta / 2, df)) ** 2 / margin**2
         if math.ceil(new) == math.ceil(n):
             break
         n = new
@@ -118,7 +118,7 @@ def seeds_for_equivalence(sd: float, margin: float = MARGIN, alpha: float = ALPH
 def compare(a: np.ndarray, b: np.ndarray, metric: str = "", *, margin: float = MARGIN, alpha: float = ALPHA,
             power: float = POWER) -> Comparison:
     """The verdict on one metric for runs ``a`` and ``b`` (shapes ``(n_a,)``, ``(n_b,)``); see the module doc."""
-    from scipy import stats
+    from bench.analysis import distributions as dist
 
     a, b = np.asarray(a, float), np.asarray(b, float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
@@ -139,12 +139,12 @@ def compare(a: np.ndarray, b: np.ndarray, metric: str = "", *, margin: float = M
                           reason="every run of each label scored the same value" + (
                               " (1, the cap: both reached the threshold, and the metric cannot tell them apart "
                               "above it)" if base["mean_a"] == base["mean_b"] == 1.0 else ""))
-    t_crit = stats.t.ppf(1 - alpha / 2, df)
+    t_crit = dist.t_ppf(1 - alpha / 2, df)
     ci = (diff - t_crit * se, diff + t_crit * se)
-    p_diff = float(2 * stats.t.sf(abs(diff) / se, df))
+    p_diff = float(2 * dist.t_sf(abs(diff) / se, df))
     # TOST: H0a: diff <= -margin (rejected when diff is well above it), H0b: diff >= +margin.
-    p_lower = float(stats.t.sf((diff + margin) / se, df))
-    p_upper = float(stats.t.cdf((diff - margin) / se, df))
+    p_lower = float(dist.t_sf((diff + margin) / se, df))
+    p_upper = float(dist.t_cdf((diff - margin) / se, df))
     p_equiv = max(p_lower, p_upper)
     sd = _pooled_sd(a, b)
     n = a.size + b.size
@@ -205,7 +205,7 @@ def parity(runs: Any, label_a: str, label_b: str, *, envs: list[str] | None = No
         implementation that records no gradient norm is neither credited with "no spikes" nor set beside
         one whose spikes are counted.
     """
-    r = runs[runs["final_norm"].notna()]
+    r = runs[runs["final_norm"].notna() & runs["label"].isin([label_a, label_b])]
     have_a, have_b = set(r.loc[r["label"] == label_a, "env"]), set(r.loc[r["label"] == label_b, "env"])
     common = sorted(have_a & have_b)
     if envs is not None:

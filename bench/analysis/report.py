@@ -209,7 +209,9 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     from bench.analysis import collapse
 
     # Each env's figures first, so the drawing processes start while the flags and the tables are computed.
-    drawn = {env_id: _draw_env(painter, env_id, c, runs, data, style) for env_id, c in scored.curves.items()}
+    diag_rows = _rows_by_env(data.diagnostics, runs)
+    drawn = {env_id: _draw_env(painter, env_id, c, runs, data, style, diag_rows.get(env_id, []))
+             for env_id, c in scored.curves.items()}
     flagged = collapse.flags(runs, data.episodes, data.diagnostics, data.anchors, data.traits)
     last_eval = _last_evaluations(db, runs)
     env_sections = []
@@ -313,15 +315,32 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
 
 
 def _draw_env(painter: fg.Painter, env_id: str, c: an.EnvCurves, runs: pd.DataFrame, data: an.Data,
-              style: fg.Style) -> tuple[Any, Any]:
-    """Futures of one env's curve figures and its diagnostics figure (``runs``: the scored runs of every env)."""
+              style: fg.Style, diag_rows: Any) -> tuple[Any, Any]:
+    """Futures of one env's curve figures and its diagnostics figure (``runs``: the scored runs of every env;
+    ``diag_rows``: the positions of their diagnostics on this env, :func:`_rows_by_env`)."""
     g = runs[runs["env"] == env_id]
     a = data.anchors.get(env_id)
     curves = painter.draw(fg.env_figures, env_id, c, g[_DRAWN], style, data.traits.get(env_id, {}).get("threshold"),
                           a.random_return if a else None)
-    diagnostics = painter.draw(fg.fig_diagnostics, env_id, g[["key", "label"]],
-                               data.diagnostics[data.diagnostics["key"].isin(g["key"])], style, c.steps)
+    diagnostics = painter.draw(fg.fig_diagnostics, env_id, g[["key", "label"]], data.diagnostics.iloc[diag_rows],
+                               style, c.steps)
     return curves, diagnostics
+
+
+def _rows_by_env(frame: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Env id → positions (ascending) of the rows of ``frame`` (``key``, …) that belong to ``runs`` on that env:
+    the keys hashed once for every env, not the whole frame tested for membership once per env."""
+    if not len(frame) or not len(runs):
+        return {}
+    codes, uniques = pd.factorize(frame["key"])
+    env_of = dict(zip(runs["key"], runs["env"]))
+    envs = sorted(set(env_of.values()))
+    index = {e: i for i, e in enumerate(envs)}
+    of_code = np.array([index.get(env_of.get(k), -1) for k in uniques], dtype=np.int64)
+    row_env = np.where(codes >= 0, of_code[codes], -1)
+    order = np.argsort(row_env, kind="stable")
+    bounds = np.searchsorted(row_env[order], np.arange(len(envs) + 1))
+    return {e: order[bounds[i]:bounds[i + 1]] for i, e in enumerate(envs)}
 
 
 def _only(data: an.Data, envs: list[str], keep: Callable[[pd.DataFrame], pd.Series] | None = None) -> an.Data:

@@ -46,7 +46,7 @@ class Cell:
 
 def _hksj_p(d: np.ndarray, se: np.ndarray) -> np.ndarray:
     """:func:`bench.analysis.generalise.hksj`'s p-value for each row of ``d``, ``se`` ``(reps, k)`` → ``(reps,)``."""
-    from scipy import stats as st
+    from bench.analysis import distributions as dist
 
     k = d.shape[1]
     w = 1.0 / se**2
@@ -58,13 +58,13 @@ def _hksj_p(d: np.ndarray, se: np.ndarray) -> np.ndarray:
     mu = (wr * d).sum(1) / wr.sum(1)
     scale = np.maximum(1.0, (wr * (d - mu[:, None]) ** 2).sum(1) / (k - 1))
     t = mu / np.sqrt(scale / wr.sum(1))
-    return 2 * st.t.sf(np.abs(t), k - 1)
+    return 2 * dist.t_sf(np.abs(t), k - 1)
 
 
 def rates(k: int, n: int, sd_env: float, sd_run: float, delta: float = 0.0, *, reps: int = 20_000,
           alpha: float = 0.05, rng: np.random.Generator | int | None = 0) -> Cell:
     """Simulate ``reps`` profiles of ``k`` envs with ``n`` runs per side and env (see the module docstring)."""
-    from scipy import stats as st
+    from bench.analysis import distributions as dist
 
     if k < 1 or n < 2:
         raise ValueError(f"need k >= 1 envs and n >= 2 runs per side, got k={k}, n={n}")
@@ -75,7 +75,7 @@ def rates(k: int, n: int, sd_env: float, sd_run: float, delta: float = 0.0, *, r
     d = x.mean(-1) - y.mean(-1)
     se = np.maximum(np.sqrt(x.var(-1, ddof=1) / n + y.var(-1, ddof=1) / n), SE_FLOOR)
     z = np.abs(d.mean(1)) / (np.sqrt((se**2).sum(1)) / k)
-    fixed = float(np.mean(z > st.norm.ppf(1 - alpha / 2)))
+    fixed = float(np.mean(z > dist.norm_ppf(1 - alpha / 2)))
     re = float(np.mean(_hksj_p(d, se) < alpha)) if k >= 2 else 0.0  # one env: no claim beyond it
     return Cell(k, n, sd_env, sd_run, delta, reps, re, fixed)
 

@@ -354,14 +354,14 @@ def t_bootstrap_ci(
 
     :param scores: ``(n_runs, n_tasks)`` or per-task arrays ``(n_k,)``, every ``n_k ≥ 2``.
     """
-    from scipy import stats as st
+    from bench.analysis import distributions as dist
 
     tasks = as_tasks(scores)
     point = float(aggregate(tasks))
     reps = np.asarray(aggregate(stratified_resample(tasks, n_boot, rng)))
     n = min(t.size for t in tasks)
     sd = float(reps.std(ddof=1)) * np.sqrt(n / (n - 1))
-    half = float(st.t.ppf(0.5 + level / 2, sum(t.size - 1 for t in tasks))) * sd
+    half = float(dist.t_ppf(0.5 + level / 2, sum(t.size - 1 for t in tasks))) * sd
     return Interval(point, point - half, point + half, level)
 
 
