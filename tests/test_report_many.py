@@ -77,12 +77,15 @@ def test_a_label_that_would_be_clipped_is_saved_whole(monkeypatch):
     ax.set_xlabel("a label far too long to fit in four inches of figure at this size, " * 2)
     fig.canvas.draw()
     assert figures.overflow(fig) > 1  # the fixed margins cut it...
+    assert figures.touches_edge(fig)  # ...and its cut letters are in the edge pixels
     from PIL import Image
 
     png = Image.open(io.BytesIO(base64.b64decode(figures._png(fig))))
     assert png.size[0] > 4 * figures.DPI + 50  # ...so the page gets the whole label
     fig, (ax,) = figures._figure(plt, 1, 4, 3)
     ax.plot([0, 1], [0, 1])
+    fig.canvas.draw()
+    assert not figures.touches_edge(fig) and figures.overflow(fig) == 0
     assert Image.open(io.BytesIO(base64.b64decode(figures._png(fig)))).size == (4 * figures.DPI, 3 * figures.DPI)
 
 
