@@ -460,3 +460,22 @@ def test_a_dead_drawing_worker_costs_time_not_figures():
         got = [f.result() for f in first]
         got.append(painter.draw(_figure_or_exit, os.getpid(), "figure 3").result())
     assert got == [f"figure {i}" for i in range(4)]
+
+
+def test_each_env_s_diagnostics_are_located_as_a_membership_test_would():
+    import numpy as np
+    import pandas as pd
+
+    from bench.analysis.report import _rows_by_env
+
+    rng = np.random.default_rng(0)
+    runs = pd.DataFrame(dict(key=[f"k{i}" for i in range(9)], env=["b", "a", "c"] * 3))
+    # Rows in any order, keys repeated, one run with no rows, and rows of a run that is not scored.
+    keys = rng.choice([f"k{i}" for i in range(8)] + ["unscored"], size=200)
+    frame = pd.DataFrame(dict(key=pd.array(keys, dtype="str"), value=rng.random(200)))
+    rows = _rows_by_env(frame, runs)
+    assert sorted(rows) == ["a", "b", "c"]
+    for env in ("a", "b", "c"):
+        expected = frame[frame["key"].isin(runs.loc[runs["env"] == env, "key"])]
+        assert frame.iloc[rows[env]].equals(expected)
+    assert _rows_by_env(frame.iloc[:0], runs) == {}
