@@ -11,8 +11,8 @@ come from the pack whose run is read.
 
 Why pyarrow and not DuckDB or polars: it is already a dependency (Parquet is written with it), the
 reads are whole columns of a few files filtered by run key, which ``pyarrow.parquet`` does in a few
-CPU seconds for the shipped reference's 3.8M episode rows (docs/reference.md, "How fast it answers"),
-and a second engine would add tens of MB to every install for a gain not measured here.
+CPU seconds for the shipped reference's 3.8M episode rows (docs/performance.md, "Answers and reports on the
+shipped reference"), and a second engine would add tens of MB to every install for a gain not measured here.
 
 Every pack is verified against its manifest's sha256 list when the set is opened
 (:func:`bench.storage.packed.verify`), unless the caller has just done so.

@@ -9,8 +9,8 @@ user runs it), with its own cache folder (``XDG_CACHE_HOME``):
 - warm: the answer kept by the first call is read back (target: at most 1 s and 300 MiB).
 
 Peak memory is the child's maximum resident set (``resource.getrusage(RUSAGE_CHILDREN)``, the largest
-child so far, so the warm rounds run first, in a process that has had no other child). docs/reference.md
-("How fast it answers") quotes the figures with the machine's load.
+child so far, so the warm rounds run first, in a process that has had no other child). docs/performance.md
+("Answers and reports on the shipped reference") quotes the figures with the machine's load.
 """
 
 from __future__ import annotations
