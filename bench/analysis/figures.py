@@ -487,12 +487,6 @@ class Painter:
         finally:
             self._started.set()
 
-    @property
-    def in_workers(self) -> bool:
-        """Whether :meth:`draw` runs its function in a worker process (its arguments are then pickled)."""
-        self._started.wait()
-        return self._pool is not None
-
     def draw(self, fn: Callable[..., Any], *args: Any):
         from concurrent.futures import Future
         from concurrent.futures.process import BrokenProcessPool

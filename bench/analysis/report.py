@@ -199,8 +199,6 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     t0 = time.perf_counter()
     stage("reading the store")
     data = an.load(db, suites, anchors=anchors, log=log)
-    # Anchors are stored now: the variants and claims can be read apart, beside the main scores.
-    apart = painter.draw(_apart, db.url if painter.in_workers else db, data.runs[["env", "suite"]], suites, anchors)
     scored = an.score(data)
     runs = scored.runs
     labels = sorted(data.runs["label"].unique()) if not data.runs.empty else []
@@ -266,8 +264,16 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     decision = [dict(d, figure=painter.draw(fg.fig_decision, view["matrix"], d["category"]),
                      wall_warning=sorted(e for e in d["env_ids"] if e in warn)) for d in view["decision"]]
     inventory, failures = _inventory(data)
+    stage("variants")
+    variants = variant_sections(db, data, suites, anchors=anchors, log=log)
 
+    # The claims of the suites asked for; by default of every claim suite in the store (which the
+    # rest of the report leaves out, see scoring.load).
+    stage("claims")
     from bench.analysis import claims as cl
+
+    claim_rows = cl.rows(cl.evaluate(db, suites, anchors=anchors))
+
     from bench.analysis import parity as par
 
     stage("implementation parity")
@@ -276,13 +282,6 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
                    for row in parity_table_rows(par.parity(
                        runs, a, b, flagged=set(zip(flagged["key"], flagged["kind"])),
                        checkable=collapse.checkable(data.diagnostics)), algo)]
-
-    # The variant sections, and the claims of the suites asked for (by default of every claim suite in the
-    # store, which the rest of the report leaves out, see scoring.load).
-    stage("variants and claims")
-    variants, claim_rows, lines = apart.result()
-    for line in lines if log else []:
-        log(line)
 
     stage("figures")
     for sec in env_sections:
@@ -358,7 +357,7 @@ def _only(data: an.Data, envs: list[str], keep: Callable[[pd.DataFrame], pd.Seri
                                traits={e: t for e, t in data.traits.items() if e in envs})
 
 
-def variant_sections(source: Any, runs: pd.DataFrame, suites: list[str] | None, *, anchors: bool = True,
+def variant_sections(source: Any, data: an.Data, suites: list[str] | None, *, anchors: bool = True,
                      log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """The report's section per variant suite (``variant:``; ``bench tune --export`` writes ``tuned``):
     its labels beside the runs of the report's other suites on the same envs, in one decision matrix
@@ -367,22 +366,20 @@ def variant_sections(source: Any, runs: pd.DataFrame, suites: list[str] | None, 
     The answers elsewhere in the report leave variants out (:func:`bench.analysis.scoring.load`): they
     compare algorithms at one effort. Suites named on the command line are reported as named, with no
     section. Each entry: name, variant, envs, decision (as the main matrix's), answers (rows of both sides).
-
-    :param runs: the report's runs (``env``, ``suite``: :func:`bench.analysis.scoring.load`'s ``runs``).
     """
     if suites:
         return []
     with read_model(source) as db:
         return [s for name, variant in an.variant_suites(db).items()
-                if (s := _variant_section(db, runs, name, variant, anchors=anchors, log=log)) is not None]
+                if (s := _variant_section(db, data, name, variant, anchors=anchors, log=log)) is not None]
 
 
-def _variant_section(db: ReadModel, runs: pd.DataFrame, name: str, variant: str, *, anchors: bool,
+def _variant_section(db: ReadModel, data: an.Data, name: str, variant: str, *, anchors: bool,
                      log: Callable[[str], None] | None) -> dict[str, Any] | None:
     """:func:`variant_sections`' entry for the variant suite ``name``, or None (no runs to set it beside)."""
     mine = db.runs_frame(name)  # the runs table only: which envs and labels, before anything is read
     envs = sorted(mine.loc[mine["status"] == "done", "env"].unique())
-    base = sorted(runs.loc[runs["env"].isin(envs), "suite"].unique()) if envs else []
+    base = sorted(data.runs.loc[data.runs["env"].isin(envs), "suite"].unique()) if envs else []
     if not base:
         if log:
             log(f"variant suite {name!r}: no runs of other suites on its envs to set it beside")
@@ -403,20 +400,6 @@ def _variant_section(db: ReadModel, runs: pd.DataFrame, name: str, variant: str,
         name=name, variant=variant, envs=", ".join(envs), base=", ".join(base), answers=answers,
         decision=[dict(category=cat, envs=", ".join(e), criteria=mx.criteria_of(dm, cat), rows=mx.decision_rows(dm, cat))
                   for cat, e in an.categories(scored).items()])
-
-
-def _apart(source: Any, runs: pd.DataFrame, suites: list[str] | None,
-           anchors: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
-    """The report's sections that read suites of their own: the variant sections and the claims, with the
-    lines they log. A drawing worker computes them (from the store's URL) while the main process scores the
-    report's suites; they share nothing with the main scores but the report's runs (``env``, ``suite``)."""
-    from bench.analysis import claims as cl
-
-    lines: list[str] = []
-    with read_model(source) as db:
-        variants = variant_sections(db, runs, suites, anchors=anchors, log=lines.append)
-        claim_rows = cl.rows(cl.evaluate(db, suites, anchors=anchors))
-    return variants, claim_rows, lines
 
 
 def parity_table_rows(envs: list[Any], algo: str = "") -> list[dict[str, str]]:
