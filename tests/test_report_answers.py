@@ -116,3 +116,30 @@ def test_an_unrelated_label_changes_no_score_mark_or_p_value_of_the_matrix(tmp_p
     keep = after[after["label"] != "far-behind"].reset_index(drop=True)
     pd.testing.assert_frame_equal(keep, before.reset_index(drop=True))
     assert np.isfinite(keep.loc[keep["mark"] == "answer", "p"]).all()
+
+
+def test_decision_cells_are_ranked_within_their_column_and_shaded_by_rank():
+    """Hand-computed: scores 0.2, 0.6, 1.0 rank 0, 0.5, 1 (min-max); a lower-is-better column the other way;
+    equal scores all 0.5; a cell without a score gets no rank and no shade."""
+    first, second = list(matrix.CRITERIA)[:2]
+    sens = matrix.SENSITIVITY
+    rows = []
+    for lb, a, s in (("a", 0.2, 0.3), ("b", 0.6, 0.3), ("c", 1.0, np.nan)):
+        for crit, point in ((first, a), (sens, s), (second, 0.5)):
+            rows.append(dict(category="cat", label=lb, algo=lb, impl="bench", criterion=crit, point=point, lo=np.nan,
+                             hi=np.nan, kind="none", n_envs=2, cat_envs=2, n_runs=10, mark="", p=np.nan, p_text="",
+                             directions="", note="no tuning data" if point != point else ""))
+    dm = pd.DataFrame(rows, columns=matrix.COLUMNS)
+    crits = matrix.criteria_of(dm, "cat")
+
+    def ranks(lower_better):
+        out = matrix.decision_rows(dm, "cat", lower_better=lower_better)
+        return {r["label"]: {c: cell["rank"] for c, cell in zip(crits, r["cells"])} for r in out}
+
+    rank = ranks({sens})
+    assert [rank[lb][first] for lb in "abc"] == pytest.approx([0.0, 0.5, 1.0])
+    assert rank["a"][sens] == rank["b"][sens] == 0.5 and rank["c"][sens] is None
+    assert {rank[lb][second] for lb in "abc"} == {0.5}
+    assert [ranks({first})[lb][first] for lb in "abc"] == pytest.approx([1.0, 0.5, 0.0])
+    assert report.shade(None) == "" and report.shade(0.0) == "background: #f7fbff"
+    assert report.shade(1.0) == "background: #6baed6" and report.shade(0.5) == "background: #b1d4ea"  # 177, 212.5, 234.5 rounded half to even

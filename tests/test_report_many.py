@@ -216,7 +216,7 @@ def test_fourteen_label_report_in_headless_chromium(fourteen, tmp_path):
     res = json.loads(html_lib.unescape(m.group(1)))
     assert res["errors"] == [] and res["details"] == 1, res
     assert all(i["ok"] for i in res["images"]), [i["alt"] for i in res["images"] if not i["ok"]]
-    shrunk = [i for i in res["images"] if i["shown"] < i["natural"] and "decision matrix" not in i["alt"]]
+    shrunk = [i for i in res["images"] if i["shown"] < i["natural"]]
     assert not shrunk, shrunk
     # Screenshots of the page's top (the answer and the per-env figures) and of the heatmaps.
     shots = tmp_path / "shots"

@@ -110,6 +110,10 @@ class ClaimResult:
     envs: list[str] = field(default_factory=list)
 
 
+#: The diagnostics :func:`measures` reads (a claim suite's other diagnostics are left unread).
+MEASURED_DIAGNOSTICS = ("grad/noise_ratio", *scoring.SEQUENCE_DIAGNOSTICS)
+
+
 def measures(scored: scoring.Scored, diagnostics: pd.DataFrame) -> pd.DataFrame:
     """The scored runs with the claim-only measures added: ``cpu_per_msteps`` (training CPU seconds per
     million env steps) and ``grad_noise`` (the run's mean ``grad/noise_ratio``, weighted by the updates
@@ -422,7 +426,7 @@ def _evaluate(db: Any, specs: dict[str, dict[str, Any]], suites: list[str] | Non
         claim = spec.get("claim")
         if not claim or (suites is not None and name not in suites):
             continue
-        data = scoring.load(db, [name], anchors=anchors)
+        data = scoring.load(db, [name], anchors=anchors, diagnostics=MEASURED_DIAGNOSTICS)
         scored = scoring.score(data)
         runs = measures(scored, data.diagnostics)
         envs = sorted(runs["env"].unique()) if len(runs) else []

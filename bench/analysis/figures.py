@@ -20,7 +20,6 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from bench.analysis import matrix as mx
 from bench.analysis import scoring as an
 from bench.analysis import stats, survival
 from bench.analysis.style import algo_order, guess_algo, styles
@@ -380,52 +379,6 @@ def fig_improvement(pim: pd.DataFrame, labels: list[str], columns: list[str] | N
     ax.set_ylabel("X")
     part = "" if columns == labels else f" (columns {labels.index(columns[0]) + 1}–{labels.index(columns[-1]) + 1} of {len(labels)})"
     ax.set_title(f"P(X > Y), normalised final return, 95% CI{part}", fontsize=10)
-    return _png(fig)
-
-
-def fig_decision(dm: pd.DataFrame, category: str) -> str:
-    """Annotated heatmap: rows labels, columns criteria. Colour = rank within the column (higher is better)."""
-    plt, sns = _plt()
-    d = dm[dm["category"] == category]
-    labels = sorted(d["label"].unique())
-    from bench.analysis.claims import LM_CRITERIA
-
-    crits = mx.criteria_of(dm, category)
-    lower_better = {an.SENSITIVITY, *LM_CRITERIA}
-    colour = pd.DataFrame(np.nan, index=labels, columns=crits)
-    ann = pd.DataFrame("", index=labels, columns=crits)
-    for crit in crits:
-        col = d[d["criterion"] == crit].set_index("label")
-        vals = col["point"].astype(float)
-        if vals.notna().sum():
-            span = (vals.max() - vals.min()) or 1.0
-            scaled = (vals - vals.min()) / span
-            colour[crit] = (1 - scaled) if crit in lower_better else scaled  # lower sensitivity, memory, hacking are better
-        for lb, r in col.iterrows():
-            if r["point"] != r["point"]:
-                ann.loc[lb, crit] = r["note"] or "n/a"
-                continue
-            mark = f" {mx.GLYPHS[r['mark']]}" if r["mark"] in mx.GLYPHS else ""
-            ci = "" if r["lo"] is None or r["lo"] != r["lo"] else (
-                f"\nrange {r['lo']:.2f}–{r['hi']:.2f}" if r["kind"] == "range" else f"\n[{r['lo']:.2f}, {r['hi']:.2f}]")
-            cover = f"\n{r['n_envs']}/{r['cat_envs']} envs" if r["n_envs"] < r["cat_envs"] else ""
-            ann.loc[lb, crit] = f"{r['point']:.2f}{mark}{ci}{cover}"
-    fig, (ax,) = _figure(plt, 1, 13, 0.75 * len(labels) + 1.5, left=1.5, right=0.2, bottom=0.75, top=0.4)
-    cmap = plt.get_cmap("cividis")
-    sns.heatmap(colour.astype(float), annot=False, cmap=cmap, vmin=0, vmax=1, cbar=False, ax=ax,
-                linewidths=0.5, linecolor="white")
-    ax.grid(False)
-    # Text drawn by hand: seaborn skips annotations of NaN cells, and "no tuning data" must show.
-    for i, lb in enumerate(labels):
-        for j, crit in enumerate(crits):
-            v = colour.loc[lb, crit]
-            dark = v == v and sum(cmap(float(v))[:3]) < 1.5  # light text on dark cells
-            ax.text(j + 0.5, i + 0.5, ann.loc[lb, crit], ha="center", va="center", fontsize=8,
-                    color="white" if dark else "black")
-    ax.set_xticks(np.arange(len(crits)) + 0.5, [c.replace(" ", "\n", 1) for c in crits], rotation=0)
-    ax.set_ylabel("")
-    ax.set_title(f"Decision matrix: {category}  (marks: the answers, ★ winner, ◆ ahead on these envs, ▲ leaning, "
-                 "≈ no difference, · runner-up; colour = rank)", fontsize=9)
     return _png(fig)
 
 

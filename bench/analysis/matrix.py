@@ -39,7 +39,7 @@ no score (fixed anchors), no answer (:func:`~bench.analysis.answers.recommend`) 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -48,7 +48,7 @@ from bench.analysis import generalise
 from bench.analysis.answers import Recommendation, p_text, recommend
 from bench.analysis.scoring import CRITERIA, N_BOOT, PRIORITIES, PRIORITY_CRITERION, SENSITIVITY, Scored, categories
 
-__all__ = ["COLUMNS", "GLYPHS", "MARKS", "criteria_of", "decision_matrix", "decision_rows", "interval_text", "mark",
+__all__ = ["COLUMNS", "MARKS", "criteria_of", "decision_matrix", "decision_rows", "interval_text", "mark",
            "track_record"]
 
 #: Columns of :func:`decision_matrix`.
@@ -58,9 +58,6 @@ COLUMNS = ["category", "label", "algo", "impl", "criterion", "point", "lo", "hi"
 MARKS = {"answer": "★ answer", "measured": "◆ ahead on these envs", "leaning": "▲ leaning",
          "no difference": "≈ no difference", "runner-up": "runner-up",
          "best": "★ best", "tie": "≈ tie", "lead": "▲ ahead"}
-#: Each mark as one glyph, for the heatmap's cells.
-GLYPHS = {"answer": "★", "measured": "◆", "leaning": "▲", "no difference": "≈", "runner-up": "·",
-          "best": "★", "tie": "≈", "lead": "▲"}
 #: The mark of the winner's labels, by verdict.
 _WINNER = {"recommended": "answer", "measured": "measured", "leaning": "leaning", "no difference": "no difference"}
 
@@ -173,34 +170,50 @@ def _text(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
-def decision_rows(dm: pd.DataFrame, category: str) -> list[dict[str, Any]]:
+def decision_rows(dm: pd.DataFrame, category: str, lower_better: Iterable[str] = ()) -> list[dict[str, Any]]:
     """The decision matrix of one category as table rows: one per label, one cell per criterion; each cell
     ``text`` (score and interval), ``mark`` (as :data:`MARKS` reads it, with the answer's adjusted p and
-    per-env directions where an answer marks it) and ``title`` (runs, envs, notes)."""
+    per-env directions where an answer marks it), ``title`` (runs, envs, notes) and ``rank``: where its score
+    sits in its column, 0 (worst) to 1 (best), min-max scaled (``lower_better``: criteria whose lower
+    scores are better, such as the sensitivity), None without a score; the page shades cells by it."""
     crits = criteria_of(dm, category)
     by_label: dict[str, dict[str, dict[str, Any]]] = {}  # label → criterion → its first row
     for x in dm[dm["category"] == category].to_dict("records"):
         by_label.setdefault(x["label"], {}).setdefault(x["criterion"], x)
+    ranks = {crit: _ranks({lb: by[crit]["point"] for lb, by in by_label.items() if crit in by}, crit in set(lower_better))
+             for crit in crits}
     rows = []
     for lb in sorted(by_label):
         cells = []
         for crit in crits:
             x = by_label[lb].get(crit)
             if x is None:  # a criterion this label has no row for (it ran none of what it measures)
-                cells.append(dict(text="n/a", mark="", title="not measured for this label"))
+                cells.append(dict(text="n/a", mark="", title="not measured for this label", rank=None))
                 continue
             note = _text(x["note"])
             if x["point"] != x["point"]:
-                cells.append(dict(text=note or "n/a", mark="", title=note))
+                cells.append(dict(text=note or "n/a", mark="", title=note, rank=None))
                 continue
             cover = f" ({x['n_envs']}/{x['cat_envs']} envs)" if x["n_envs"] < x["cat_envs"] else ""
             m = MARKS.get(_text(x["mark"]), "")
             if m and _text(x.get("p_text")):
                 m += f" (p {x['p_text']}" + (f"; {x['directions']}" if _text(x.get("directions")) else "") + ")"
             cells.append(dict(text=interval_text(x["point"], x["lo"], x["hi"], x["kind"]) + cover, mark=m,
-                              title=f"{x['n_runs']} runs on {x['n_envs']} envs. {note}".strip()))
+                              title=f"{x['n_runs']} runs on {x['n_envs']} envs. {note}".strip(), rank=ranks[crit].get(lb)))
         rows.append(dict(label=lb, impl=next(iter(by_label[lb].values()))["impl"], cells=cells))
     return rows
+
+
+def _ranks(points: dict[str, float], lower_better: bool) -> dict[str, float]:
+    """Label → its score min-max scaled within the column, 1 the best (0.5 for all where every score is equal:
+    no order to show)."""
+    vals = {lb: float(v) for lb, v in points.items() if v == v}
+    if not vals:
+        return {}
+    lo, hi = min(vals.values()), max(vals.values())
+    if hi == lo:
+        return dict.fromkeys(vals, 0.5)
+    return {lb: (hi - v) / (hi - lo) if lower_better else (v - lo) / (hi - lo) for lb, v in vals.items()}
 
 
 def interval_text(point: float, lo: float, hi: float, kind: str) -> str:

@@ -56,9 +56,9 @@ class ReadModel:
         self._runs: dict[str | None, pd.DataFrame] = {}
         # One frame per read, never concatenated: a second section's runs are read apart, and a section that
         # asks for the runs of one read gets that frame itself (the main read holds millions of rows).
-        self._episodes: list[tuple[set[str], pd.DataFrame]] = []
+        self._episodes: list[_Part] = []
         self._episode_keys: set[str] = set()
-        self._diagnostics = pd.DataFrame(columns=_DIAGNOSTICS)
+        self._diagnostics: list[_Part] = []
         self._diagnostic_keys: dict[str, set[str]] = {}
         self._evaluations: dict[str, float] = {}
         self._evaluation_keys: set[str] = set()
@@ -120,13 +120,13 @@ class ReadModel:
     def episodes_for(self, keys: Sequence[str]) -> pd.DataFrame:
         """``key, step, wall_s, cpu_s, ret`` of the runs ``keys``, each run's episodes in order."""
         if missing := [k for k in dict.fromkeys(keys) if k not in self._episode_keys]:
-            self._episodes.append((set(missing), self.reader.episodes_for(missing)))
+            self._episodes.append(_Part(self.reader.episodes_for(missing), set(missing)))
             self._episode_keys.update(missing)
         want = set(keys)
-        for held, frame in self._episodes:
-            if held == want:
-                return frame  # the runs of one read (the common case: one read): no copy
-        parts = [_rows_of(frame, keys) for held, frame in self._episodes if held & want]
+        for part in self._episodes:
+            if part.keys == want:
+                return part.frame  # the runs of one read (the common case: one read): no copy
+        parts = [part.rows(want) for part in self._episodes if part.keys & want]
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=_EPISODES)
 
     def diagnostics_for(self, keys: Sequence[str], names: Sequence[str]) -> pd.DataFrame:
@@ -136,15 +136,20 @@ class ReadModel:
             ks = list(dict.fromkeys(k for n in want for k in new[n]))
             got = self.reader.diagnostics_for(ks, want)
             # A (key, name) read before is dropped from the new read, so no row is kept twice.
-            seen = self._diagnostics.set_index(["key", "name"]).index.unique() if len(self._diagnostics) else None
-            if seen is not None and len(got):
-                got = got[~pd.MultiIndex.from_arrays([got["key"], got["name"]]).isin(seen)]
-            self._diagnostics = got if not len(self._diagnostics) else pd.concat([self._diagnostics, got],
-                                                                                ignore_index=True)
+            for n in want:
+                if len(got) and (again := self._diagnostic_keys.get(n, set()) & set(ks)):
+                    got = got[~((got["name"] == n) & got["key"].isin(list(again)))].reset_index(drop=True)
+            self._diagnostics.append(_Part(got, set(ks), set(want)))
             for n in want:
                 self._diagnostic_keys.setdefault(n, set()).update(ks)
-        d = _rows_of(self._diagnostics, keys)
-        return d[d["name"].isin(list(names))].reset_index(drop=True) if len(d) else d
+        wanted, named = set(keys), set(names)
+        parts = [p.rows(wanted) for p in self._diagnostics if p.keys & wanted and p.names & named]
+        if not parts:
+            return pd.DataFrame(columns=_DIAGNOSTICS)
+        d = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        if any(not p.names <= named for p in self._diagnostics if p.keys & wanted):
+            d = d[d["name"].isin(list(names))].reset_index(drop=True)
+        return d
 
     def last_evaluations(self, keys: list[str]) -> dict[str, float]:
         """Run key → its last periodic evaluation's mean return, for those of ``keys`` that have one."""
@@ -177,11 +182,26 @@ def read_model(source: Any) -> Iterator[ReadModel]:
         yield model
 
 
-def _rows_of(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """The rows of ``frame`` whose key is in ``keys``, in ``frame``'s order (a run's rows stay together)."""
-    if not len(frame):
-        return frame.iloc[:0].copy()
-    return frame[frame["key"].isin(list(keys))].reset_index(drop=True)
+class _Part:
+    """The frame of one read of a per-run table, the run keys it was read for (and the diagnostic names).
+    The rows of some of its runs are found through its key column as integer codes, factorised on first
+    use: a NumPy lookup instead of a string match over millions of rows for every later section."""
+
+    def __init__(self, frame: pd.DataFrame, keys: set[str], names: set[str] | None = None):
+        self.frame, self.keys, self.names = frame, keys, names or set()
+        self._codes: np.ndarray | None = None
+        self._code_of: dict[str, int] = {}
+
+    def rows(self, keys: set[str]) -> pd.DataFrame:
+        """The rows of the runs ``keys``, in the frame's order (the frame itself where it holds no other run)."""
+        if self.keys <= keys:
+            return self.frame
+        if self._codes is None:
+            codes, uniques = pd.factorize(self.frame["key"])
+            self._codes, self._code_of = codes, {k: i for i, k in enumerate(uniques)}
+        take = np.zeros(len(self._code_of) + 1, dtype=bool)  # the last slot: factorize's -1 (a missing key)
+        take[np.fromiter((self._code_of[k] for k in keys if k in self._code_of), dtype=np.intp)] = True
+        return self.frame[take[self._codes]].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- #

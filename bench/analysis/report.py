@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from bench.analysis import answers as ans
+from bench.analysis import claims as cl
 from bench.analysis import figures as fg
 from bench.analysis import matrix as mx
 from bench.analysis import scoring as an
@@ -35,6 +36,9 @@ from bench.analysis.published import SOURCE
 from bench.analysis.readmodel import ReadModel, read_model
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
+#: Decision-matrix criteria whose lower scores are better (the tuner's sensitivity, the language-model
+#: track's model memory and reward hacking): their cells shade the other way.
+LOWER_BETTER = frozenset({an.SENSITIVITY, *cl.LM_CRITERIA})
 #: The run columns an env's figures read (the rest of the frame stays in this process).
 _DRAWN = ["key", "label", "t_steps", "t_cpu", "solved"]
 
@@ -129,8 +133,6 @@ def answer_data(data: an.Data, scored: an.Scored, recs: list[ans.Recommendation]
         (per category: category, envs as text, env_ids, criteria, rows), ``track`` (leave-one-env-out hit rates),
         ``lm`` (whether the LM criteria are in the matrix).
     """
-    from bench.analysis import claims as cl
-
     cats = an.categories(scored) if an.normalised_envs(scored) else {}
     dm = mx.decision_matrix(scored, data.sensitivity, recs=recs) if cats else pd.DataFrame(columns=mx.COLUMNS)
     # Sequence tasks add the language-model track's criteria (model memory, reward hacking).
@@ -138,7 +140,7 @@ def answer_data(data: an.Data, scored: an.Scored, recs: list[ans.Recommendation]
     if lm:
         dm = pd.concat([dm, pd.DataFrame(lm, columns=dm.columns)], ignore_index=True)
     decision = [dict(category=cat, envs=", ".join(envs), env_ids=envs, criteria=mx.criteria_of(dm, cat),
-                     rows=mx.decision_rows(dm, cat)) for cat, envs in cats.items()]
+                     rows=mx.decision_rows(dm, cat, LOWER_BETTER)) for cat, envs in cats.items()]
     return dict(recs=ans.recommendation_rows(recs), matrix=dm, decision=decision, track=mx.track_record(recs),
                 lm=bool(lm))
 
@@ -261,8 +263,7 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     stage("the answers and the decision matrix")
     recs = ans.recommend(scored)
     view = answer_data(data, scored, recs)
-    decision = [dict(d, figure=painter.draw(fg.fig_decision, view["matrix"], d["category"]),
-                     wall_warning=sorted(e for e in d["env_ids"] if e in warn)) for d in view["decision"]]
+    decision = [dict(d, wall_warning=sorted(e for e in d["env_ids"] if e in warn)) for d in view["decision"]]
     inventory, failures = _inventory(data)
     stage("variants")
     variants = variant_sections(db, data, suites, anchors=anchors, log=log)
@@ -270,8 +271,6 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     # The claims of the suites asked for; by default of every claim suite in the store (which the
     # rest of the report leaves out, see scoring.load).
     stage("claims")
-    from bench.analysis import claims as cl
-
     claim_rows = cl.rows(cl.evaluate(db, suites, anchors=anchors))
 
     from bench.analysis import parity as par
@@ -289,9 +288,8 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     if across is not None:
         across.update(aggregate=across["aggregate"].result(), profiles=across["profiles"].result(),
                       improvement=[f.result() for f in across["improvement"]])
-    for d in decision:
-        d["figure"] = d["figure"].result()
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["shade"] = shade
     html = env.from_string(TEMPLATE.read_text()).render(
         title="bench report: " + (", ".join(data.suites) or "empty store"),
         generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -398,7 +396,8 @@ def _variant_section(db: ReadModel, data: an.Data, name: str, variant: str, *, a
                 answers.append(dict(row, side=side))
     return dict(
         name=name, variant=variant, envs=", ".join(envs), base=", ".join(base), answers=answers,
-        decision=[dict(category=cat, envs=", ".join(e), criteria=mx.criteria_of(dm, cat), rows=mx.decision_rows(dm, cat))
+        decision=[dict(category=cat, envs=", ".join(e), criteria=mx.criteria_of(dm, cat),
+                       rows=mx.decision_rows(dm, cat, LOWER_BETTER))
                   for cat, e in an.categories(scored).items()])
 
 
@@ -473,6 +472,17 @@ def _published_rows(g: pd.DataFrame, env_id: str, budget: int, last_eval: dict[s
                                if o["below"] else
                                f", where {o['label']} with the same settings is not: look at this implementation")
     return rows
+
+
+def shade(rank: float | None) -> str:
+    """A decision-matrix cell's background for its ``rank`` in its column (:func:`bench.analysis.matrix.decision_rows`,
+    1 the best): from near-white to mid blue (ColorBrewer's "Blues", light enough for black text throughout);
+    no shade without a score."""
+    if rank is None:
+        return ""
+    lo, hi = (247, 251, 255), (107, 174, 214)  # Blues 9-class, first and sixth
+    rgb = [round(a + (b - a) * min(1.0, max(0.0, rank))) for a, b in zip(lo, hi)]
+    return "background: #{:02x}{:02x}{:02x}".format(*rgb)
 
 
 def _describe(url: str) -> str:

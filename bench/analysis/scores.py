@@ -6,6 +6,7 @@ each run's machine), with each env's curves on fixed grids. Pure: frames in, fra
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +93,28 @@ class Scored:
         return xt, yt
 
 
+#: id of an episode table → its :func:`_episode_arrays`, while the table lives (the read model's tables are
+#: not modified after loading; a command scores views of one table several times, e.g. the off-policy lines).
+_SPLITS: dict[int, tuple] = {}
+
+
+def _episode_arrays(ep: pd.DataFrame) -> tuple[dict[Any, tuple[int, int]], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The (key-ordered) episode table split into one slice per run without a Python-level groupby: run key →
+    ``(start, stop)`` rows, then the ``step``, ``wall_s``, ``ret`` and ``cpu_s`` columns as float arrays of
+    shape ``(n_episodes,)``. The keys as integer codes: a hash of millions of Arrow strings, not millions of
+    Python strings. Computed once per table."""
+    if id(ep) in _SPLITS:
+        return _SPLITS[id(ep)]
+    codes, uniques = pd.factorize(ep["key"])
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.array([], dtype=int)
+    bounds = dict(zip(uniques[codes[starts]], zip(starts, np.r_[starts[1:], len(codes)])))
+    step_a, wall_a, ret_a = (ep[c].to_numpy(dtype=float) for c in ("step", "wall_s", "ret"))
+    cpu_a = pd.to_numeric(ep["cpu_s"], errors="coerce").to_numpy(dtype=float)
+    out = _SPLITS[id(ep)] = (bounds, step_a, wall_a, ret_a, cpu_a)
+    weakref.finalize(ep, _SPLITS.pop, id(ep), None)
+    return out
+
+
 def score(data: Data) -> Scored:
     """Curves on fixed grids and normalised per-run scores (see the module docstring)."""
     cols = ["key", "env", "label", "algo", "impl", "seed", "timesteps", "total_steps", "wall_s", "cpu_s", "window",
@@ -104,14 +127,7 @@ def score(data: Data) -> Scored:
     # per column (about 2 CPU s of a report of the shipped reference).
     for c in ("key", "env", "label", "algo", "impl"):
         runs[c] = runs[c].astype(object)
-    # Split the (key-ordered) episode table into one array per run without a Python-level groupby; the keys
-    # as integer codes (a hash of millions of Arrow strings, not millions of Python strings).
-    ep = data.episodes
-    codes, uniques = pd.factorize(ep["key"])
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.array([], dtype=int)
-    bounds = dict(zip(uniques[codes[starts]], zip(starts, np.r_[starts[1:], len(codes)])))
-    step_a, wall_a, ret_a = (ep[c].to_numpy(dtype=float) for c in ("step", "wall_s", "ret"))
-    cpu_a = pd.to_numeric(ep["cpu_s"], errors="coerce").to_numpy(dtype=float)
+    bounds, step_a, wall_a, ret_a, cpu_a = _episode_arrays(data.episodes)
 
     for c in ("final_norm", "auc_steps_norm", "auc_time_norm", "t_cpu"):
         runs[c] = np.nan
