@@ -31,11 +31,14 @@ def done_rows(url, suite):
 
 
 def test_smoke_suite_twice_then_export(tmp_path):
+    """Every algorithm × implementation on both smoke envs (seed 0; the suite's second seed adds run time,
+    not coverage), run twice: the second run re-runs nothing; then the export and what each run stored."""
     url = f"sqlite:///{tmp_path / 'bench.db'}"
-    first = bench("run", str(SUITES / "smoke.yaml"), "--store", url, "--workers", "2", cwd=tmp_path)
+    first = bench("run", str(SUITES / "smoke.yaml"), "--store", url, "--workers", "2", "--only", "seed=0", cwd=tmp_path)
     assert first.returncode == 0, first.stderr + first.stdout
-    cells = load_suite(SUITES / "smoke.yaml").cells
-    second = bench("run", str(SUITES / "smoke.yaml"), "--store", url, cwd=tmp_path)
+    cells = [c for c in load_suite(SUITES / "smoke.yaml").cells if c.seed == 0]
+    assert {(c.algo, c.impl) for c in cells} == {(c.algo, c.impl) for c in load_suite(SUITES / "smoke.yaml").cells}
+    second = bench("run", str(SUITES / "smoke.yaml"), "--store", url, "--only", "seed=0", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     assert f"{len(cells)} done already" in second.stderr and "0 to run" in second.stderr
 
@@ -43,6 +46,8 @@ def test_smoke_suite_twice_then_export(tmp_path):
     exp = bench("export", "--store", url, "--suite", "smoke", "--format", "csv", "--out", str(out), cwd=tmp_path)
     assert exp.returncode == 0, exp.stderr
     df = pd.read_csv(out)
+    assert (df.loc[df["seed"] != 0, "status"] == "pending").all()  # registered with the suite, not run
+    df = df[df["seed"] == 0]
     required = {"suite", "env", "algo", "impl", "label", "seed", "status", "total_steps", "wall_s", "cpu_s",
                 "steps_to_threshold", "seconds_to_threshold", "final_return", "auc"}
     assert required <= set(df.columns)
@@ -86,11 +91,11 @@ def test_smoke_suite_twice_then_export(tmp_path):
         assert mem["total_bytes"] == mem["params_bytes"] + mem["other_bytes"] + mem["optimizer_bytes"]
 
     status = bench("status", str(SUITES / "smoke.yaml"), "--store", url, cwd=tmp_path)
-    assert status.returncode == 0 and f"done: {len(cells)}" in status.stdout
+    assert status.returncode == 0 and f"done: {len(cells)}" in status.stdout, status.stdout[-500:]
 
     pq = tmp_path / "runs.parquet"
     assert bench("export", "--store", url, "--format", "parquet", "--out", str(pq), cwd=tmp_path).returncode == 0
-    assert len(pd.read_parquet(pq)) == len(cells)
+    assert len(pd.read_parquet(pq)) == 2 * len(cells)  # the seed-0 runs and the pending seed-1 cells
 
 
 def _children(pid: int) -> list[int]:
