@@ -28,6 +28,7 @@ EXPECTED_IDS = [
     "BipedalWalker-v3",
     "CarRacing-v3",
     "PointMaze_UMaze-v3",
+    "FetchReach-v4",
     "highway-fast-v0",
     "MiniGrid-DoorKey-5x5-v0",
     "MiniGrid-Unlock-v0",
@@ -94,7 +95,7 @@ def test_registry_traits():
     assert (pong.family, pong.action, pong.obs) == ("atari", "discrete", "pixels")
     assert envs.REGISTRY["ALE/Breakout-v5"].threshold == 31.8 and pong.threshold == 9.3
     assert [s.id for s in envs.list_specs() if s.reward == "sparse"] == [
-        "MountainCar-v0", "MountainCarContinuous-v0", "PointMaze_UMaze-v3", "MiniGrid-DoorKey-5x5-v0",
+        "MountainCar-v0", "MountainCarContinuous-v0", "PointMaze_UMaze-v3", "FetchReach-v4", "MiniGrid-DoorKey-5x5-v0",
         "MiniGrid-Unlock-v0", "MiniGrid-LavaGapS5-v0", "MiniGrid-KeyCorridorS3R1-v0", "MinAtar/Freeway-v1"]
     mcc = envs.REGISTRY["MountainCarContinuous-v0"]
     assert (mcc.family, mcc.action, mcc.obs, mcc.threshold) == ("classic", "continuous", "vector", 90.0)
@@ -148,6 +149,7 @@ def test_pixels_with_continuous_actions_normalise_rewards_not_frames():
 @pytest.mark.parametrize("env_id, shape, dtype", [
     ("MiniGrid-DoorKey-5x5-v0", (147,), np.float32),  # the 7×7×3 view
     ("PointMaze_UMaze-v3", (8,), np.float64),  # achieved goal 2 + desired goal 2 + observation 4
+    ("FetchReach-v4", (16,), np.float64),  # achieved goal 3 + desired goal 3 + observation 10
     ("highway-fast-v0", (25,), np.float32),  # 5 vehicles × 5 features
 ])
 def test_family_observations_reach_the_learner_flat(env_id, shape, dtype):
@@ -161,7 +163,7 @@ def test_family_observations_reach_the_learner_flat(env_id, shape, dtype):
     raw_obs, _ = raw.reset(seed=0)
     if env_id.startswith("MiniGrid-"):  # the view itself, in its own order
         np.testing.assert_array_equal(obs, raw_obs["image"].reshape(-1))
-    elif env_id.startswith("PointMaze_"):  # Dict keys in sorted order
+    elif env_id.startswith(("PointMaze_", "Fetch")):  # Dict keys in sorted order
         np.testing.assert_array_equal(obs, np.concatenate([raw_obs[k] for k in sorted(raw_obs)]))
     else:
         np.testing.assert_array_equal(obs, raw_obs.reshape(-1))
@@ -367,3 +369,23 @@ def test_sync_stepper_matches_gymnasium_sync_vector_env(env_id, n_envs, steps):
             assert got[4] == {}
         got[0][...] = 0  # the caller owns what it was given: the next step must not depend on it
     assert ended > 0 or env_id.startswith("HalfCheetah")
+
+
+def test_fetch_envs_build_under_mujoco_4():
+    """gymnasium-robotics 1.4.2's joint helpers compare MuJoCo enum members with NumPy ints from the enum's
+    side, which MuJoCo 4.0 answers False (bench.envs.families._joint_types_as_ints): without the adjustment
+    FetchReach-v4's set-up raised AssertionError. Its initial joint positions are set as the env asks."""
+    pytest.importorskip("gymnasium_robotics")
+    import mujoco
+
+    assert families.register("robotics")
+    from gymnasium_robotics.utils import mujoco_utils
+
+    assert mujoco_utils.mujoco.mj_name2id is mujoco.mj_name2id  # every other name is the real module's
+    env = gym.make("FetchReach-v4")
+    obs, _ = env.reset(seed=0)
+    u = env.unwrapped
+    slide = mujoco_utils.get_joint_qpos(u.model, u.data, "robot0:slide0")  # a joint the assertion failed on
+    assert slide.shape == (1,) and np.isfinite(slide).all()
+    _, reward, *_ = env.step(np.zeros(4, np.float32))
+    assert reward in (-1.0, 0.0) and obs["desired_goal"].shape == (3,)

@@ -18,6 +18,7 @@ import contextlib
 import functools
 import importlib
 import io
+import types
 import warnings
 from dataclasses import dataclass
 from typing import Callable
@@ -121,7 +122,42 @@ def register(name: str) -> bool:
             mod.register_envs()
     elif fam.name == "robotics":
         gym.register_envs(mod)
+        _joint_types_as_ints()
     return True
+
+
+class _MujocoWithIntJointTypes(types.SimpleNamespace):
+    """The ``mujoco`` module as one gymnasium-robotics helper module sees it: ``mjtJoint``'s members as plain
+    ints (their values), every other name the real module's."""
+
+    def __init__(self, real: types.ModuleType) -> None:
+        super().__init__(mjtJoint=types.SimpleNamespace(**{n: int(v) for n, v in real.mjtJoint.__members__.items()}))
+        self._real = real
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+
+def _joint_types_as_ints() -> None:
+    """Let gymnasium-robotics 1.4.2's Fetch envs build under MuJoCo 4.0.
+
+    Its joint helpers (``gymnasium_robotics.utils.mujoco_utils``: a joint's qpos and qvel, set and read, which
+    every Fetch env's set-up calls) check ``model.jnt_type[i] in (mjtJoint.mjJNT_HINGE, mjtJoint.mjJNT_SLIDE)``.
+    MuJoCo 4.0's enum members answer ``==`` against a NumPy integer with False from their side
+    (``mjJNT_SLIDE == np.int32(2)`` is False, ``np.int32(2) == mjJNT_SLIDE`` True), and a tuple's ``in``
+    asks its members: every Fetch env failed its set-up with an AssertionError. Those helpers now see
+    integer joint types, which compare equal either way round; nothing else changes, and a MuJoCo whose
+    enums compare equal to NumPy integers is left alone."""
+    import mujoco
+
+    try:
+        from gymnasium_robotics.utils import mujoco_utils
+    except ImportError:  # a gymnasium-robotics without the module: nothing to adjust
+        return
+    slide = mujoco.mjtJoint.mjJNT_SLIDE
+    if isinstance(mujoco_utils.mujoco, _MujocoWithIntJointTypes) or slide == np.int32(int(slide)):
+        return
+    mujoco_utils.mujoco = _MujocoWithIntJointTypes(mujoco)
 
 
 def adapt(gspec: gym.envs.registration.EnvSpec, env: gym.Env) -> gym.Env:

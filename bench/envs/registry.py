@@ -140,6 +140,14 @@ REGISTRY: dict[str, EnvSpec] = {
         # of the 300 steps". The goal-conditioned Dict observation is flattened (bench.envs.families).
         EnvSpec("PointMaze_UMaze-v3", "robotics", "continuous", "vector", "sparse", 300, 200.0,
                 "chosen: at the goal for 200 of 300 steps"),
+        # FetchReach-v4 (gymnasium-robotics' Fetch arm, Plappert et al. 2018, "Multi-Goal Reinforcement Learning"):
+        # sparse, reward -1 per step while the gripper is farther than 0.05 from the goal, 0 within it; 50
+        # steps, no termination at the goal, so a return counts the steps spent away from it (random policy about
+        # -50). No published on-policy threshold (the paper reports success rates, with HER): -10 is a chosen
+        # bar, "reaches the goal within about 10 steps and stays there". Built under MuJoCo 4.0 through
+        # bench.envs.families' joint-type adjustment.
+        EnvSpec("FetchReach-v4", "robotics", "continuous", "vector", "sparse", 50, -10.0,
+                "chosen: at the goal after about 10 of 50 steps"),
         # highway-env (optional extra `highway`): Kinematics observation (5 vehicles × 5 features), flattened.
         # Per-step reward normalised to [0, 1] (speed and right lane; 0 on collision, which ends the episode),
         # 30 policy steps (duration 30 s at 1 Hz). No published threshold: 22.5 is a chosen bar, 3/4 of the
