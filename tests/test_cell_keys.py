@@ -28,6 +28,7 @@ RECORDED: dict[str, tuple[int, str]] = {
     "suites/reference/classic-tuned.yaml": (210, "65426370917295e5"),
     "suites/reference/classic.yaml": (280, "d76efd597f16809d"),
     "suites/reference/continuous-dense.yaml": (105, "5257929ea703ba41"),
+    "suites/reference/fetchreach.yaml": (35, "088465d40d91795c"),
     "suites/reference/highway.yaml": (35, "ead55d96342bda71"),
     "suites/reference/minatar.yaml": (105, "6b47cf3518313968"),
     "suites/reference/minigrid.yaml": (140, "d8d850f706b6477f"),
