@@ -170,17 +170,26 @@ def _text(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
-def decision_rows(dm: pd.DataFrame, category: str, lower_better: Iterable[str] = ()) -> list[dict[str, Any]]:
+def lower_is_better() -> frozenset[str]:
+    """The criteria whose lower scores are better: the tuner's sensitivity, and the language-model track's
+    model memory and reward hacking."""
+    from bench.analysis.claims import LM_CRITERIA
+
+    return frozenset({SENSITIVITY, *LM_CRITERIA})
+
+
+def decision_rows(dm: pd.DataFrame, category: str, lower_better: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """The decision matrix of one category as table rows: one per label, one cell per criterion; each cell
     ``text`` (score and interval), ``mark`` (as :data:`MARKS` reads it, with the answer's adjusted p and
     per-env directions where an answer marks it), ``title`` (runs, envs, notes) and ``rank``: where its score
     sits in its column, 0 (worst) to 1 (best), min-max scaled (``lower_better``: criteria whose lower
-    scores are better, such as the sensitivity), None without a score; the page shades cells by it."""
+    scores are better; default :func:`lower_is_better`), None without a score; the page shades cells by it."""
     crits = criteria_of(dm, category)
     by_label: dict[str, dict[str, dict[str, Any]]] = {}  # label → criterion → its first row
     for x in dm[dm["category"] == category].to_dict("records"):
         by_label.setdefault(x["label"], {}).setdefault(x["criterion"], x)
-    ranks = {crit: _ranks({lb: by[crit]["point"] for lb, by in by_label.items() if crit in by}, crit in set(lower_better))
+    lower = lower_is_better() if lower_better is None else set(lower_better)
+    ranks = {crit: _ranks({lb: by[crit]["point"] for lb, by in by_label.items() if crit in by}, crit in lower)
              for crit in crits}
     rows = []
     for lb in sorted(by_label):

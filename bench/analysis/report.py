@@ -36,9 +36,6 @@ from bench.analysis.published import SOURCE
 from bench.analysis.readmodel import ReadModel, read_model
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
-#: Decision-matrix criteria whose lower scores are better (the tuner's sensitivity, the language-model
-#: track's model memory and reward hacking): their cells shade the other way.
-LOWER_BETTER = frozenset({an.SENSITIVITY, *cl.LM_CRITERIA})
 #: The run columns an env's figures read (the rest of the frame stays in this process).
 _DRAWN = ["key", "label", "t_steps", "t_cpu", "solved"]
 
@@ -140,7 +137,7 @@ def answer_data(data: an.Data, scored: an.Scored, recs: list[ans.Recommendation]
     if lm:
         dm = pd.concat([dm, pd.DataFrame(lm, columns=dm.columns)], ignore_index=True)
     decision = [dict(category=cat, envs=", ".join(envs), env_ids=envs, criteria=mx.criteria_of(dm, cat),
-                     rows=mx.decision_rows(dm, cat, LOWER_BETTER)) for cat, envs in cats.items()]
+                     rows=mx.decision_rows(dm, cat)) for cat, envs in cats.items()]
     return dict(recs=ans.recommendation_rows(recs), matrix=dm, decision=decision, track=mx.track_record(recs),
                 lm=bool(lm))
 
@@ -397,7 +394,7 @@ def _variant_section(db: ReadModel, data: an.Data, name: str, variant: str, *, a
     return dict(
         name=name, variant=variant, envs=", ".join(envs), base=", ".join(base), answers=answers,
         decision=[dict(category=cat, envs=", ".join(e), criteria=mx.criteria_of(dm, cat),
-                       rows=mx.decision_rows(dm, cat, LOWER_BETTER))
+                       rows=mx.decision_rows(dm, cat))
                   for cat, e in an.categories(scored).items()])
 
 
