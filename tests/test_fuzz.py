@@ -174,7 +174,7 @@ def existing_store(tmp_path_factory) -> str:
 
 
 @given(text=SUITE_TEXT, kind=st.sampled_from(URL_KINDS))
-@example(text=VALID_SUITE, kind="fresh")  # valid suites are rare draws; these pin each store kind against one
+@example(text=VALID_SUITE, kind="fresh")  # valid suites are rare draws: pin one against three store kinds
 @example(text=VALID_SUITE, kind="existing")
 @example(text=VALID_SUITE, kind="folder")
 def test_fuzz_suites_and_store_urls(existing_store, text, kind):
