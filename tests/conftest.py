@@ -17,6 +17,23 @@ import pytest  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ROOT / "suites"
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under pytest-xdist, the tests that take seconds first, longest first (``tests/data/slow_tests.json``:
+    every test of 2 s or more in a measured serial run), the rest in their usual order.
+
+    xdist hands tests out in collection order, so a 40-second test collected last keeps one worker busy while the
+    other has nothing left: longest first is the classic list-scheduling rule for the shortest finish. Only in
+    xdist workers (each must collect the same order, which a fixed file gives); a serial run keeps file order, so
+    module fixtures are set up once.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import json
+
+    seconds = json.loads((ROOT / "tests" / "data" / "slow_tests.json").read_text())["seconds"]
+    items.sort(key=lambda item: -seconds.get(item.nodeid, 0.0))  # stable: the rest keep their order
+
+
 @pytest.fixture(autouse=True, scope="session")
 def one_thread() -> None:
     """One torch and one BLAS thread, as every bench run: the determinism tests
