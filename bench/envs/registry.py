@@ -225,6 +225,8 @@ TIME_SCALE_US: dict[str, float] = {
     "MiniGrid-KeyCorridorS3R1-v0": 600.0,
     "MiniGrid-LavaGapS5-v0": 900.0,
     "PointMaze_UMaze-v3": 900.0,
+    "highway-fast-v0": 31000.0,
+    "FetchReach-v4": 1700.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
