@@ -69,10 +69,10 @@ def _in_view_locator():
         """:class:`~matplotlib.ticker.MaxNLocator`'s ticks, less those outside the view.
 
         MaxNLocator also returns the steps just beyond the axis limits, and matplotlib builds a tick object
-        (two lines, two texts and a gridline) for each location before it drops those outside the view, so
-        up to a third of the tick objects were made only to be thrown away. The drawn ticks, their labels
-        and their offset text are unchanged (the formatter's offset and precision come from the ticks in
-        view; the report's PNGs were compared byte for byte).
+        (two lines, two texts and a gridline) for each location before it drops those outside the view: up
+        to a third of an axis's tick objects, made only to be thrown away. The drawn ticks, their labels and
+        their offset text are the same, since the formatter's offset and precision come from the ticks in
+        view (docs/performance.md).
         """
 
         def __call__(self):
