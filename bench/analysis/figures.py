@@ -88,8 +88,9 @@ def _in_view_locator():
 
 def _few_ticks(ax) -> None:
     """At most ~5 ticks per axis: enough to read, and every tick costs drawing time."""
-    ax.xaxis.set_major_locator(_in_view_locator()(5))
-    ax.yaxis.set_major_locator(_in_view_locator()(5))
+    in_view = _in_view_locator()
+    ax.xaxis.set_major_locator(in_view(5))
+    ax.yaxis.set_major_locator(in_view(5))
 
 
 def overflow(fig) -> float:
