@@ -31,6 +31,7 @@ RECORDED: dict[str, tuple[int, str]] = {
     "suites/reference/fetchreach.yaml": (35, "088465d40d91795c"),
     "suites/reference/highway.yaml": (35, "ead55d96342bda71"),
     "suites/reference/minatar.yaml": (105, "6b47cf3518313968"),
+    "suites/reference/minatar-seaquest.yaml": (35, "4c7622a2e3d7c1be"),
     "suites/reference/minigrid.yaml": (140, "d8d850f706b6477f"),
     "suites/reference/mujoco-reinforce.yaml": (3, "77652e16a1bf490f"),
     "suites/reference/mujoco.yaml": (90, "0fd7dc0798bfbd1b"),
