@@ -409,3 +409,55 @@ def test_bench_import_loads_packs_with_their_siblings_once_and_refuses_bad_input
         p = _bench("import", *args, *(() if "--store" in args else ("--store", f"sqlite:///{out}")), cwd=tmp_path)
         assert p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
         assert "Traceback" not in p.stderr and not out.exists()
+
+
+def test_a_pack_of_an_unfinished_suite_keeps_what_finished_and_resumes_the_rest(tmp_path):
+    """`--keep done` packs the finished runs and every other cell as pending without rows; `--keep envs` only the
+    envs whose runs all finished. Either way the pack reads back to exactly the finished runs' scores, and the
+    same CLI refuses a bad value in one line."""
+    import sqlalchemy as sa
+
+    from bench.storage import schema
+    from bench.storage.store import Store
+
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    labs = [Planted("a", "ppo", "bench", 0.9), Planted("b", "a2c", "sb3", 0.5)]
+    write_store(url, ["CartPole-v1", "LunarLander-v3"], labs, seeds=3, suite="s")
+    db = Store(url)
+    runs = db.runs_frame("s")
+    # One LunarLander run died, another is still running: CartPole is whole, LunarLander is not.
+    lunar = runs[runs["env"] == "LunarLander-v3"].sort_values("key")["key"].tolist()
+    with db.engine.begin() as c:
+        c.execute(sa.update(schema.runs).where(schema.runs.c.key == lunar[0]).values(status="failed", error="killed"))
+        c.execute(sa.update(schema.runs).where(schema.runs.c.key == lunar[1]).values(status="running", owner="host:1"))
+    db.dispose()
+    whole = {"done": packed.pack(url, "s", tmp_path / "done", keep="done"),
+             "envs": packed.pack(url, "s", tmp_path / "envs", keep="envs"),
+             "all": packed.pack(url, "s", tmp_path / "all")}
+    assert whole["all"]["runs"] == {"done": 10, "failed": 1, "running": 1}
+    assert whole["done"]["runs"] == {"done": 10, "pending": 2}
+    assert whole["envs"]["runs"] == {"done": 6, "pending": 6}
+    for keep, kept in (("done", set(runs["key"]) - set(lunar[:2])),
+                       ("envs", set(runs.loc[runs["env"] == "CartPole-v1", "key"]))):
+        back = Store(packed.unpack([tmp_path / keep], tmp_path / f"{keep}.db"))
+        r = back.runs_frame("s")
+        assert len(r) == 12 and set(r.loc[r["status"] == "done", "key"]) == kept
+        pend = r[r["status"] != "done"]
+        assert (pend["status"] == "pending").all() and (pend["attempt"] == 0).all()
+        assert pend[["error", "started_at", "cpu_s", "final_return", "meta"]].isna().all().all()
+        assert set(back.episodes_frame("s")["key"]) == kept  # no rows of an unfinished attempt
+        assert whole[keep]["cpu_hours"] == round(runs.loc[runs["key"].isin(kept), "cpu_s"].sum() / 3600, 3)
+        full = analysis.score(analysis.load(url, anchors=False))
+        got = analysis.score(analysis.load(back.url, anchors=False))
+        cols = ["key", "final_norm", "auc_steps_norm", "t_cpu"]
+        pick = lambda s: s.runs[s.runs["key"].isin(kept)][cols].sort_values("key").reset_index(drop=True)  # noqa: E731
+        assert pick(full).equals(pick(got))
+        back.dispose()
+    p = _bench("export", "--store", url, "--suite", "s", "--format", "pack", "--keep", "done", "--out",
+               str(tmp_path / "cli" / "s"), cwd=tmp_path)
+    assert p.returncode == 0 and "packed 12 runs (10 done, 2 pending) of s" in p.stderr, p.stderr
+    for args, says in ((["--format", "pack", "--keep", "finished"], "--keep: 'finished' is not allowed; allowed: all, done, envs"),
+                       (["--format", "csv", "--keep", "done"], "--keep: says what a pack holds")):
+        p = _bench("export", "--store", url, "--suite", "s", *args, "--out", str(tmp_path / "bad"), cwd=tmp_path)
+        assert p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert not (tmp_path / "bad").exists()

@@ -48,16 +48,18 @@ def export_scores(url: str, suite: str | None, column: str, format: str, out_pat
     return len(mats), len(envs)
 
 
-def pack_suite(store: Any, suite: str, out: Path, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def pack_suite(store: Any, suite: str, out: Path, log: Callable[[str], None] | None = None, *,
+               keep: str = "all") -> dict[str, Any]:
     """Pack one suite of ``store`` (a :class:`bench.storage.store.Store`) into the folder ``out``, with its envs'
     normalisation anchors computed first where missing (so the pack has them); returns the pack's manifest.
-    Runs already in a sibling pack (a claim suite sharing the reference's cells) are not stored twice."""
+    Runs already in a sibling pack (a claim suite sharing the reference's cells) are not stored twice. ``keep``:
+    what of unfinished work the pack holds (:data:`bench.storage.packed.KEEP`)."""
     from bench.envs.anchors import ensure_anchors
 
     if (meta := store.suite_env_meta(suite)) is not None:
         ensure_anchors(store, {e: m.get("threshold") for e, m in meta.items()}, log=log,
                        families={e: m.get("family") for e, m in meta.items()})
-    return packed.pack(store.url, suite, out, beside=packed.packs_under(out.resolve().parent))
+    return packed.pack(store.url, suite, out, beside=packed.packs_under(out.resolve().parent), keep=keep)
 
 
 def report(suites: list[str] | None = None, store: str | None = None, out: str | Path | None = None, *,
@@ -121,10 +123,12 @@ EXPORT_WHAT = ("runs", "episodes", "diagnostics")
 
 
 def export(store: str | None = None, out: Path | str = "", *, suite: str | None = None, what: str = "runs",
-           format: str = "csv", score: str = "final", log: Callable[[str], None] | None = None) -> str:
+           format: str = "csv", score: str = "final", keep: str = "all", log: Callable[[str], None] | None = None) -> str:
     """Export ``what`` (runs, episodes or diagnostics) of ``store`` as CSV, Parquet or JSON records; normalised
     per-run scores for rliable (``rliable-npz`` / ``rliable-json``, ``score``: final, samples or time); or pack
-    one suite (``format="pack"``, into the folder ``out``). Returns the line saying what was written.
+    one suite (``format="pack"``, into the folder ``out``; ``keep``: all its runs as they stand, only the
+    finished ones, or only the envs whose runs all finished, :data:`bench.storage.packed.KEEP`). Returns the line
+    saying what was written.
 
     :raises BadInput: an unknown option value, an unwritable ``out``, no store, no such suite, nothing to export.
     """
@@ -137,9 +141,12 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
 
     out = Path(out)
     for flag, value, allowed in (("--what", what, EXPORT_WHAT), ("--format", format, EXPORT_FORMATS),
-                                 ("--score", score, tuple(SCORE_COLUMNS))):
+                                 ("--score", score, tuple(SCORE_COLUMNS)), ("--keep", keep, packed.KEEP)):
         if value not in allowed:
             raise BadInput(f"{flag}: {value!r} is not allowed; allowed: {', '.join(allowed)}")
+    if keep != "all" and format != "pack":
+        raise BadInput(f"--keep: says what a pack holds of unfinished runs; allowed with --format pack only "
+                       f"(got --format {format})")
     if format in ("pack", "rliable-npz", "rliable-json") and what != "runs":
         raise BadInput(f"--what: --format {format} exports whole runs; allowed with it: runs (got {what!r})")
     url = store_url(store)
@@ -160,10 +167,12 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
         if format == "pack":
             if suite is None:
                 raise BadInput("--format pack: name the suite to pack with --suite")
-            m = pack_suite(db, suite, out, log=log)
+            m = pack_suite(db, suite, out, log=log, keep=keep)
             shared = "".join(f"; {n} runs shared with {p}" for p, n in m.get("shared_runs", {}).items())
             studies = m.get("studies")
-            what = f"{sum(m['runs'].values())} runs" + (f" and {studies['count']} tuning studies "
+            states = "" if set(m["runs"]) <= {"done"} else \
+                " (" + ", ".join(f"{n} {s}" for s, n in sorted(m["runs"].items())) + ")"
+            what = f"{sum(m['runs'].values())} runs{states}" + (f" and {studies['count']} tuning studies "
                                                         f"({sum(studies['trials'].values())} trials)" if studies else "")
             return f"packed {what} of {suite} into {out} ({m['bytes'] / 1e6:.1f} MB{shared})"
         if format.startswith("rliable-"):

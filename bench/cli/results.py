@@ -52,11 +52,15 @@ def export(
     score: str = typer.Option("final", "--score", help="With rliable-*: final (normalised final return, the report's "
                               "across-env IQM), samples (normalised AUC vs env steps) or time (vs CPU seconds)."),
     out_path: Path = typer.Option(..., "--out", help="Output file (a folder for --format pack)."),
+    keep: str = typer.Option("all", "--keep", help="With --format pack, what of a suite not yet finished: all (its "
+                             "runs as they stand), done (the finished runs; every other cell packed as pending, "
+                             "without rows, so that `bench import` then `bench run` starts it afresh) or envs (only "
+                             "the envs whose every run finished; the other envs' cells all pending)."),
 ) -> None:
     """Export runs, episodes or diagnostics as CSV, Parquet or JSON; normalised scores for rliable; or pack a suite."""
     _keep_secret(store)
     try:
-        line = api.export(store, out_path, suite=suite, what=what, format=format, score=score,
+        line = api.export(store, out_path, suite=suite, what=what, format=format, score=score, keep=keep,
                           log=lambda s: err.print(s, markup=False))
     except api.BadInput as e:
         raise _bad_input(e.lines) from None

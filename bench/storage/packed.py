@@ -193,8 +193,23 @@ def file_hashes(pack_dir: Path) -> dict[str, str]:
     return {n: file_sha256(pack_dir / n) for n in sorted(READ_FILES) if (pack_dir / n).is_file()}
 
 
-def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) -> dict:
+#: What a pack keeps of a suite whose runs have not all finished (``bench export --format pack --keep``): ``all``
+#: the runs as they stand (a running or failed run with its rows so far); ``done`` the finished runs, every other
+#: cell packed as pending, without rows; ``envs`` only the envs whose every run finished, the other envs' cells
+#: all pending (an env is the unit a reference answer generalises over, so a pack read as evidence holds whole envs).
+KEEP = ("all", "done", "envs")
+
+#: A run's columns that belong to an attempt at it (cleared when a pack keeps the cell but not the attempt).
+_ATTEMPT_COLUMNS = ("owner", "error", "started_at", "heartbeat_at", "finished_at", "total_steps", "episodes", "wall_s",
+                    "cpu_s", "steps_to_threshold", "seconds_to_threshold", "final_return", "auc", "meta")
+
+
+def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = (), keep: str = "all") -> dict:
     """Write ``suite``'s rows of ``store_url`` as compact Parquet files in ``out_dir`` (replaced whole).
+
+    ``keep`` (:data:`KEEP`) says what a suite whose runs have not all finished packs: with ``done`` or ``envs``,
+    the unfinished cells are packed as pending with no rows, so that ``bench import`` and ``bench run`` start them
+    afresh (a resumable chunk of a long suite), and the pack's runs and hours are those of finished work only.
 
     Suites share runs by key (a claim suite reuses the reference's cells): runs that one of the
     packs ``beside`` already holds are not stored again, only the suite's cells that name them, and
@@ -216,6 +231,8 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = ()) 
     tmp.mkdir(parents=True)
     frames, shared = _suite_frames(db, suite, out_dir, beside) if has_runs else ({}, {})
     db.dispose()
+    if frames and keep != "all":
+        frames = _unfinished_as_pending(frames, by_env=keep == "envs")
     if frames:
         frames["episodes"] = clocks_to_ms(frames["episodes"])
     for name, df in frames.items():
@@ -278,6 +295,31 @@ def _suite_frames(db: "st.Store", suite: str, out_dir: Path, beside: list[Path])
             frames[name] = df.drop(columns=["id"]) if name == "diagnostics" else df
     frames["runs"]["meta"] = frames["runs"]["meta"].map(_without_policies)
     return frames, shared
+
+
+def _unfinished_as_pending(frames: dict, *, by_env: bool) -> dict:
+    """``frames`` with every run that is not done (with ``by_env``: every run of an env with one such run) reset
+    to a pending cell: status ``pending``, attempt 0, its attempt's columns empty, its episode, diagnostic and
+    evaluation rows left out. The cells themselves (key, config, suite membership) stay, so the pack's grid is
+    the suite's."""
+    import pandas as pd
+
+    runs = frames["runs"]
+    unfinished = (runs["status"] != "done").to_numpy()
+    if by_env:
+        unfinished = runs["env_id"].isin(runs.loc[unfinished, "env_id"].unique()).to_numpy()
+    rows = runs.astype(object).where(runs.notna(), None)
+    rows.loc[unfinished, "status"] = "pending"
+    rows.loc[unfinished, "attempt"] = 0
+    rows.loc[unfinished, list(_ATTEMPT_COLUMNS)] = None
+    # Rebuilt from plain values as the store's reader builds a frame (schema.read_frame), so that each column
+    # has the type it would have had, had the store held these cells as pending.
+    runs = pd.DataFrame.from_records(list(rows.itertuples(index=False)), columns=list(runs.columns), coerce_float=True)
+    dropped = set(runs.loc[unfinished, "key"])
+    out = {**frames, "runs": runs}
+    for name in ("episodes", "diagnostics", "evaluations"):
+        out[name] = frames[name][~frames[name]["key"].isin(dropped)].reset_index(drop=True)
+    return out
 
 
 def _without_policies(meta: Any) -> Any:
