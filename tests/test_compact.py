@@ -437,6 +437,7 @@ def test_a_pack_of_an_unfinished_suite_keeps_what_finished_and_resumes_the_rest(
     assert whole["all"]["runs"] == {"done": 10, "failed": 1, "running": 1}
     assert whole["done"]["runs"] == {"done": 10, "pending": 2}
     assert whole["envs"]["runs"] == {"done": 6, "pending": 6}
+    assert whole["done"]["keep"] == "done" and whole["envs"]["keep"] == "envs" and "keep" not in whole["all"]
     for keep, kept in (("done", set(runs["key"]) - set(lunar[:2])),
                        ("envs", set(runs.loc[runs["env"] == "CartPole-v1", "key"]))):
         back = Store(packed.unpack([tmp_path / keep], tmp_path / f"{keep}.db"))

@@ -252,6 +252,7 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = (), 
         "rows": {name: int(len(df)) for name, df in frames.items()},
         "bytes": _bytes(tmp),
         "episode_clocks": "ms",
+        **({"keep": keep} if keep != "all" else {}),  # unfinished cells were packed as pending (KEEP)
         **({"shared_runs": shared} if shared else {}),
         **({"studies": {k: v for k, v in study_info.items() if k != "cpu_s"}} if study_info else {}),
         FILES: file_hashes(tmp),
