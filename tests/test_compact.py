@@ -454,6 +454,25 @@ def test_a_pack_of_an_unfinished_suite_keeps_what_finished_and_resumes_the_rest(
         pick = lambda s: s.runs[s.runs["key"].isin(kept)][cols].sort_values("key").reset_index(drop=True)  # noqa: E731
         assert pick(full).equals(pick(got))
         back.dispose()
+    # The reference's pack of whole envs, then the staged pack of the same suite: the staged runs fill the cells
+    # the first left pending (never attempted, nothing to lose); in either order the store ends with all 10.
+    for order in (("envs", "done"), ("done", "envs")):
+        into = Store(f"sqlite:///{tmp_path / ('-'.join(order) + '.db')}")
+        loaded = [packed.load([tmp_path / k], into) for k in order]
+        r = into.runs_frame("s")
+        assert (r["status"] == "done").sum() == 10 and len(r) == 12, order
+        assert set(into.episodes_frame("s")["key"]) == set(r.loc[r["status"] == "done", "key"])
+        assert loaded[0]["new"] == 12 and loaded[1]["kept"] == 12 - (4 if order[0] == "envs" else 0)
+        into.dispose()
+    # A cell that was attempted (attempt > 0) keeps its own record even when pending again.
+    into = Store(f"sqlite:///{tmp_path / 'tried.db'}")
+    packed.load([tmp_path / "envs"], into)
+    with into.engine.begin() as c:
+        c.execute(sa.update(schema.runs).where(schema.runs.c.key == lunar[2]).values(attempt=1))
+    packed.load([tmp_path / "done"], into)
+    r = into.runs_frame("s").set_index("key")
+    assert r.loc[lunar[2], "status"] == "pending" and r.loc[lunar[3], "status"] == "done"
+    into.dispose()
     p = _bench("export", "--store", url, "--suite", "s", "--format", "pack", "--keep", "done", "--out",
                str(tmp_path / "cli" / "s"), cwd=tmp_path)
     assert p.returncode == 0 and "packed 12 runs (10 done, 2 pending) of s" in p.stderr, p.stderr

@@ -206,7 +206,8 @@ def _tuning_suites(url: str) -> list[str]:
 
 def import_packs(packs: list[Path], store: str | None = None) -> str:
     """Load packs (folders ``bench export --format pack`` wrote, or folders of them) into ``store``, their
-    tuning studies too; runs already there are kept as they were. Every pack is verified before the store is
+    tuning studies too; runs already there are kept as they were (a cell pending and never attempted takes the
+    pack's run: it holds nothing to lose). Every pack is verified before the store is
     opened, so bad input writes nothing. Returns the line saying what was imported.
 
     :raises BadInput: a path that is not a pack, a manifest or table that cannot be read, a bad URL.

@@ -563,13 +563,29 @@ def unreadable(packs: list[Path]) -> Path | None:
     return None
 
 
+def _fill_untried(c: Any, keys: Any) -> set[str]:
+    """Delete, of the runs ``keys`` in the store, those pending and never attempted (nothing is recorded for
+    them), so that a pack's attempt at the same cells is loaded in their place; returns their keys."""
+    keys = list(keys)
+    untried = schema.runs.c.status.in_(["pending"]) & (schema.runs.c.attempt == 0)
+    gone: set[str] = set()
+    for i in range(0, len(keys), 500):
+        part = schema.runs.c.key.in_(keys[i:i + 500])
+        gone |= {r.key for r in c.execute(sa.select(schema.runs.c.key).where(part & untried))}
+    for i in range(0, len(gone), 500):
+        c.execute(sa.delete(schema.runs).where(schema.runs.c.key.in_(sorted(gone)[i:i + 500]) & untried))
+    return gone
+
+
 def load(packs: list[Path], db: "st.Store") -> dict[str, int]:
     """Insert the rows of ``packs`` into the store ``db`` (any dialect), parents first, in one
     transaction; returns the runs it added (``new``) and those it found there (``kept``). What the store already
     holds wins, as the first writer does in a store: its suites and anchors are kept (packs share
     them), and a run it already has is kept whole, with its own episodes, diagnostics and
     evaluations (runs may be in two packs: one made before its sibling held them). So loading a
-    pack twice changes nothing the second time.
+    pack twice changes nothing the second time. The one exception holds nothing to lose: a cell the store has
+    as pending and never attempted takes the pack's attempt at it (a pack made with ``keep="envs"``, then the
+    staged pack of the same suite, which holds the runs of its unfinished envs).
     """
     import pandas as pd
 
@@ -585,6 +601,7 @@ def load(packs: list[Path], db: "st.Store") -> dict[str, int]:
                 if name == "runs":
                     have = {r.key for i in range(0, len(df), 500) for r in c.execute(
                         sa.select(schema.runs.c.key).where(schema.runs.c.key.in_(list(df["key"][i:i + 500]))))}
+                    have -= _fill_untried(c, df[df["key"].isin(have) & (df["status"] != "pending")]["key"])
                     df = df[~df["key"].isin(have)]
                     new_runs = set(df["key"])
                     counts["new"] += len(new_runs)
