@@ -567,7 +567,7 @@ def _fill_untried(c: Any, keys: Any) -> set[str]:
     """Delete, of the runs ``keys`` in the store, those pending and never attempted (nothing is recorded for
     them), so that a pack's attempt at the same cells is loaded in their place; returns their keys."""
     keys = list(keys)
-    untried = schema.runs.c.status.in_(["pending"]) & (schema.runs.c.attempt == 0)
+    untried = (schema.runs.c.status == "pending") & (schema.runs.c.attempt == 0)
     gone: set[str] = set()
     for i in range(0, len(keys), 500):
         part = schema.runs.c.key.in_(keys[i:i + 500])
