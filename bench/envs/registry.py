@@ -227,6 +227,7 @@ TIME_SCALE_US: dict[str, float] = {
     "PointMaze_UMaze-v3": 900.0,
     "highway-fast-v0": 31000.0,
     "FetchReach-v4": 1700.0,
+    "Swimmer-v5": 1100.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
