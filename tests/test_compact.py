@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bench import analysis
-from bench.storage import packed, studies
+from bench.storage import packed, packload, studies
 from bench.storage.record import downsample_diagnostics
 from bench.suites.suite import DIAG_POINTS, Cell
 
@@ -62,7 +62,7 @@ def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
     assert m1["cpu_hours"] == round(fr["cpu_s"].sum() / 3600, 3) > 0
     assert m1["wall_hours"] == round(fr["wall_s"].sum() / 3600, 3) > m1["cpu_hours"]  # label b shared its core
     cache = tmp_path / "cache" / "reference.db"
-    got = packed.unpack(packed.packs_under(tmp_path / "ref"), cache)
+    got = packload.unpack(packed.packs_under(tmp_path / "ref"), cache)
     full = analysis.score(analysis.load(url, anchors=False))
     back = analysis.score(analysis.load(got, anchors=False))
     cols = ["key", "final_norm", "auc_steps_norm", "auc_time_norm", "t_cpu", "contended"]
@@ -74,7 +74,7 @@ def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
     assert dm(full).equals(dm(back))
     # Built once: a second read reuses the cache; a changed pack rebuilds it.
     stamp = cache.stat().st_mtime_ns
-    assert packed.unpack(packed.packs_under(tmp_path / "ref"), cache) == got and cache.stat().st_mtime_ns == stamp
+    assert packload.unpack(packed.packs_under(tmp_path / "ref"), cache) == got and cache.stat().st_mtime_ns == stamp
     # A regenerated pack: same rows, but a file's bytes differ (a repack within the same second
     # writes the same manifest, so change one byte-for-byte rather than rely on the clock).
     manifest = tmp_path / "ref" / "two" / packed.MANIFEST
@@ -82,7 +82,7 @@ def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
     manifest.write_text(json.dumps(packed.sealed({**m, "packed_at": "0" + m["packed_at"]})))
     abandoned = cache.with_name(f"{cache.name}.999999999-1.building")  # its builder was killed
     abandoned.write_bytes(b"half")
-    packed.unpack(packed.packs_under(tmp_path / "ref"), cache)
+    packload.unpack(packed.packs_under(tmp_path / "ref"), cache)
     assert cache.stat().st_mtime_ns != stamp
     assert sorted(p.name for p in cache.parent.iterdir()) == ["reference.db"]
     # Two builders at once (two first `bench recommend`s) each end with the whole store.
@@ -93,7 +93,7 @@ def test_a_packed_store_reads_back_to_the_same_report(tmp_path):
 
     cache.unlink()
     with ThreadPoolExecutor(2) as ex:
-        urls = list(ex.map(lambda _: packed.unpack(packed.packs_under(tmp_path / "ref"), cache), range(2)))
+        urls = list(ex.map(lambda _: packload.unpack(packed.packs_under(tmp_path / "ref"), cache), range(2)))
     assert sorted(p.name for p in cache.parent.iterdir()) == ["reference.db"]
     assert urls == [got, got] and len(st.Store(got).runs_frame()) == len(full.runs)
 
@@ -117,7 +117,7 @@ def test_episode_clocks_are_kept_to_the_millisecond_and_packed_as_exact_integers
     schema = pq.read_schema(tmp_path / "one" / "episodes.parquet")
     assert pa.types.is_integer(schema.field("wall_ms").type) and pa.types.is_integer(schema.field("cpu_ms").type)
     assert "wall_s" not in schema.names
-    back = st.Store(packed.unpack([tmp_path / "one"], tmp_path / "cache.db")).episodes_frame("one")
+    back = st.Store(packload.unpack([tmp_path / "one"], tmp_path / "cache.db")).episodes_frame("one")
     cols = ["key", "idx", "step", "wall_s", "cpu_s", "ret", "length"]
     pd.testing.assert_frame_equal(ep[cols].reset_index(drop=True), back[cols].reset_index(drop=True), check_exact=True)
     # A NULL CPU clock (a store from before it was recorded) stays NULL; finer digits are rounded.
@@ -181,7 +181,7 @@ def test_a_tuning_suite_packs_its_studies_and_reads_back_to_the_same_sensitivity
 
     # Read back beside a runs pack: every trial, state, value and attribute as it was.
     packed.pack(url, "runs-x", tmp_path / "packs" / "runs-x")
-    got = packed.unpack(packed.packs_under(tmp_path / "packs"), tmp_path / "cache" / "ref.db")
+    got = packload.unpack(packed.packs_under(tmp_path / "packs"), tmp_path / "cache" / "ref.db")
     assert studies.suite_studies(got) == ["tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
     want = sensitivity_table(url).set_index("study").loc[["tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]]
     pd.testing.assert_frame_equal(sensitivity_table(got).set_index("study"), want)
@@ -340,14 +340,14 @@ def test_a_suite_sharing_runs_with_a_sibling_pack_stores_them_once(tmp_path):
     packed.pack(url, "ref", root / "ref")
     m = packed.pack(url, "claim", root / "claim", beside=packed.packs_under(root))
     assert m["shared_runs"] == {"ref": 5} and m["rows"]["runs"] == 0 and m["rows"]["suite_cells"] == 5
-    got = packed.unpack(packed.packs_under(root), tmp_path / "cache.db")
+    got = packload.unpack(packed.packs_under(root), tmp_path / "cache.db")
     full, back = analysis.load(url, ["claim"], anchors=False), analysis.load(got, ["claim"], anchors=False)
     assert sorted(full.runs["key"]) == sorted(back.runs["key"]) and len(back.runs) == 5
     assert (back.runs["status"] == "done").all()
     # Packed before its sibling existed, the claim holds its runs itself; read together, the first wins.
     m2 = packed.pack(url, "claim", tmp_path / "alone" / "claim")
     assert "shared_runs" not in m2 and m2["rows"]["runs"] == 5
-    both = packed.unpack([root / "ref", tmp_path / "alone" / "claim"], tmp_path / "cache2.db")
+    both = packload.unpack([root / "ref", tmp_path / "alone" / "claim"], tmp_path / "cache2.db")
     assert len(analysis.load(both, anchors=False).runs) == 10
 
 
@@ -388,7 +388,7 @@ def test_bench_import_loads_packs_with_their_siblings_once_and_refuses_bad_input
     # A run in two packs (one packed before its sibling held it) is loaded once, with one copy of its rows.
     packed.pack(url, "claim", tmp_path / "alone" / "claim")
     both = tmp_path / "both.db"
-    n = packed.load([root / "ref", tmp_path / "alone" / "claim"], st.Store(f"sqlite:///{both}"))
+    n = packload.load([root / "ref", tmp_path / "alone" / "claim"], st.Store(f"sqlite:///{both}"))
     assert n == {"new": 10, "kept": 5} and rows(f"sqlite:///{both}") == rows(url)
 
     # Bad input: one line, exit 2, no store created.
@@ -440,7 +440,7 @@ def test_a_pack_of_an_unfinished_suite_keeps_what_finished_and_resumes_the_rest(
     assert whole["done"]["keep"] == "done" and whole["envs"]["keep"] == "envs" and "keep" not in whole["all"]
     for keep, kept in (("done", set(runs["key"]) - set(lunar[:2])),
                        ("envs", set(runs.loc[runs["env"] == "CartPole-v1", "key"]))):
-        back = Store(packed.unpack([tmp_path / keep], tmp_path / f"{keep}.db"))
+        back = Store(packload.unpack([tmp_path / keep], tmp_path / f"{keep}.db"))
         r = back.runs_frame("s")
         assert len(r) == 12 and set(r.loc[r["status"] == "done", "key"]) == kept
         pend = r[r["status"] != "done"]
@@ -458,7 +458,7 @@ def test_a_pack_of_an_unfinished_suite_keeps_what_finished_and_resumes_the_rest(
     # the first left pending (never attempted, nothing to lose); in either order the store ends with all 10.
     for order in (("envs", "done"), ("done", "envs")):
         into = Store(f"sqlite:///{tmp_path / ('-'.join(order) + '.db')}")
-        loaded = [packed.load([tmp_path / k], into) for k in order]
+        loaded = [packload.load([tmp_path / k], into) for k in order]
         r = into.runs_frame("s")
         assert (r["status"] == "done").sum() == 10 and len(r) == 12, order
         assert set(into.episodes_frame("s")["key"]) == set(r.loc[r["status"] == "done", "key"])
@@ -466,10 +466,10 @@ def test_a_pack_of_an_unfinished_suite_keeps_what_finished_and_resumes_the_rest(
         into.dispose()
     # A cell that was attempted (attempt > 0) keeps its own record even when pending again.
     into = Store(f"sqlite:///{tmp_path / 'tried.db'}")
-    packed.load([tmp_path / "envs"], into)
+    packload.load([tmp_path / "envs"], into)
     with into.engine.begin() as c:
         c.execute(sa.update(schema.runs).where(schema.runs.c.key == lunar[2]).values(attempt=1))
-    packed.load([tmp_path / "done"], into)
+    packload.load([tmp_path / "done"], into)
     r = into.runs_frame("s").set_index("key")
     assert r.loc[lunar[2], "status"] == "pending" and r.loc[lunar[3], "status"] == "done"
     into.dispose()

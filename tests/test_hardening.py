@@ -45,10 +45,10 @@ A_PACK = ROOT / "results" / "reference" / "sequence"
 def reference_db() -> Path:
     """The shipped classic reference (results/reference/classic), unpacked once per session into a SQLite
     file that tests copy (never write)."""
-    from bench.storage import packed
+    from bench.storage import packload
 
     out = Path(tempfile.mkdtemp(prefix="bench-ref-")) / "reference.db"
-    packed.unpack([ROOT / "results" / "reference" / "classic"], out)
+    packload.unpack([ROOT / "results" / "reference" / "classic"], out)
     return out
 
 

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from synthetic import Planted, write_store
 
 from bench.cli import app
-from bench.storage import packed
+from bench.storage import packed, packload
 from bench.storage.schema import StoreError
 from bench.storage.store import Store
 from bench.storage.urls import check_url, describe_url, hide_password, redact
@@ -127,18 +127,18 @@ def test_the_cache_is_trusted_only_when_it_records_the_packs_it_was_built_from(t
     shutil.copytree(SMALL_PACK, tmp_path / "ref" / SMALL_PACK.name)
     packs = packed.packs_under(tmp_path / "ref")
     cache = tmp_path / "cache" / "reference.db"
-    url = packed.unpack(packs, cache)
-    assert packed.built_from(cache) == packed.fingerprint(packs)
+    url = packload.unpack(packs, cache)
+    assert packload.built_from(cache) == packload.fingerprint(packs)
     n_runs = sqlite3.connect(cache).execute("select count(*) from runs").fetchone()[0]
     assert n_runs == 20
     # A planted store where the cache was, with the old stamp file beside it: rebuilt, not read.
     cache.unlink()
     write_store(f"sqlite:///{cache}", ["CartPole-v1"], [Planted("reinforce", "reinforce", "bench", 0.99)], seeds=3)
-    (cache.parent / "reference.db.fingerprint").write_text(packed.fingerprint(packs) + "\n")
+    (cache.parent / "reference.db.fingerprint").write_text(packload.fingerprint(packs) + "\n")
     built = []
-    assert packed.unpack(packs, cache, on_build=lambda: built.append(1)) == url and built == [1]
+    assert packload.unpack(packs, cache, on_build=lambda: built.append(1)) == url and built == [1]
     assert sqlite3.connect(cache).execute("select count(*) from runs").fetchone()[0] == n_runs
-    assert packed.unpack(packs, cache, on_build=lambda: built.append(2)) == url and built == [1]  # current: kept
+    assert packload.unpack(packs, cache, on_build=lambda: built.append(2)) == url and built == [1]  # current: kept
 
 
 def test_the_cache_folder_is_private_to_this_user(tmp_path, monkeypatch):
@@ -146,16 +146,16 @@ def test_the_cache_folder_is_private_to_this_user(tmp_path, monkeypatch):
     (tmp_path / "tmp").mkdir()
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")  # ~/.cache that cannot be used
-    mine = packed.private_cache_dir(blocked / "bench")
+    mine = packload.private_cache_dir(blocked / "bench")
     assert mine == tmp_path / "tmp" / f"bench-cache-{os.getuid()}" and (mine.stat().st_mode & 0o777) == 0o700
     # A folder that others can write (a shared temporary folder, as the fallback was) is never used.
     mine.chmod(0o777)
-    other = packed.private_cache_dir(blocked / "bench")
+    other = packload.private_cache_dir(blocked / "bench")
     assert other not in (mine, blocked / "bench") and other.parent == tmp_path / "tmp"
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o777)
     shared.chmod(0o777)
-    assert packed.private_cache_dir(shared) != shared
+    assert packload.private_cache_dir(shared) != shared
 
 
 # --------------------------------------------------------------------------- #

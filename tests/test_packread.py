@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from bench import api
 from bench.analysis import answers, scoring
 from bench.cli import app
-from bench.storage import packed
+from bench.storage import packed, packload
 from bench.storage.packread import PackSet, open_reader
 from bench.storage.store import Store
 
@@ -57,7 +57,7 @@ def two_packs(tmp_path) -> tuple[str, Path]:
 
 def test_a_pack_set_reads_what_the_store_unpacked_from_it_reads(two_packs, tmp_path):
     _, root = two_packs
-    cache = packed.unpack(packed.packs_under(root), tmp_path / "cache.db")
+    cache = packload.unpack(packed.packs_under(root), tmp_path / "cache.db")
     packs = PackSet(packed.packs_under(root))
     for suites in (None, ["claim"]):
         _same_data(scoring.load(cache, suites, anchors=False), scoring.load(packs, suites, anchors=False))
@@ -67,7 +67,7 @@ def test_a_pack_set_reads_what_the_store_unpacked_from_it_reads(two_packs, tmp_p
 
 
 def test_a_shipped_pack_reads_the_same_in_place_as_unpacked(tmp_path):
-    cache = packed.unpack([SMALL_PACK], tmp_path / "cache.db")
+    cache = packload.unpack([SMALL_PACK], tmp_path / "cache.db")
     reader = open_reader(f"packs:{SMALL_PACK}")
     for suites in (None, [packed.read_manifest(SMALL_PACK)["suite"]]):
         _same_data(scoring.load(cache, suites, anchors=False, diagnostics=scoring.SEQUENCE_DIAGNOSTICS + scoring.DIAGNOSTICS),
@@ -79,7 +79,7 @@ def test_last_evaluations_read_in_place_as_unpacked_with_an_empty_evaluations_ta
     # report's published-number rows ask both at once).
     packs = [SMALL_PACK, ROOT / "results" / "reference" / "mujoco-reinforce"]
     assert pq.read_schema(packs[0] / "evaluations.parquet").field("key").type == pa.null()
-    cache = Store(packed.unpack(packs, tmp_path / "cache.db"), readonly=True)
+    cache = Store(packload.unpack(packs, tmp_path / "cache.db"), readonly=True)
     keys = list(cache.runs_frame()["key"])[::2]  # some runs of each pack: read by filtering on key
     want = cache.last_evaluations(keys)
     cache.dispose()
@@ -176,3 +176,26 @@ def test_recommend_prints_the_same_computed_or_cached(reference):
     assert all(r.exit_code == 0 for r in outs), [r.stderr for r in outs]
     assert outs[0].stdout == outs[1].stdout and outs[2].stdout == outs[3].stdout
     assert json.loads(outs[2].stdout)  # rows
+
+
+def test_a_pack_of_whole_envs_then_the_staged_pack_read_in_place_as_loaded(tmp_path):
+    """The reference's `--keep envs` pack read before the staged `--keep done` pack of the same suite: the cells the
+    first holds as pending and untried take the second's runs, in place as in a store the two were loaded into."""
+    import sqlalchemy as sa
+
+    from bench.storage import schema
+
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    write_store(url, ["CartPole-v1", "LunarLander-v3"], [Planted("a", "ppo", "bench", 0.9)], seeds=3, suite="s")
+    db = Store(url)
+    key = db.runs_frame("s").query("env == 'LunarLander-v3'")["key"].iloc[0]
+    with db.engine.begin() as c:
+        c.execute(sa.update(schema.runs).where(schema.runs.c.key == key).values(status="running", owner="h:1"))
+    db.dispose()
+    packed.pack(url, "s", tmp_path / "ref" / "s", keep="envs")
+    packed.pack(url, "s", tmp_path / "staged" / "s", keep="done")
+    order = [tmp_path / "ref" / "s", tmp_path / "staged" / "s"]
+    cache = packload.unpack(order, tmp_path / "cache.db")
+    _same_data(scoring.load(cache, anchors=False), scoring.load(PackSet(order), anchors=False))
+    runs = PackSet(order).runs_frame("s")
+    assert (runs["status"] == "done").sum() == 5 and runs.set_index("key").loc[key, "status"] == "pending"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from bench.storage import packed, packread
+from bench.storage import packed, packload, packread
 from bench.storage.schema import StoreError, StoreMissing
 from bench.storage.urls import DEFAULT_URL, check_url, describe_url
 
@@ -60,8 +60,8 @@ class Reference:
 
 def cache_dir() -> Path:
     """bench's private cache folder (``$XDG_CACHE_HOME/bench``, else ``~/.cache/bench``, else a private
-    temporary folder: :func:`bench.storage.packed.private_cache_dir`)."""
-    return packed.private_cache_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench")
+    temporary folder: :func:`bench.storage.packload.private_cache_dir`)."""
+    return packload.private_cache_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench")
 
 
 def reference(log: Callable[[str], None] | None = None) -> Reference | None:

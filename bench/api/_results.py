@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.api._common import BadInput, results_store, store_url, writable
-from bench.storage import packed
+from bench.storage import packed, packload
 from bench.storage.studies import load_studies, tuning_suites
 
 class NothingToExport(ValueError):
@@ -235,7 +235,7 @@ def import_packs(packs: list[Path], store: str | None = None) -> str:
     url = store_url(store)
     db = Store(url)
     try:
-        n = packed.load(found, db)
+        n = packload.load(found, db)
     finally:
         db.dispose()
     kept = f"; {n['kept']} already there, kept as they were" if n["kept"] else ""

@@ -4,10 +4,10 @@ straight from its Parquet files, with no SQLite unpack.
 :class:`PackSet` has the read methods of :class:`bench.storage.store.Store` that the analysis uses
 (``suite_names``, ``suite_specs``, ``runs_frame``, ``env_facts``, ``anchors``, ``episodes_for``,
 ``diagnostics_for``, ``last_evaluations``), and gives the frames a store built from the same packs
-(:func:`bench.storage.packed.unpack`) gives: the same rows, columns and order. Several packs read as one
-store as :func:`bench.storage.packed.load` fills one: the first pack (in the order given) that holds a
-suite, suite cell, run, anchor or env's facts wins, and a run's episodes, diagnostics and evaluations
-come from the pack whose run is read.
+(:func:`bench.storage.packload.unpack`) gives: the same rows, columns and order. Several packs read as one
+store as :func:`bench.storage.packload.load` fills one: the first pack (in the order given) that holds a
+suite, suite cell, run, anchor or env's facts wins (but a cell pending and never attempted takes a later
+pack's run of it), and a run's episodes, diagnostics and evaluations come from the pack whose run is read.
 
 Why pyarrow and not DuckDB or polars: it is already a dependency (Parquet is written with it), the
 reads are whole columns of a few files filtered by run key, which ``pyarrow.parquet`` does in a few
@@ -64,7 +64,7 @@ class PackSet:
 
     # -- the small tables, read once ------------------------------------------
     def _small(self, name: str, key: Sequence[str]):
-        """Table ``name`` of every pack, first pack winning per ``key`` (as :func:`bench.storage.packed.load`)."""
+        """Table ``name`` of every pack, first pack winning per ``key`` (as :func:`bench.storage.packload.load`)."""
         import pandas as pd
 
         if name not in self._tables:
@@ -80,7 +80,12 @@ class PackSet:
         if "runs" not in self._tables:
             files = [(i, f) for i, p in enumerate(self.packs) if (f := p / "runs.parquet").is_file()]
             t = _concat([f for _, f in files], tags=[i for i, _ in files])
-            df = t.to_pandas() if t is not None else pd.DataFrame(columns=["key", "_pack"])
+            df = t.to_pandas() if t is not None else pd.DataFrame(columns=["key", "_pack", "status", "attempt"])
+            # As a store fills: a cell pending and never attempted in one pack takes a later pack's run of it.
+            untried = (df["status"] == "pending") & (df["attempt"] == 0)
+            filled = df["key"].isin(df.loc[~df["key"].duplicated() & untried, "key"]) & (df["status"] != "pending")
+            if filled.any():  # those keys' untried rows out, so that their first run wins; the order kept
+                df = df[~df["key"].isin(df.loc[filled, "key"]) | filled]
             self._tables["runs"] = df.drop_duplicates("key", keep="first").reset_index(drop=True)
         return self._tables["runs"]
 
