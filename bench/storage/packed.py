@@ -205,7 +205,7 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = (), 
 
     Suites share runs by key (a claim suite reuses the reference's cells): runs that one of the
     packs ``beside`` already holds are not stored again, only the suite's cells that name them, and
-    the manifest says how many it shares with which pack. Read together (:func:`unpack` of the
+    the manifest says how many it shares with which pack. Read together (:func:`bench.storage.packload.unpack` of the
     folder), the packs are whole again.
 
     :returns: the manifest (suite, runs per status, CPU and wall hours of the finished runs, rows per

@@ -42,7 +42,7 @@ def _study_tags(store_url: str) -> dict[str, dict]:
 @contextlib.contextmanager
 def _optuna_storage(store_url: str, *, durable: bool = True):
     """Optuna's storage on the store, its connections closed on leaving: a SQLite file that is then moved
-    (:func:`unpack` builds beside the cache) must have no connection left open on it.
+    (:func:`bench.storage.packload.unpack` builds beside the cache) must have no connection left open on it.
 
     :param durable: False for a SQLite file that is thrown away if the process dies (the cache being
         built): its commits then skip the disk syncs, a third of copying the reference's studies
@@ -138,7 +138,7 @@ def requeue_cut_off(storage: Any, study_name: str) -> list[int]:
 
 def load_studies(packs: list[Path], store_url: str, *, durable: bool = True) -> int:
     """Copy the studies of ``packs`` (their :data:`STUDIES`) into the store at ``store_url``; a study the
-    store already has (by name) is kept as it is, as :func:`load` keeps runs. A trial that was running
+    store already has (by name) is kept as it is, as :func:`bench.storage.packload.load` keeps runs. A trial that was running
     where the study was packed is failed and re-queued with its parameters
     (:func:`requeue_cut_off`). Returns the studies added. ``durable``: as for
     :func:`_optuna_storage` (False only for a file that is thrown away if the process dies)."""
