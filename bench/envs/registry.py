@@ -200,7 +200,8 @@ REGISTRY: dict[str, EnvSpec] = {
 #: CPU microseconds per env step that fix each env's time axis (``EnvSpec.time_scale_us``). A score's scale
 #: must not depend on which algorithms are in the store, so the time horizon is a constant per env, not the
 #: slowest run's time: the slowest implementation's mean CPU time per step in the env's shipped reference pack
-#: (uncontended runs), rounded up to 100 µs. docs/reference.md ("Time axes") gives each value's measurements.
+#: (uncontended runs; its slowest run where the pack's runs came from machines of different speeds, so that no
+#: run's curve is cut), rounded up to 100 µs. docs/reference.md ("Time axes") gives each value's measurements.
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
     "ALE/Pong-v5": 3400.0,
@@ -228,6 +229,7 @@ TIME_SCALE_US: dict[str, float] = {
     "highway-fast-v0": 31000.0,
     "FetchReach-v4": 1700.0,
     "Swimmer-v5": 1100.0,
+    "BipedalWalker-v3": 700.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
