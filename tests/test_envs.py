@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -171,6 +173,18 @@ def test_family_observations_reach_the_learner_flat(env_id, shape, dtype):
     assert rec.steps == 1
     facts = envs.space_facts(env_id)  # what a suite's traits are checked against: the learner's view
     assert facts["obs_box"] and facts["obs_ndim"] == 1
+
+
+def test_fetch_builds_when_its_package_was_imported_first():
+    """gymnasium-robotics registers its ids on its own import; bench's Fetch adjustment for MuJoCo 4.0 must
+    still be made before the env is built (a fresh process: the adjustment is made once per process)."""
+    pytest.importorskip("gymnasium_robotics")
+    code = ("import gymnasium_robotics, gymnasium as gym; from bench import envs; "
+            "envs.make_env('PointMaze_UMaze-v3'); env = envs.make_env('FetchReach-v4'); "
+            "obs, _ = env.reset(seed=0); print(obs.shape)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("(16,)")
 
 
 @pytest.mark.parametrize("env_id, title, extra", [
