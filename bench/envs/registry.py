@@ -352,17 +352,14 @@ def env_exists(env_id: str) -> bool:
     module, gym_id, _ = parse_env_key(env_id)
     if module:
         _import_module(module)
-    fam = families.family_of_id(gym_id)
-    if gym_id in gym.registry:
-        # Its package may have registered the id on an import of its own (the user's, pytest's); the
-        # family's adjustments (gymnasium-robotics' Fetch under MuJoCo 4.0) must still precede a build.
-        # Cheap: the package is imported already, and `families.register` runs once.
-        if fam is not None:
-            families.register(fam.name)
-        return True
     # The extras register their ids on import, and only an id not yet known needs them: importing
     # MinAtar costs ~3 s (it pulls in seaborn), a third of `bench recommend` on the shipped reference.
-    _register_ale()
+    if gym_id not in gym.registry:
+        _register_ale()
+    # A family id goes through `families.register` even when its package registered the id on an import of
+    # its own (the user's, pytest's): the family's adjustments (gymnasium-robotics' Fetch under MuJoCo 4.0)
+    # must precede a build. Cheap then: the package is imported already, and `register` runs once.
+    fam = families.family_of_id(gym_id)
     if fam is not None:
         families.register(fam.name)
     return gym_id in gym.registry
