@@ -78,10 +78,11 @@ def _numpy_has_avx512f() -> bool:
     return bool(__cpu_features__.get("AVX512F"))
 
 
-#: The pure-NumPy cells' marks: NumPy's float64 exp and log round differently without AVX-512F (module docstring).
+#: The pure-NumPy cells' marks: they recorded other returns on a CPU without AVX-512F (module docstring).
 _NUMPY_SIMD = [pytest.mark.skipif(
     not _numpy_has_avx512f(),
-    reason="the pure-NumPy cells were recorded with NumPy's AVX-512F exp and log loops; this CPU has no AVX-512F")]
+    reason="the pure-NumPy cells were recorded on CPUs with AVX-512F, where NumPy's float64 exp and log "
+           "take AVX-512F loops; this CPU has no AVX-512F")]
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The default tier: own implementations on CartPole-v1, seconds each.
