@@ -170,9 +170,42 @@ def vendor() -> str:
     return ""
 
 
-def record_cells(data: dict[str, Any]) -> dict[str, Any]:
+def numpy_simd() -> str:
+    """The widest x86 level NumPy's own loops dispatch to in this process: "X86_V4" (AVX-512), "X86_V3" (AVX2),
+    or "" (neither, or not x86). ``NPY_DISABLE_CPU_FEATURES`` lowers it; the older NumPy names are read where
+    the ``X86_V*`` ones are absent.
+
+    The pure-NumPy REINFORCE cells are the only ones it changes: float64 ``exp`` and ``log`` have AVX-512 loops.
+    On an AMD EPYC of CPUID 26/2 with ``NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"`` (2026-11-29),
+    its three cells gave other hashes and the other 44 cells of the three envs the record's; an AMD EPYC without
+    AVX-512 (CPUID 25/1) had given another CartPole-v1 hash than the record too (not kept, so not compared with
+    the X86_V3 one). The record keeps their hashes per level (``by_numpy_simd``); at X86_V4 they agree across
+    vendors (the Intel set holds the same three)."""
+    from numpy._core._multiarray_umath import __cpu_features__ as features
+
+    for level, older in (("X86_V4", "AVX512_SKX"), ("X86_V3", "AVX2")):
+        if features.get(level, features.get(older)):
+            return level
+    return ""
+
+
+def _vendor_cells(data: dict[str, Any]) -> dict[str, Any]:
     """The hashes recorded for this CPU's vendor: its own set where the record has one, else the first record's."""
     return data.get("by_vendor", {}).get(vendor(), {}).get("cells", data.get("cells", {}))
+
+
+def record_cells(data: dict[str, Any]) -> dict[str, Any]:
+    """The hashes recorded for this CPU: its vendor's (:func:`vendor`), with the pure-NumPy cells' replaced by
+    those of the level NumPy dispatches to (:func:`numpy_simd`) where that is not X86_V4 and the record has it."""
+    cells = dict(_vendor_cells(data))
+    if numpy_simd() != "X86_V4":
+        cells.update(data.get("by_numpy_simd", {}).get(numpy_simd(), {}).get("cells", {}))
+    return cells
+
+
+def numpy_cells_recorded(data: dict[str, Any]) -> bool:
+    """Whether the record holds the pure-NumPy cells' hashes for the level NumPy dispatches to here."""
+    return numpy_simd() == "X86_V4" or numpy_simd() in data.get("by_numpy_simd", {})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,10 +234,14 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(json.dumps({"cells": got}, indent=1, sort_keys=True) + "\n")
     if args.write:
         RECORD.parent.mkdir(parents=True, exist_ok=True)
+        if numpy_simd() != "X86_V4":  # the pure-NumPy cells' hashes are kept per NumPy SIMD level
+            by_level = data.setdefault("by_numpy_simd", {}).setdefault(numpy_simd(), {}).setdefault("cells", {})
+            by_level.update({k: v for k, v in got.items() if k.endswith("/numpy")})
+            got = {k: v for k, v in got.items() if not k.endswith("/numpy")}
         if vendor() in data.get("by_vendor", {}):
-            data["by_vendor"][vendor()]["cells"] = {**record, **got}
+            data["by_vendor"][vendor()]["cells"] = {**_vendor_cells(data), **got}
         else:
-            data.update(seed=SEED, cells={**record, **got})
+            data.update(seed=SEED, cells={**_vendor_cells(data), **got})
         RECORD.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     if args.check and bad:
         print(f"{len(bad)} of {len(got)} cells differ from {RECORD.name}: {', '.join(bad)}", file=sys.stderr)

@@ -29,10 +29,11 @@ holds OpenBLAS to the Haswell kernels (``OPENBLAS_CORETYPE``, read when NumPy lo
 gives the record's hashes for every cell; the test skips where OpenBLAS runs other kernels all the same (the
 variable set otherwise, or NumPy imported before the conftest).
 
-NumPy's own loops dispatch by CPU as well: its float64 ``exp`` and ``log`` have AVX-512F versions, and every
-machine the record was checked on had AVX-512F. On an AMD EPYC without it (CPUID 25/1, AVX2 only, 2026-11-29)
-every torch cell of the default tier gave the record's hash and the pure-NumPy REINFORCE did not, so its cells
-skip where NumPy runs without AVX-512F (``_NUMPY_SIMD``).
+NumPy's own loops dispatch by CPU as well: its float64 ``exp`` and ``log`` have AVX-512 versions. On an AMD EPYC
+without AVX-512 (CPUID 25/1, 2026-11-29) every torch cell of the default tier gave the record's hash and the
+pure-NumPy REINFORCE did not; on a 26/2 with NumPy's dispatch held to AVX2 (``NPY_DISABLE_CPU_FEATURES``) its three
+cells changed and the other 44 did not. The record keeps the pure-NumPy cells' hashes for that level too
+(``by_numpy_simd``, the script's ``numpy_simd``); they skip where NumPy dispatches to a level with no record.
 
 Intel CPUs: on an Intel Xeon VM (CPUID 6/207) torch rounds differently from the AMD EPYC VMs whatever kernel
 setting is tried (``scripts/same_returns.py``, ``vendor``): 48 of the 52 cells differ. The record holds a second
@@ -72,18 +73,6 @@ pytestmark = [
 ]
 
 
-def _numpy_has_avx512f() -> bool:
-    from numpy._core._multiarray_umath import __cpu_features__
-
-    return bool(__cpu_features__.get("AVX512F"))
-
-
-#: The pure-NumPy cells' marks: they recorded other returns on a CPU without AVX-512F (module docstring).
-_NUMPY_SIMD = [pytest.mark.skipif(
-    not _numpy_has_avx512f(),
-    reason="the pure-NumPy cells were recorded on CPUs with AVX-512F, where NumPy's float64 exp and log "
-           "take AVX-512F loops; this CPU has no AVX-512F")]
-
 ROOT = Path(__file__).resolve().parent.parent
 #: The default tier: own implementations on CartPole-v1, seconds each.
 DEFAULT = {f"CartPole-v1/{a}/{i}" for a, i in [
@@ -99,8 +88,15 @@ def _script():
     return module
 
 
-#: The hashes recorded for this CPU's vendor (the script's ``record_cells``: Intel CPUs round differently).
-RECORD = _script().record_cells(json.loads((ROOT / "tests" / "data" / "same_returns.json").read_text()))
+_DATA = json.loads((ROOT / "tests" / "data" / "same_returns.json").read_text())
+#: The hashes recorded for this CPU (the script's ``record_cells``: Intel CPUs round differently, and the
+#: pure-NumPy cells' hashes depend on the SIMD level NumPy dispatches to).
+RECORD = _script().record_cells(_DATA)
+#: The pure-NumPy cells' marks: they skip where the record has no hashes for NumPy's SIMD level here.
+_NUMPY_SIMD = [pytest.mark.skipif(
+    not _script().numpy_cells_recorded(_DATA),
+    reason=f"the pure-NumPy cells' hashes are recorded for NumPy's X86_V4 and X86_V3 loops; NumPy here "
+           f"dispatches to {_script().numpy_simd() or 'neither'}")]
 
 
 @functools.lru_cache(maxsize=None)
@@ -119,6 +115,8 @@ def test_the_record_covers_every_algorithm_implementation_and_env():
     sequence = {k for k in RECORD if k.startswith("bench/")}
     assert set(RECORD) == want | sequence
     assert sequence == {f"bench/Sort-v0[n=3]/{c['label']}" for c in s.SEQUENCE}
+    for level in _DATA.get("by_numpy_simd", {}).values():  # a level's set holds the pure-NumPy cells, all of them
+        assert set(level["cells"]) == {k for k in want if k.endswith("/numpy")}
 
 
 @pytest.mark.timeout(600)
