@@ -209,6 +209,7 @@ TIME_SCALE_US: dict[str, float] = {
     "MinAtar/Breakout-v1": 1400.0,
     "MinAtar/Asterix-v1": 1300.0,
     "MinAtar/Freeway-v1": 1100.0,
+    "MinAtar/Seaquest-v1": 2200.0,
     "bench/Sort-v0": 700.0,
     "bench/Add-v0": 700.0,
     "bench/Preference-v0": 600.0,
