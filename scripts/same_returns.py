@@ -171,22 +171,22 @@ def vendor() -> str:
 
 
 def numpy_simd() -> str:
-    """The widest x86 level NumPy's own loops dispatch to in this process: "X86_V4" (AVX-512), "X86_V3" (AVX2),
-    or "" (neither, or not x86). ``NPY_DISABLE_CPU_FEATURES`` lowers it; the older NumPy names are read where
-    the ``X86_V*`` ones are absent.
+    """The widest level NumPy's own loops dispatch to in this process: "X86_V4" (AVX-512) or "X86_V3" (AVX2) on
+    x86, else the machine's name (``platform.machine()``, e.g. "aarch64", or "x86_64" below AVX2), so that every
+    record this script writes is filed under a name. ``NPY_DISABLE_CPU_FEATURES`` lowers it; the older NumPy names
+    are read where the ``X86_V*`` ones are absent.
 
-    The pure-NumPy REINFORCE cells are the only ones it changes: float64 ``exp`` and ``log`` have AVX-512 loops.
-    On an AMD EPYC of CPUID 26/2 with ``NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"`` (2026-11-29),
-    its three cells gave other hashes and the other 44 cells of the three envs the record's; an AMD EPYC without
-    AVX-512 (CPUID 25/1) had given another CartPole-v1 hash than the record too (not kept, so not compared with
-    the X86_V3 one). The record keeps their hashes per level (``by_numpy_simd``); at X86_V4 they agree across
-    vendors (the Intel set holds the same three)."""
+    The pure-NumPy REINFORCE cells are the only ones it changes: float64 ``exp`` and ``log`` have AVX-512 loops,
+    so their hashes are kept per level (``by_numpy_simd``; docs/testing.md says where each set was made and
+    checked). At X86_V4 they agree across vendors (the Intel set holds the same three)."""
+    import platform
+
     from numpy._core._multiarray_umath import __cpu_features__ as features
 
     for level, older in (("X86_V4", "AVX512_SKX"), ("X86_V3", "AVX2")):
         if features.get(level, features.get(older)):
             return level
-    return ""
+    return platform.machine() or "unknown"
 
 
 def _vendor_cells(data: dict[str, Any]) -> dict[str, Any]:

@@ -30,10 +30,10 @@ gives the record's hashes for every cell; the test skips where OpenBLAS runs oth
 variable set otherwise, or NumPy imported before the conftest).
 
 NumPy's own loops dispatch by CPU as well: its float64 ``exp`` and ``log`` have AVX-512 versions. On an AMD EPYC
-without AVX-512 (CPUID 25/1, 2026-11-29) every torch cell of the default tier gave the record's hash and the
-pure-NumPy REINFORCE did not; on a 26/2 with NumPy's dispatch held to AVX2 (``NPY_DISABLE_CPU_FEATURES``) its three
-cells changed and the other 44 did not. The record keeps the pure-NumPy cells' hashes for that level too
-(``by_numpy_simd``, the script's ``numpy_simd``); they skip where NumPy dispatches to a level with no record.
+without AVX-512 (CPUID 25/1) every torch cell of the default tier gives the record's hash and the pure-NumPy
+REINFORCE gives another, so the record keeps the pure-NumPy cells' hashes per level (``by_numpy_simd``, the
+script's ``numpy_simd``; docs/testing.md says where each set was made and checked); they skip where NumPy
+dispatches to a level with no record.
 
 Intel CPUs: on an Intel Xeon VM (CPUID 6/207) torch rounds differently from the AMD EPYC VMs whatever kernel
 setting is tried (``scripts/same_returns.py``, ``vendor``): 48 of the 52 cells differ. The record holds a second
@@ -95,8 +95,9 @@ RECORD = _script().record_cells(_DATA)
 #: The pure-NumPy cells' marks: they skip where the record has no hashes for NumPy's SIMD level here.
 _NUMPY_SIMD = [pytest.mark.skipif(
     not _script().numpy_cells_recorded(_DATA),
-    reason=f"the pure-NumPy cells' hashes are recorded for NumPy's X86_V4 and X86_V3 loops; NumPy here "
-           f"dispatches to {_script().numpy_simd() or 'neither'}")]
+    reason=f"the pure-NumPy cells' hashes are recorded for NumPy's "
+           f"{' and '.join(['X86_V4', *sorted(_DATA.get('by_numpy_simd', {}))])} loops; NumPy here dispatches to "
+           f"{_script().numpy_simd()}")]
 
 
 @functools.lru_cache(maxsize=None)
