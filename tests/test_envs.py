@@ -139,6 +139,56 @@ def test_car_racing_frames_and_agent_steps():
     assert _find(env, envs.EpisodeMonitor)._ret == pytest.approx(total)  # the env's rewards, summed over the frames
 
 
+def _repeat_by_hand(env: gym.Env, action, skip: int):
+    """The reference: every frame drawn, rewards summed, the last frame's observation."""
+    total = 0.0
+    for _ in range(skip):
+        obs, r, term, trunc, info = env.step(action)
+        total += float(r)
+        if term or trunc:
+            break
+    return obs, total, term, trunc
+
+
+def test_action_repeat_returns_what_the_fully_drawn_env_gives():
+    """CarRacing's undrawn frames change nothing the learner sees: over 600 agent steps (a 500-step time limit
+    and a reset), and on an episode that ends on an undrawn frame (the car moved off the playfield), every
+    observation, reward and flag equals the one from the env stepped frame by frame and drawn every frame."""
+    fast = envs.ActionRepeat(gym.make("CarRacing-v3"), 2)
+    slow = gym.make("CarRacing-v3")
+    rng = np.random.default_rng(0)
+    for env in (fast, slow):
+        env.reset(seed=3)
+    ends = 0
+    for t in range(600):
+        a = rng.uniform([-1, 0, 0], [1, 1, 0.3]).astype(np.float32)
+        got, want = fast.step(a), _repeat_by_hand(slow, a, 2)
+        assert np.array_equal(got[0], want[0]) and got[1] == want[1] and got[2:4] == want[2:4], t
+        if got[2] or got[3]:
+            ends += 1
+            for env in (fast, slow):
+                env.reset(seed=4)
+    assert ends == 1  # the time limit: 1,000 frames
+    for env in (fast, slow):  # off the playfield: the episode ends on the first frame, which is not drawn
+        env.unwrapped.car.hull.position = (1000.0, 0.0)
+    got, want = fast.step(a), _repeat_by_hand(slow, a, 2)
+    assert got[2] and got[1] == want[1] == pytest.approx(-100.0) and np.array_equal(got[0], want[0])
+
+
+def test_action_repeat_draws_only_the_frames_it_returns(monkeypatch):
+    from gymnasium.envs.box2d.car_racing import CarRacing
+
+    drawn = []
+    original = CarRacing._render
+    monkeypatch.setattr(CarRacing, "_render", lambda self, mode: drawn.append(mode) or original(self, mode))
+    env = envs.ActionRepeat(gym.make("CarRacing-v3"), 2)
+    env.reset(seed=0)
+    drawn.clear()
+    for _ in range(10):
+        env.step(np.array([0.0, 0.5, 0.0], np.float32))
+    assert drawn == ["state_pixels"] * 10  # 10 agent steps, 20 frames
+
+
 def test_pixels_with_continuous_actions_normalise_rewards_not_frames():
     from bench.algos.hyperparams import resolve
 

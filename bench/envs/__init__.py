@@ -6,7 +6,15 @@ The public names of both are re-exported here, so ``from bench.envs import get_s
 make_env`` is the way to use them. Neither submodule imports this package.
 """
 
-from bench.envs.factory import EpisodeMonitor, EpisodicLife, RecorderLike, evaluate_policy, make_env, make_vec_env
+from bench.envs.factory import (
+    ActionRepeat,
+    EpisodeMonitor,
+    EpisodicLife,
+    RecorderLike,
+    evaluate_policy,
+    make_env,
+    make_vec_env,
+)
 from bench.envs.registry import (
     ATARI_FRAME_SKIP,
     ATARI_MAX_FRAMES,
@@ -38,6 +46,7 @@ __all__ = [
     "Family",
     "EpisodeMonitor",
     "EpisodicLife",
+    "ActionRepeat",
     "RecorderLike",
     "close_matches",
     "env_exists",

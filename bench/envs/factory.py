@@ -22,7 +22,8 @@ from bench.envs.families import ChannelFirstFrames, adapt
 from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, make_raw, require
 from bench.envs.vector import SameStepSyncVectorEnv, VectorEpisodeMonitor, make_vector_backend, vec_env_problem
 
-__all__ = ["RecorderLike", "EpisodeMonitor", "ChannelFirstFrames", "EpisodicLife", "make_env", "make_vec_env", "evaluate_policy"]
+__all__ = ["RecorderLike", "EpisodeMonitor", "ChannelFirstFrames", "EpisodicLife", "ActionRepeat", "make_env",
+           "make_vec_env", "evaluate_policy"]
 
 
 class RecorderLike(Protocol):
@@ -138,6 +139,64 @@ class EpisodicLife(gym.Wrapper):
         return obs, info
 
 
+class ActionRepeat(gym.Wrapper):
+    """Each action repeated for ``skip`` frames: the rewards summed, the last frame's observation returned.
+
+    rl-baselines3-zoo's ``FrameSkip`` for CarRacing (``rl_zoo3/wrappers.py``): no max-pooling, which on Atari
+    removes sprites that flicker between frames; CarRacing draws every object on every frame.
+
+    Frames before the last are not rendered where the env draws its observation inside ``step()`` with
+    ``_render("state_pixels")`` (Gymnasium's CarRacing), because that drawing is nearly all of its step's CPU
+    time and those observations are dropped. The drawing has no effect on the dynamics or the rewards, so
+    every returned observation, reward and flag is the one the fully rendered env gives
+    (``tests/test_envs.py``). When an episode ends on a frame that was not drawn, that frame is drawn after
+    the step with the score it would have shown (``step()`` draws before charging the frame's 0.1).
+    """
+
+    def __init__(self, env: gym.Env, skip: int) -> None:
+        super().__init__(env)
+        if skip < 1:
+            raise ValueError(f"skip must be >= 1, got {skip}")
+        self.skip = skip
+        u = env.unwrapped
+        self._drawn_in_step = callable(getattr(type(u), "_render", None)) and u.render_mode != "human"
+
+    def step(self, action):
+        u = self.env.unwrapped
+        may_skip = self._drawn_in_step and hasattr(u, "reward")  # CarRacing sets its score in reset()
+        total = 0.0
+        for i in range(self.skip):
+            undrawn = may_skip and i < self.skip - 1
+            seen: list[float] = []
+            if undrawn:  # an instance attribute shadows the method for this frame only
+
+                def note_score(mode: str, _u: Any = u, _seen: list[float] = seen) -> np.ndarray:
+                    _seen.append(_u.reward)
+                    return _u.state.copy()  # the last drawn frame stands in: a valid observation, never returned
+
+                u._render = note_score  # type: ignore[attr-defined]
+            try:
+                obs, reward, terminated, truncated, info = self.env.step(action)
+            finally:
+                if undrawn:
+                    del u._render  # type: ignore[attr-defined]
+            total += float(reward)
+            if terminated or truncated:
+                if undrawn:
+                    obs = self._draw_as_in_step(u, seen[-1])
+                break
+        return obs, total, terminated, truncated, info
+
+    def _draw_as_in_step(self, u: Any, reward_shown: float) -> np.ndarray:
+        after = u.reward
+        u.reward = reward_shown
+        try:
+            u.state = u._render("state_pixels")
+        finally:
+            u.reward = after
+        return u.state
+
+
 # -- factories ---------------------------------------------------------------------
 def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: bool = True,
              render_mode: str | None = None) -> gym.Env:
@@ -199,11 +258,11 @@ FRAME_SKIP: dict[str, int] = {"CarRacing-v3": 2}
 
 def _continuous_frames(env_id: str, skip: int, recorder: RecorderLike | None,
                        render: dict[str, Any] | None = None) -> gym.Env:
-    """CarRacing and its kind: each action repeated ``skip`` frames (rewards summed, the last two frames
-    max-pooled), grayscale, 84×84, then :class:`EpisodeMonitor` (raw returns over agent steps), then the
-    last 4 frames stacked channel-first: ``(4, 84, 84)`` uint8, the Nature CNN's input as on Atari (the zoo
-    uses 64×64 and 2 frames for SB3's CNN, which sizes itself; the own Nature CNN takes 84×84)."""
-    env = gym.wrappers.MaxAndSkipObservation(make_raw(env_id, **(render or {})), skip=skip)
+    """CarRacing and its kind: each action repeated ``skip`` frames (:class:`ActionRepeat`), grayscale,
+    84×84, then :class:`EpisodeMonitor` (raw returns over agent steps), then the last 4 frames stacked
+    channel-first: ``(4, 84, 84)`` uint8, the Nature CNN's input as on Atari (the zoo uses 64×64 and 2 frames
+    for SB3's CNN, which sizes itself; the own Nature CNN takes 84×84)."""
+    env = ActionRepeat(make_raw(env_id, **(render or {})), skip)
     env = gym.wrappers.ResizeObservation(gym.wrappers.GrayscaleObservation(env), (84, 84))
     if recorder is not None:
         env = EpisodeMonitor(env, recorder, env_id)
