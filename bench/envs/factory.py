@@ -167,14 +167,8 @@ class ActionRepeat(gym.Wrapper):
         total = 0.0
         for i in range(self.skip):
             undrawn = may_skip and i < self.skip - 1
-            seen: list[float] = []
             if undrawn:  # an instance attribute shadows the method for this frame only
-
-                def note_score(mode: str, _u: Any = u, _seen: list[float] = seen) -> np.ndarray:
-                    _seen.append(_u.reward)
-                    return _u.state.copy()  # the last drawn frame stands in: a valid observation, never returned
-
-                u._render = note_score  # type: ignore[attr-defined]
+                u._render = self._note_score  # type: ignore[attr-defined]
             try:
                 obs, reward, terminated, truncated, info = self.env.step(action)
             finally:
@@ -183,13 +177,19 @@ class ActionRepeat(gym.Wrapper):
             total += float(reward)
             if terminated or truncated:
                 if undrawn:
-                    obs = self._draw_as_in_step(u, seen[-1])
+                    obs = self._draw_as_in_step(u)
                 break
         return obs, total, terminated, truncated, info
 
-    def _draw_as_in_step(self, u: Any, reward_shown: float) -> np.ndarray:
+    def _note_score(self, mode: str) -> np.ndarray:
+        """Stands in for the env's ``_render`` on a dropped frame: notes the score it would have drawn."""
+        u = self.env.unwrapped
+        self._score_shown = u.reward
+        return u.state.copy()  # the last drawn frame: a valid observation, never returned
+
+    def _draw_as_in_step(self, u: Any) -> np.ndarray:
         after = u.reward
-        u.reward = reward_shown
+        u.reward = self._score_shown
         try:
             u.state = u._render("state_pixels")
         finally:
