@@ -158,6 +158,7 @@ class ActionRepeat(gym.Wrapper):
         if skip < 1:
             raise ValueError(f"skip must be >= 1, got {skip}")
         self.skip = skip
+        self._score_shown = 0.0  # the score a dropped frame would have drawn (``_note_score``)
         u = env.unwrapped
         self._drawn_in_step = callable(getattr(type(u), "_render", None)) and u.render_mode != "human"
 
