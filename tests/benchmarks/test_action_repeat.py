@@ -11,7 +11,9 @@ so with 2 frames per agent step the ratio should be close to 0.5; the check allo
 from __future__ import annotations
 
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -19,22 +21,12 @@ import pytest
 
 from bench.envs import ActionRepeat
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_envs import EveryFrameDrawn  # noqa: E402
+
 pytest.importorskip("Box2D")
 
 ROUNDS, STEPS, SKIP = 7, 100, 2
-
-
-class _EveryFrameDrawn(gym.Wrapper):
-    """The reference: each action repeated ``SKIP`` frames, all drawn, the last frame returned."""
-
-    def step(self, action):
-        total = 0.0
-        for _ in range(SKIP):
-            obs, r, term, trunc, info = self.env.step(action)
-            total += float(r)
-            if term or trunc:
-                break
-        return obs, total, term, trunc, info
 
 
 def _cpu_per_step(env: gym.Env, rng: np.random.Generator) -> float:
@@ -47,7 +39,7 @@ def _cpu_per_step(env: gym.Env, rng: np.random.Generator) -> float:
 
 
 def test_action_repeat_draws_half_the_frames(benchmark):
-    fast, slow = ActionRepeat(gym.make("CarRacing-v3"), SKIP), _EveryFrameDrawn(gym.make("CarRacing-v3"))
+    fast, slow = ActionRepeat(gym.make("CarRacing-v3"), SKIP), EveryFrameDrawn(gym.make("CarRacing-v3"), SKIP)
     for env in (fast, slow):
         env.reset(seed=0)
     rng = np.random.default_rng(0)
