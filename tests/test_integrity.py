@@ -8,20 +8,25 @@ status 2 with nothing written, and no traceback anywhere.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from synthetic import Planted, write_store
 
 from bench.cli import app
+from bench.envs.registry import REGISTRY
 from bench.storage import packed, packload
 from bench.storage.schema import StoreError
 from bench.storage.store import Store
@@ -84,6 +89,24 @@ def test_every_shipped_pack_lists_and_matches_the_sha256_of_every_file():
     for p in packs:
         m = packed.verify(p)  # raises on any mismatch
         assert set(m[packed.FILES]) == {f.name for f in p.iterdir() if f.name != packed.MANIFEST}, p
+
+
+def test_a_fresh_install_runs_the_mujoco_every_shipped_mujoco_and_robotics_run_recorded():
+    """gymnasium[mujoco] admits any newer MuJoCo, which may change the dynamics those packs were measured on, so
+    pyproject pins the version their runs recorded, and the test environment has it."""
+    pin = re.search(r'"mujoco==([0-9.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    recorded: Counter[str] = Counter()
+    for p in packed.packs_under(ROOT / "results" / "reference"):
+        if not (p / "runs.parquet").is_file():  # a tuning pack: studies, no runs
+            continue
+        runs = pd.read_parquet(p / "runs.parquet", columns=["env_id", "meta"])
+        for env_id, meta in zip(runs["env_id"], runs["meta"]):
+            spec = REGISTRY.get(env_id)
+            if spec is not None and spec.family in ("mujoco", "robotics") and meta:
+                recorded[json.loads(meta)["versions"]["mujoco"]] += 1
+    assert sum(recorded.values()) >= 250, recorded  # 275 in 8 packs (mujoco, continuous-dense, pointmaze, ...)
+    assert set(recorded) == {pin}, (pin, recorded)
+    assert importlib.metadata.version("mujoco") == pin
 
 
 def test_a_flipped_bit_in_any_file_of_a_pack_makes_recommend_refuse_naming_the_file(reference):
