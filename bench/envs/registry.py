@@ -204,7 +204,7 @@ REGISTRY: dict[str, EnvSpec] = {
 #: run's curve is cut), rounded up to 100 µs. docs/reference.md ("Time axes") gives each value's measurements.
 #: Envs not yet measured have none; a suite can set ``time_scale_us`` for any env.
 TIME_SCALE_US: dict[str, float] = {
-    "ALE/Pong-v5": 3400.0,
+    "ALE/Pong-v5": 5900.0,
     "ALE/Breakout-v5": 3600.0,
     "MinAtar/Breakout-v1": 1400.0,
     "MinAtar/Asterix-v1": 1300.0,
