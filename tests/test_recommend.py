@@ -222,6 +222,26 @@ def test_one_machine_takes_the_machine_both_share_most_and_leaves_out_contended_
     assert xt[1].size == yt[1].size == 0  # F: no machine in common
 
 
+def test_one_machine_classes_the_two_sides_runs_alone_so_other_labels_cannot_merge_their_machines():
+    from bench.analysis.machines import one_machine
+
+    cols = ["env", "machine", "contended", "hw_key", "probe_ms", "v"]
+    # Store-wide classes: a third label's runs at 11.2 ms chained 10.0 and 12.5 (each gap < 2 ** 0.25, the
+    # whole < 2 ** 0.5) into one class, so every run below carries the same store-wide label.
+    merged = "CPU A (probe ≈11.2 ms)"
+    x = pd.DataFrame([("E", merged, False, "CPU A", 10.0, v) for v in (1.0, 2.0, 3.0)], columns=cols)
+    y = pd.DataFrame([("E", merged, False, "CPU A", p, v) for p, v in ((10.0, 10.0), (10.1, 11.0), (12.5, 20.0),
+                                                                       (12.6, 21.0), (12.5, 22.0))], columns=cols)
+    xt, yt, used = one_machine(x, y, "v", ["E"])
+    # From these runs alone, 10.0-10.1 and 12.5-12.6 are two machines: 3 v 2 runs on the first, 0 v 3 on the other.
+    np.testing.assert_array_equal(xt[0], [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(yt[0], [10.0, 11.0])
+    assert used == ["CPU A (probe ≈10 ms)"]
+    # Frames without the probe columns keep their given machine labels: one machine, all five of y's runs.
+    assert one_machine(x.drop(columns=["hw_key", "probe_ms"]), y.drop(columns=["hw_key", "probe_ms"]), "v",
+                       ["E"])[1][0].size == 5
+
+
 def _time_race(tmp_path: Path, ratio: float, ppo_cpu: str, envs: list[str] = THREE) -> analysis.Recommendation:
     """PPO and A2C learn alike per step; A2C takes ``ratio`` times PPO's CPU seconds per step. A2C ran on
     "CPU A", PPO on ``ppo_cpu``."""

@@ -10,11 +10,13 @@ answer depend on unrelated labels. Instead, a time comparison is designed so tha
 - only runs that had their core to themselves count (:func:`bench.storage.vocabulary.is_contended`; a contended
   run counts once ``bench run --remeasure contended`` has measured it again on a quiet core);
 - only runs whose machine is known: a CPU name can hide virtual machines of different speeds, so a run
-  needs its speed-probe class (:func:`bench.analysis.scoring.probe_classes`). A run without a probe (from
-  before the probe existed) is an unknown machine: it is matched with no other run;
+  needs a speed probe. A run without one (from before the probe existed) is an unknown machine: it is
+  matched with no other run;
 - on each env, the two sides are compared on the one machine on which both have the most runs (the
-  larger of the two sides' least counts; ties: the first machine by name). That choice reads only the two
-  sides' runs, so no other label can change it.
+  larger of the two sides' least counts; ties: the first machine by name). The machines are told apart
+  from the two sides' runs on that env alone (:func:`bench.analysis.provenance.machine_classes`), not
+  over the store: another label's runs at probe times between two machines' would otherwise chain them
+  into one class. So neither the choice nor the runs it takes read any other label or env.
 
 Effects on different envs may come from different machines: the env-level effect is a difference on one
 machine, and what is left of the machine's part (a machine × algorithm interaction) is spread across envs,
@@ -27,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from bench.analysis.provenance import machine_classes
 
 __all__ = ["TIME_COLUMNS", "known_machine", "one_machine"]
 
@@ -48,14 +52,16 @@ def one_machine(x: pd.DataFrame, y: pd.DataFrame, col: str, envs: list[str]
                 ) -> tuple[list[np.ndarray], list[np.ndarray], list[str | None]]:
     """Per env, the values of ``col`` of both sides' runs on the one machine they share most.
 
-    :param x, y: one row per run, columns ``env``, ``machine``, ``contended`` and ``col``.
+    :param x, y: one row per run, columns ``env``, ``machine``, ``contended`` and ``col``; with columns
+        ``hw_key`` and ``probe_ms`` (:func:`bench.analysis.provenance.hardware_key`, ``least_probe``) the
+        machines are classed from these two sides' runs on each env, else ``machine`` is taken as given.
     :returns: ``(x_tasks, y_tasks, machines)`` in ``envs`` order: arrays ``(n_i,)`` and ``(m_i,)`` (empty
         where the two share no known machine on that env) and the machine used (``None`` there).
     """
     xt, yt, used = [], [], []
     xs, ys = x[known_machine(x)] if len(x) else x, y[known_machine(y)] if len(y) else y
     for e in envs:
-        xe, ye = xs[xs["env"] == e], ys[ys["env"] == e]
+        xe, ye = _local_machines(xs[xs["env"] == e], ys[ys["env"] == e])
         nx, ny = xe["machine"].value_counts(), ye["machine"].value_counts()
         shared = sorted(set(nx.index) & set(ny.index))
         if not shared:
@@ -68,3 +74,14 @@ def one_machine(x: pd.DataFrame, y: pd.DataFrame, col: str, envs: list[str]
         yt.append(ye.loc[ye["machine"] == best, col].to_numpy(float))
         used.append(str(best))
     return xt, yt, used
+
+
+def _local_machines(xe: pd.DataFrame, ye: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both sides' runs on one env, their ``machine`` re-labelled by classes formed from these runs alone."""
+    if not {"hw_key", "probe_ms"} <= set(xe.columns) & set(ye.columns):
+        return xe, ye
+    both = pd.concat([xe[["hw_key", "probe_ms"]], ye[["hw_key", "probe_ms"]]], ignore_index=True)
+    probes = [None if pd.isna(v) else float(v) for v in both["probe_ms"]]
+    cls = machine_classes([str(k) for k in both["hw_key"]], probes)
+    labels = [None if c is None else f"{k} (probe ≈{c:.3g} ms)" for k, c in zip(both["hw_key"], cls)]
+    return xe.assign(machine=labels[:len(xe)]), ye.assign(machine=labels[len(xe):])

@@ -14,8 +14,8 @@ import numpy as np
 # One rule: the analysis flags what --remeasure re-runs, as the run layer does.
 from bench.storage.vocabulary import CONTENTION_RATIO
 
-__all__ = ["PROBE_CLASS", "PROBE_CLASS_KEY", "PROBE_SPAN", "hardware_line", "hardware_of", "hardware_warnings",
-           "probe_class_ms", "probe_classes"]
+__all__ = ["PROBE_CLASS", "PROBE_CLASS_KEY", "PROBE_SPAN", "hardware_key", "hardware_line", "hardware_of",
+           "hardware_warnings", "least_probe", "machine_classes", "probe_class_ms", "probe_classes"]
 
 #: Speed-probe classes (:mod:`bench.run.probe`). A run alone is rounded to a power of this factor. Runs read
 #: together (:func:`probe_classes`) are grouped instead: sorted by probe, a new machine starts where the next
@@ -30,7 +30,8 @@ PROBE_SPAN = 2 ** 0.5
 PROBE_CLASS_KEY = "probe_class_ms"
 
 
-def _least_probe(meta: dict[str, Any]) -> float | None:
+def least_probe(meta: dict[str, Any]) -> float | None:
+    """The run's least speed-probe time in ms (start or end of the run), ``None`` where it recorded none."""
     p = meta.get("cpu_probe_ms")
     vals = [float(v) for v in (p.values() if isinstance(p, dict) else ()) if v and v > 0]
     return min(vals) if vals else None
@@ -42,7 +43,7 @@ def probe_class_ms(meta: dict[str, Any]) -> float | None:
     run recorded no probe (runs from before 2026-11-26)."""
     if meta.get(PROBE_CLASS_KEY) is not None:
         return float(meta[PROBE_CLASS_KEY])
-    least = _least_probe(meta)
+    least = least_probe(meta)
     if least is None:
         return None
     return float(PROBE_CLASS ** round(np.log(least) / np.log(PROBE_CLASS)))
@@ -67,25 +68,31 @@ def _split_probes(vals: np.ndarray) -> list[np.ndarray]:
     return sorted(out, key=lambda q: q[0])
 
 
-def probe_classes(metas: list[dict[str, Any]]) -> list[float | None]:
-    """Each run's speed-probe class in ms, the runs read together: within each CPU name and thread,
-    stepping and GPU setting, runs whose least probes lie close (:data:`PROBE_CLASS`, :data:`PROBE_SPAN`)
-    are one machine, labelled by their median least probe (3 significant figures). ``None`` where a run
-    recorded no probe. ``metas``: (n_runs,) → (n_runs,)."""
-    least = [_least_probe(m) for m in metas]
+def machine_classes(keys: list[str], probes: list[float | None]) -> list[float | None]:
+    """Each run's speed-probe class in ms: within each hardware key (:func:`hardware_key`), runs whose least
+    probes lie close (:data:`PROBE_CLASS`, :data:`PROBE_SPAN`) are one machine, labelled by their median least
+    probe (3 significant figures). ``None`` where a run recorded no probe. ``keys``, ``probes``: (n_runs,) →
+    (n_runs,). The classes depend on every run passed: pass only the runs a figure compares."""
     groups: dict[str, list[int]] = {}
-    for i, m in enumerate(metas):
-        if least[i] is not None:
-            groups.setdefault(_hardware(m, None), []).append(i)
-    out: list[float | None] = [None] * len(metas)
+    for i, k in enumerate(keys):
+        if probes[i] is not None:
+            groups.setdefault(k, []).append(i)
+    out: list[float | None] = [None] * len(keys)
     for idx in groups.values():
-        order = sorted(idx, key=lambda i: least[i])
-        vals = np.array([least[i] for i in order])
+        order = sorted(idx, key=lambda i: probes[i])
+        vals = np.array([probes[i] for i in order], dtype=float)
         for part in _split_probes(vals):
             label = float(f"{np.median(vals[part]):.3g}")
             for j in part:
                 out[order[j]] = label
     return out
+
+
+def probe_classes(metas: list[dict[str, Any]]) -> list[float | None]:
+    """Each run's speed-probe class in ms over the runs read together (:func:`machine_classes`): the machine
+    the report's provenance and hardware lines name. Time comparisons form theirs from the two sides' runs
+    alone (:func:`bench.analysis.machines.one_machine`). ``metas``: (n_runs,) → (n_runs,)."""
+    return machine_classes([hardware_key(m) for m in metas], [least_probe(m) for m in metas])
 
 
 def _hardware(meta: dict[str, Any], probe_ms: float | None) -> str:
@@ -96,6 +103,12 @@ def _hardware(meta: dict[str, Any], probe_ms: float | None) -> str:
     gpu = f" · GPU {acc.get('name', '?')}" if isinstance(acc, dict) else ""
     return (f"{meta.get('cpu_model', '?')}{probe} · {meta.get('torch_threads', '?')} torch thread(s){blas}"
             f"{stepping}{gpu}")
+
+
+def hardware_key(meta: dict[str, Any]) -> str:
+    """What time figures depend on, but the speed: the CPU name, threads, env stepping and GPU
+    (:func:`hardware_of` without the probe class)."""
+    return _hardware(meta, None)
 
 
 def hardware_of(meta: dict[str, Any]) -> str:

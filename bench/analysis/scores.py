@@ -16,7 +16,7 @@ import pandas as pd
 from bench.analysis import machines, stats
 from bench.analysis.criteria import Criterion
 from bench.analysis.metrics import axis_grid, curve_on_grid, first_crossing, normalised_auc
-from bench.analysis.provenance import hardware_of, probe_class_ms
+from bench.analysis.provenance import hardware_key, hardware_of, least_probe, probe_class_ms
 from bench.analysis.readmodel import Data
 from bench.storage.vocabulary import CONTENTION_RATIO
 
@@ -46,7 +46,8 @@ class Scored:
     final_return, solved (bool), solved_f (0/1), t_steps, t_cpu, final_norm, auc_steps_norm,
     auc_time_norm (NaN where the env has no anchors or time scale), cpu_estimated, contended, hardware
     (:func:`hardware_of`), machine (the hardware string where the run has a speed-probe class, else ``None``:
-    an unknown machine, :mod:`bench.analysis.machines`), meta.
+    an unknown machine, :mod:`bench.analysis.machines`), hw_key (:func:`hardware_key`) and probe_ms (its least
+    probe, ``None`` without one), from which a time comparison classes its two sides' machines, meta.
     """
 
     runs: pd.DataFrame
@@ -140,6 +141,9 @@ def score(data: Data) -> Scored:
     runs["hardware"] = [hardware_of(m if isinstance(m, dict) else {}) for m in runs["meta"]]
     runs["machine"] = [h if isinstance(m, dict) and probe_class_ms(m) is not None else None
                        for h, m in zip(runs["hardware"], runs["meta"])]
+    # What a time comparison classes its two sides' runs by (bench.analysis.machines.one_machine).
+    runs["hw_key"] = [hardware_key(m if isinstance(m, dict) else {}) for m in runs["meta"]]
+    runs["probe_ms"] = [least_probe(m) if isinstance(m, dict) else None for m in runs["meta"]]
 
     curves: dict[str, EnvCurves] = {}
     horizons: dict[str, float] = {}
