@@ -14,7 +14,7 @@ answer depend on unrelated labels. Instead, a time comparison is designed so tha
   matched with no other run;
 - on each env, the two sides are compared on the one machine on which both have the most runs (the
   larger of the two sides' least counts; ties: the first machine by name). The machines are told apart
-  from the two sides' runs on that env alone (:func:`bench.analysis.provenance.machine_classes`), not
+  from the two sides' runs on that env alone (:func:`machine_classes`), not
   over the store: another label's runs at probe times between two machines' would otherwise chain them
   into one class. So neither the choice nor the runs it takes read any other label or env.
 
@@ -30,9 +30,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bench.analysis.provenance import machine_classes
+__all__ = ["PROBE_CLASS", "PROBE_SPAN", "TIME_COLUMNS", "known_machine", "machine_classes", "one_machine"]
 
-__all__ = ["TIME_COLUMNS", "known_machine", "one_machine"]
+#: Speed-probe classes (:mod:`bench.run.probe`). A run alone is rounded to a power of this factor (provenance.probe_class_ms). Runs read
+#: together (:func:`machine_classes`) are grouped instead: sorted by probe, a new machine starts where the next
+#: probe is more than this factor slower. A fixed grid split one machine whose probes straddled a grid line:
+#: the 18 Atari reference runs of one VM (least probes 12.0-13.0 ms, 2026-11-27) fell into two classes.
+PROBE_CLASS = 2 ** 0.25
+#: A group of probes wider than this (max / min) is not one machine's noise (the widest seen on one CPUID in
+#: one session: 1.20, least probes 11.4-13.7 ms over the 210 tuned-variant runs, 2026-11-27): it is split at
+#: its widest gap until no group is wider.
+PROBE_SPAN = 2 ** 0.5
 
 #: Per-run columns that measure time: compared only as :func:`one_machine` selects.
 TIME_COLUMNS = frozenset({"auc_time_norm", "cpu_per_msteps"})
@@ -85,3 +93,42 @@ def _local_machines(xe: pd.DataFrame, ye: pd.DataFrame) -> tuple[pd.DataFrame, p
     cls = machine_classes([str(k) for k in both["hw_key"]], probes)
     labels = [None if c is None else f"{k} (probe ≈{c:.3g} ms)" for k, c in zip(both["hw_key"], cls)]
     return xe.assign(machine=labels[:len(xe)]), ye.assign(machine=labels[len(xe):])
+
+
+def _split_probes(vals: np.ndarray) -> list[np.ndarray]:
+    """Sorted probe times (n,) → runs of indices into them, one per machine (see :data:`PROBE_CLASS`)."""
+    if len(vals) == 0:
+        return []
+    gaps = np.diff(np.log(vals))
+    cuts = np.flatnonzero(gaps > np.log(PROBE_CLASS)) + 1
+    out = []
+    for part in np.split(np.arange(len(vals)), cuts):
+        stack = [part]
+        while stack:  # too wide for one machine: cut at the widest gap inside
+            q = stack.pop()
+            if vals[q[-1]] / vals[q[0]] <= PROBE_SPAN:
+                out.append(q)
+                continue
+            k = int(np.argmax(np.diff(np.log(vals[q])))) + 1
+            stack += [q[k:], q[:k]]
+    return sorted(out, key=lambda q: q[0])
+
+
+def machine_classes(keys: list[str], probes: list[float | None]) -> list[float | None]:
+    """Each run's speed-probe class in ms: within each hardware key (:func:`hardware_key`), runs whose least
+    probes lie close (:data:`PROBE_CLASS`, :data:`PROBE_SPAN`) are one machine, labelled by their median least
+    probe (3 significant figures). ``None`` where a run recorded no probe. ``keys``, ``probes``: (n_runs,) →
+    (n_runs,). The classes depend on every run passed: pass only the runs a figure compares."""
+    groups: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        if probes[i] is not None:
+            groups.setdefault(k, []).append(i)
+    out: list[float | None] = [None] * len(keys)
+    for idx in groups.values():
+        order = sorted(idx, key=lambda i: probes[i])
+        vals = np.array([probes[i] for i in order], dtype=float)
+        for part in _split_probes(vals):
+            label = float(f"{np.median(vals[part]):.3g}")
+            for j in part:
+                out[order[j]] = label
+    return out

@@ -11,21 +11,14 @@ from typing import Any
 
 import numpy as np
 
+# One rule for telling machines apart, here and in time comparisons.
+from bench.analysis.machines import PROBE_CLASS, PROBE_SPAN, machine_classes
 # One rule: the analysis flags what --remeasure re-runs, as the run layer does.
 from bench.storage.vocabulary import CONTENTION_RATIO
 
 __all__ = ["PROBE_CLASS", "PROBE_CLASS_KEY", "PROBE_SPAN", "hardware_key", "hardware_line", "hardware_of",
            "hardware_warnings", "least_probe", "machine_classes", "probe_class_ms", "probe_classes"]
 
-#: Speed-probe classes (:mod:`bench.run.probe`). A run alone is rounded to a power of this factor. Runs read
-#: together (:func:`probe_classes`) are grouped instead: sorted by probe, a new machine starts where the next
-#: probe is more than this factor slower. A fixed grid split one machine whose probes straddled a grid line:
-#: the 18 Atari reference runs of one VM (least probes 12.0-13.0 ms, 2026-11-27) fell into two classes.
-PROBE_CLASS = 2 ** 0.25
-#: A group of probes wider than this (max / min) is not one machine's noise (the widest seen on one CPUID in
-#: one session: 1.20, least probes 11.4-13.7 ms over the 210 tuned-variant runs, 2026-11-27): it is split at
-#: its widest gap until no group is wider.
-PROBE_SPAN = 2 ** 0.5
 #: Where :func:`load` puts each run's class (its group's median least probe, 3 significant figures).
 PROBE_CLASS_KEY = "probe_class_ms"
 
@@ -47,45 +40,6 @@ def probe_class_ms(meta: dict[str, Any]) -> float | None:
     if least is None:
         return None
     return float(PROBE_CLASS ** round(np.log(least) / np.log(PROBE_CLASS)))
-
-
-def _split_probes(vals: np.ndarray) -> list[np.ndarray]:
-    """Sorted probe times (n,) → runs of indices into them, one per machine (see :data:`PROBE_CLASS`)."""
-    if len(vals) == 0:
-        return []
-    gaps = np.diff(np.log(vals))
-    cuts = np.flatnonzero(gaps > np.log(PROBE_CLASS)) + 1
-    out = []
-    for part in np.split(np.arange(len(vals)), cuts):
-        stack = [part]
-        while stack:  # too wide for one machine: cut at the widest gap inside
-            q = stack.pop()
-            if vals[q[-1]] / vals[q[0]] <= PROBE_SPAN:
-                out.append(q)
-                continue
-            k = int(np.argmax(np.diff(np.log(vals[q])))) + 1
-            stack += [q[k:], q[:k]]
-    return sorted(out, key=lambda q: q[0])
-
-
-def machine_classes(keys: list[str], probes: list[float | None]) -> list[float | None]:
-    """Each run's speed-probe class in ms: within each hardware key (:func:`hardware_key`), runs whose least
-    probes lie close (:data:`PROBE_CLASS`, :data:`PROBE_SPAN`) are one machine, labelled by their median least
-    probe (3 significant figures). ``None`` where a run recorded no probe. ``keys``, ``probes``: (n_runs,) →
-    (n_runs,). The classes depend on every run passed: pass only the runs a figure compares."""
-    groups: dict[str, list[int]] = {}
-    for i, k in enumerate(keys):
-        if probes[i] is not None:
-            groups.setdefault(k, []).append(i)
-    out: list[float | None] = [None] * len(keys)
-    for idx in groups.values():
-        order = sorted(idx, key=lambda i: probes[i])
-        vals = np.array([probes[i] for i in order], dtype=float)
-        for part in _split_probes(vals):
-            label = float(f"{np.median(vals[part]):.3g}")
-            for j in part:
-                out[order[j]] = label
-    return out
 
 
 def probe_classes(metas: list[dict[str, Any]]) -> list[float | None]:
