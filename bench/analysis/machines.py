@@ -32,10 +32,11 @@ import pandas as pd
 
 __all__ = ["PROBE_CLASS", "PROBE_SPAN", "TIME_COLUMNS", "known_machine", "machine_classes", "one_machine"]
 
-#: Speed-probe classes (:mod:`bench.run.probe`). A run alone is rounded to a power of this factor (provenance.probe_class_ms). Runs read
-#: together (:func:`machine_classes`) are grouped instead: sorted by probe, a new machine starts where the next
-#: probe is more than this factor slower. A fixed grid split one machine whose probes straddled a grid line:
-#: the 18 Atari reference runs of one VM (least probes 12.0-13.0 ms, 2026-11-27) fell into two classes.
+#: Speed-probe classes (:mod:`bench.run.probe`). A run alone is rounded to a power of this factor
+#: (:func:`bench.analysis.provenance.probe_class_ms`). Runs read together (:func:`machine_classes`) are grouped
+#: instead: sorted by probe, a new machine starts where the next probe is more than this factor slower. A fixed
+#: grid split one machine whose probes straddled a grid line: the 18 Atari reference runs of one VM (least
+#: probes 12.0-13.0 ms, 2026-11-27) fell into two classes.
 PROBE_CLASS = 2 ** 0.25
 #: A group of probes wider than this (max / min) is not one machine's noise (the widest seen on one CPUID in
 #: one session: 1.20, least probes 11.4-13.7 ms over the 210 tuned-variant runs, 2026-11-27): it is split at
