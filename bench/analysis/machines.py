@@ -116,7 +116,7 @@ def _split_probes(vals: np.ndarray) -> list[np.ndarray]:
 
 
 def machine_classes(keys: list[str], probes: list[float | None]) -> list[float | None]:
-    """Each run's speed-probe class in ms: within each hardware key (:func:`hardware_key`), runs whose least
+    """Each run's speed-probe class in ms: within each hardware key (provenance.hardware_key), runs whose least
     probes lie close (:data:`PROBE_CLASS`, :data:`PROBE_SPAN`) are one machine, labelled by their median least
     probe (3 significant figures). ``None`` where a run recorded no probe. ``keys``, ``probes``: (n_runs,) →
     (n_runs,). The classes depend on every run passed: pass only the runs a figure compares."""
