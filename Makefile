@@ -10,7 +10,9 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 'bench needs Python >= 3.11 (set PYTHON=python3.11)')"
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	@# --no-compile: pip would byte-compile all ~19,500 .py files of the stack (torch, Ray, ...); Python compiles
+	@# the ~2,000 a run imports on first use and caches them (docs/testing.md, "CI's time").
+	$(VENV)/bin/python -m pip install --quiet --no-compile -e '.[test]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 quickstart: $(STAMP)
