@@ -10,9 +10,9 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 'bench needs Python >= 3.11 (set PYTHON=python3.11)')"
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	@# --no-compile: pip would byte-compile all ~19,500 .py files of the stack (torch, Ray, ...); Python compiles
-	@# the ~2,000 a run imports on first use and caches them (docs/testing.md, "CI's time").
-	$(VENV)/bin/python -m pip install --quiet --no-compile -e '.[test]'
+	@# pip byte-compiles every module it installs: slower to install, but no process compiles at start-up, even
+	@# where PYTHONDONTWRITEBYTECODE keeps Python from caching what it compiles (docs/testing.md, "CI's time").
+	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 quickstart: $(STAMP)
