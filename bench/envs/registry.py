@@ -232,6 +232,7 @@ TIME_SCALE_US: dict[str, float] = {
     "Swimmer-v5": 1100.0,
     "BipedalWalker-v3": 700.0,
     "Ant-v5": 1400.0,
+    "CarRacing-v3": 19000.0,
 }
 REGISTRY = {k: dataclasses.replace(v, time_scale_us=TIME_SCALE_US.get(k)) for k, v in REGISTRY.items()}
 
