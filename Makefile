@@ -9,16 +9,21 @@ STAMP  := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib;print(hashlib.
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 'bench needs Python >= 3.11 (set PYTHON=python3.11)')"
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	@# pip byte-compiles every module it installs: slower to install, but no process compiles at start-up, even
-	@# where PYTHONDONTWRITEBYTECODE keeps Python from caching what it compiles (docs/testing.md, "CI's time").
-	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	$(VENV)/bin/python -m pip install --quiet --no-compile --upgrade pip
+	@# --no-compile: pip would byte-compile every module it installs, most of which nothing imports; instead
+	@# the commands below compile what they import, once, into the venv (docs/testing.md, "CI's time").
+	$(VENV)/bin/python -m pip install --quiet --no-compile -e '.[test]'
 	@rm -f $(VENV)/.installed-* && touch $@
+
+# Python caches the bytecode it compiles (__pycache__, in .venv and this checkout: git ignores it), even where
+# PYTHONDONTWRITEBYTECODE is set in the environment: without the cache every process compiles all it imports
+# again, about 1,900 modules for a run's worker (docs/testing.md, "CI's time").
+RUN := env -u PYTHONDONTWRITEBYTECODE
 
 quickstart: $(STAMP)
 	@# The report is written even when some cells failed (it lists them); the exit status still says so.
-	$(VENV)/bin/bench run suites/quickstart.yaml; status=$$?; \
-	$(VENV)/bin/bench report quickstart --out reports/quickstart || exit $$?; \
+	$(RUN) $(VENV)/bin/bench run suites/quickstart.yaml; status=$$?; \
+	$(RUN) $(VENV)/bin/bench report quickstart --out reports/quickstart || exit $$?; \
 	echo; echo "Next:"; \
 	echo "  reports/quickstart/index.html                                 # the report: open it in a browser"; \
 	echo "  $(VENV)/bin/bench recommend                                   # the shipped reference's table"; \
@@ -26,7 +31,7 @@ quickstart: $(STAMP)
 	exit $$status
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest --durations=30
+	$(RUN) $(VENV)/bin/python -m pytest --durations=30
 
 clean:
 	rm -rf $(VENV) .nox .pytest_cache

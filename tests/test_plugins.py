@@ -58,7 +58,7 @@ def test_a_plugin_declared_both_ways_runs_beside_a_built_in_and_is_reported(tmp_
     suite = tmp_path / "plug.yaml"
     suite.write_text(SUITE)
     url = f"sqlite:///{tmp_path / 'a.db'}"
-    p = bench("run", str(suite), "--store", url, "--workers", "2", cwd=tmp_path, env=env)
+    p = bench("run", str(suite), "--store", url, "--workers", "1", cwd=tmp_path, env=env)
     assert p.returncode == 0, p.stderr
     assert "6 done, 0 failed" in p.stdout + p.stderr
     eng = sa.create_engine(url)
@@ -131,6 +131,40 @@ def test_the_public_api_imports_from_bench():
         bench.NoSuchThing  # noqa: B018
 
 
+def test_a_study_samples_a_plugins_space_within_its_declared_ranges(tmp_path, monkeypatch):
+    """In-process, what the two-trial study below checks of its trials: every value drawn from the plugin's
+    ``search_space`` is in its range, ``hidden`` a power of two, a value the label fixes is not searched, and the
+    plugin's own model accepts what is drawn."""
+    import optuna
+
+    from bench.suites.spaces import sample
+    from bench.suites.suite import load_suite
+    from bench.tune.targets import targets_from_suite
+
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    suite = tmp_path / "plug.yaml"
+    suite.write_text(SUITE.replace("  - {algo: tiny_reinforce, impl: python, label: by-entry-point}\n", "")
+                     .replace("  - {algo: reinforce, impl: bench}\n", ""))
+    (target,) = targets_from_suite(load_suite(suite))
+    assert target.entry == ENTRY
+    space = {"learning_rate": (1e-3, 1e-1), "hidden": (8, 128), "baseline_decay": (0.5, 0.99)}  # TinyParams.search_space
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    drawn = []
+    for _ in range(32):
+        values = sample(study.ask(), target.space, rollout_of=lambda v: 1)
+        # The label fixes learning_rate (its hyperparams), so the study searches the other two.
+        assert set(values) == set(space) - {"learning_rate"}, values
+        assert all(lo <= values[k] <= hi for k, (lo, hi) in space.items() if k in values), values
+        assert values["hidden"] & (values["hidden"] - 1) == 0  # pow2
+        target.params({**target.fixed, **values})  # the plugin's model validates them
+        drawn.append(values["hidden"])
+    assert len(set(drawn)) > 1  # sampled, not fixed
+
+
+# `bench tune` end to end is tests/test_tune.py's, and a plugin's search space against its model is
+# test_a_tune_block_checks_a_plugins_space_against_its_own_model's: sampling a plugin's space in a real study is
+# `nox -s heavy`'s, for CI's time (docs/testing.md).
+@pytest.mark.heavy
 def test_bench_tune_runs_a_two_trial_study_of_the_plugin_declared_both_ways(tmp_path, env):
     import optuna
 

@@ -40,7 +40,7 @@ def saved(tmp_path_factory):
     """A store with one own PPO run and one SB3 PPO run on CartPole-v1 that kept their best and final policies."""
     tmp = tmp_path_factory.mktemp("saved")
     url = f"sqlite:///{tmp}/results/bench.db"
-    r = CliRunner().invoke(app, ["run", str(_suite(tmp)), "--store", url, "--workers", "2"])
+    r = CliRunner().invoke(app, ["run", str(_suite(tmp)), "--store", url, "--workers", "1"])
     assert r.exit_code == 0, r.output + r.stderr
     return tmp, url
 

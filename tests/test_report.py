@@ -303,7 +303,7 @@ def test_report_of_a_real_suite_renders_in_headless_chromium(tmp_path):
     suite.write_text(TINY)
     url = f"sqlite:///{tmp_path / 's.db'}"
     t0 = time.time()
-    p = bench("run", str(suite), "--store", url, "--workers", "2", cwd=tmp_path)
+    p = bench("run", str(suite), "--store", url, "--workers", "1", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     p = bench("report", str(suite), "--store", url, "--out", str(tmp_path / "rep"), cwd=tmp_path)
     assert p.returncode == 0, p.stderr

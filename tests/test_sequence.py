@@ -359,7 +359,7 @@ def test_the_report_adds_memory_and_reward_hacking_for_sequence_tasks(tmp_path):
                  "  - {algo: rloo, impl: bench, hyperparams: {policy: sequence, kl_coef: 0.01, group_size: 4, "
                  "groups_per_update: 4}}\n")
     url = f"sqlite:///{tmp_path / 's.db'}"
-    p = subprocess.run([sys.executable, "-m", "bench", "run", str(f), "--store", url, "--workers", "2"],
+    p = subprocess.run([sys.executable, "-m", "bench", "run", str(f), "--store", url, "--workers", "1"],
                        capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert p.returncode == 0, p.stderr
     data = analysis.load(url)
