@@ -30,6 +30,8 @@ RECORDED: dict[str, tuple[int, str]] = {
     "suites/reference/continuous-dense.yaml": (105, "5257929ea703ba41"),
     "suites/reference/fetchreach.yaml": (35, "088465d40d91795c"),
     "suites/reference/highway.yaml": (35, "ead55d96342bda71"),
+    "suites/reference/highway-intersection.yaml": (35, "2275d4e8121db1e0"),
+    "suites/reference/highway-two-way.yaml": (35, "ad3bbfbcb3ef640c"),
     "suites/reference/minatar.yaml": (105, "6b47cf3518313968"),
     "suites/reference/minatar-seaquest.yaml": (35, "4c7622a2e3d7c1be"),
     "suites/reference/minigrid.yaml": (140, "d8d850f706b6477f"),

@@ -32,6 +32,8 @@ EXPECTED_IDS = [
     "PointMaze_UMaze-v3",
     "FetchReach-v4",
     "highway-fast-v0",
+    "intersection-v0",
+    "two-way-v0",
     "MiniGrid-DoorKey-5x5-v0",
     "MiniGrid-Unlock-v0",
     "MiniGrid-LavaGapS5-v0",
@@ -80,6 +82,8 @@ def test_registry_agrees_with_gymnasium(env_id):
         assert g.max_episode_steps is None and spec.horizon == (2501 if "Freeway" in env_id else None)
     elif env_id == "CarRacing-v3":  # agent steps: each action repeated for 2 of the 1,000 frames
         assert spec.horizon == g.max_episode_steps // 2 == 500
+    elif env_id == "two-way-v0":  # highway-env gives this one a TimeLimit, not a duration
+        assert spec.horizon == g.max_episode_steps == 15
     elif spec.family in ("minigrid", "highway"):  # step limits of their own, not a TimeLimit
         env = gym.make(env_id)
         u = env.unwrapped
@@ -210,6 +214,8 @@ def test_pixels_with_continuous_actions_normalise_rewards_not_frames():
     ("PointMaze_UMaze-v3", (8,), np.float64),  # achieved goal 2 + desired goal 2 + observation 4
     ("FetchReach-v4", (16,), np.float64),  # achieved goal 3 + desired goal 3 + observation 10
     ("highway-fast-v0", (25,), np.float32),  # 5 vehicles × 5 features
+    ("intersection-v0", (105,), np.float32),  # 15 vehicles × 7 features
+    ("two-way-v0", (45,), np.float32),  # time-to-collision grid, 3 × 3 × 5
 ])
 def test_family_observations_reach_the_learner_flat(env_id, shape, dtype):
     pytest.importorskip(families.family_of_id(env_id).module)
