@@ -131,7 +131,10 @@ def test_headline_p_values_are_holm_adjusted_across_the_call_and_the_floor_is_no
     row = analysis.recommendation_rows([pend])[0]
     assert row["p_text"].startswith("< ") and float(row["p_text"][2:]) == pytest.approx(pend.p_adjusted, rel=0.5)
     alone = analysis.recommend(scored(url), action="continuous", priority="samples", n_boot=100, track_record=False)
-    assert alone[0].p_adjusted == alone[0].p_value  # one headline test: nothing to adjust
+    # The family is every profile × priority of the store, whatever the call asks (issue 63, defect 1): a
+    # narrowed question gets the very row of the full table, adjusted p included.
+    full = [r for r in analysis.recommendation_rows(recs) if r["action"] == "continuous" and r["priority"] == "samples"]
+    assert alone[0].p_adjusted == pend.p_adjusted and analysis.recommendation_rows(alone) == full
 
 
 def test_the_same_computation_under_two_names_counts_once(tmp_path):
@@ -460,11 +463,11 @@ def test_recommend_table_fits_100_columns_and_answers_by_algorithm(clear, tmp_pa
     lines = p.stdout.splitlines()
     assert max(len(x) for x in lines) <= 100, "\n".join(x for x in lines if len(x) > 100)
     rows = [x for x in lines if x.startswith(" discrete ")]
-    assert len(rows) == 2 and all(" ppo " in x and "≈" in x for x in rows), p.stdout  # ppo; implementations tie
-    # Per answer: Holm-adjusted p, envs with the direction on each, the leave-one-env-out record.
-    assert all(" 3: + + + " in x and " 3/3 " in x for x in rows), p.stdout
-    # The footer's shortened wording (f91266f): "p: Holm over the N headline tests".
-    assert "insufficient evidence (no measured env)" in p.stdout and "p: Holm over the 2 headline tests" in \
+    # The three parts name algorithms (issue 63): PPO can still be best, A2C (far behind on all 3 envs) is ruled
+    # out, and the default is one of PPO's implementations with its regret.
+    assert len(rows) == 2 and all(" ppo (bench, sb3) " in x and " a2c (" in x and " ppo-" in x for x in rows), p.stdout
+    assert all(" 3 " in x for x in rows), p.stdout  # envs
+    assert "insufficient evidence (no measured env)" in p.stdout and "Holm over the store's 2 headline tests" in \
         " ".join(p.stdout.split())
 
 
@@ -490,12 +493,12 @@ def test_recommend_formats_for_scripts(clear, tmp_path, fmt):
         lines = p.stdout.splitlines()
         # The table is titled with its source (issue 43), then a blank line, then the Markdown table.
         assert lines[0] == f"bench recommend — {clear}" and lines[1] == ""
-        assert lines[2].startswith("| problem | priority | answer") and lines[3].startswith("|---|")
-        assert any("| ppo |" in x for x in lines)
+        assert lines[2].startswith("| problem | priority | can still be best | ruled out |") and lines[3].startswith("|---|")
+        assert any("| ppo (bench, sb3) |" in x for x in lines)
 
 
 def test_recommend_verbose_and_the_old_priority_name(clear, tmp_path):
     p = bench("recommend", "--store", clear, "--verbose", "--priority", "wall-clock", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert "priority time: ppo" in p.stdout and "track record:    0/0" not in p.stdout
-    assert "runner-up:       a2c:" in p.stdout and max(len(x) for x in p.stdout.splitlines()) <= 100
+    assert "priority time\n  can still be best: ppo (bench, sb3)\n" in p.stdout and "track:             0/0" not in p.stdout
+    assert "runner-up:         a2c:" in p.stdout and max(len(x) for x in p.stdout.splitlines()) <= 100

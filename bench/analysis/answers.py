@@ -29,7 +29,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.analysis import generalise, parity, stats
+from bench.analysis import choices, generalise, parity, stats
 from bench.analysis.scoring import (ACTIONS, ALPHA, CRITERIA, MIN_SEEDS, N_BOOT, OBS, PRIORITIES, PRIORITY_CRITERION,
                                     REWARDS, Criterion, Scored, hardware_line)
 
@@ -69,6 +69,8 @@ class Recommendation:
     :param loo: leave-one-env-out track record ``(hits, trials)``, if ≥ 2 envs.
     :param labels: the labels each of the two tested candidates stands for (its implementations pooled, or
         the one label it is where they were ranked apart): where the report's decision matrix puts the answer.
+    :param choice: the three parts (can still be best, ruled out, default with its regret:
+        :mod:`bench.analysis.choices`); ``track``: their leave-one-env-out record.
     """
 
     action: str
@@ -97,6 +99,8 @@ class Recommendation:
     loo: tuple[int, int] | None = None
     hardware: str = ""
     labels: dict[str, list[str]] = field(default_factory=dict)
+    choice: choices.Selection | None = None
+    track: choices.Track | None = None
 
     @property
     def profile(self) -> str:
@@ -272,14 +276,13 @@ def _finish(rec: Recommendation, stat: float) -> None:
 def recommend(scored: Scored, *, action: str | None = None, obs: str | None = None, reward: str | None = None,
               priority: str | None = None, n_boot: int = N_BOOT, track_record: bool = True) -> list[Recommendation]:
     """A recommendation for every profile matching the given traits (``None`` = every value); see the module
-    docstring. The headline p-values are Holm-adjusted over the profiles this call answers."""
+    docstring. Every row is computed whatever the filter, and the headline p-values are Holm-adjusted over every
+    profile × priority of the store (a fixed family), so a filtered call returns exactly the rows of the full one."""
     out: list[Recommendation] = []
     stats_of: list[float] = []
     for a, o, rw, p in itertools.product(ACTIONS, OBS, REWARDS, PRIORITIES):
         if a == "continuous" and o == "sequence":
             continue  # tokens are discrete actions: no such problem
-        if (action and a != action) or (obs and o != obs) or (reward and rw != reward) or (priority and p != priority):
-            continue
         profile = _profile_envs(scored, a, o, rw)
         crit = CRITERIA[PRIORITY_CRITERION[p]]
         # Envs without a time axis have no time score, and envs run at an equal CPU budget no sample score.
@@ -293,6 +296,9 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
             # A profile env has anchors (final_norm), so by samples the only way to lack a score is equal compute.
             rec.message = EQUAL_COMPUTE_ONLY if profile and crit.over_steps else NO_ENV
             continue
+        rec.choice = choices.select(scored, crit, envs)
+        if track_record:
+            rec.track = choices.track_record(scored, crit, envs)
         cands, rec.pooling = _candidates(scored, crit, envs)
         rec.runs = {c.name: _counts(scored, c, crit.column, envs) for c in cands}
         if len(cands) < 2:
@@ -317,7 +323,8 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
         rec.p_adjusted = adj
         if rec.algorithm and rec.runner_up:
             _finish(rec, stat)
-    return out
+    return [r for r in out if not ((action and r.action != action) or (obs and r.obs != obs)
+                                   or (reward and r.reward != reward) or (priority and r.priority != priority))]
 
 
 def _impl_sentence(impl: tuple[str, str, str | None, float | None] | None) -> str:
@@ -402,9 +409,38 @@ def recommendation_rows(recs: list[Recommendation]) -> list[dict[str, Any]]:
             directions=generalise.directions(r.effects), implementation=r.implementation, impl=_impl_short(r),
             pooling=list(r.pooling), runs=dict(r.runs),
             track_record=f"{r.loo[0]}/{r.loo[1]}" if r.loo and r.loo[1] else "", hardware=r.hardware, message=r.message,
-            evidence=_evidence(r), labels={k: list(v) for k, v in r.labels.items()},
+            evidence=_evidence(r), labels={k: list(v) for k, v in r.labels.items()}, **_choice_fields(r),
         ))
     return rows
+
+
+def _named(label: str, sel: choices.Selection) -> str:
+    """A label as the answer names it: with its twins (``a = b``), the same computation under other names."""
+    return " = ".join((label, *sel.twins.get(label, ())))
+
+
+def _choice_fields(r: Recommendation) -> dict[str, Any]:
+    """The three parts of a row as flat fields (``candidates``, ``ruled_out``, ``default``, ``default_how``,
+    ``default_regret`` and its numbers, ``regrets``, ``partial``) and their leave-one-env-out record
+    (``choice_track``: ``covered/trials`` and the mean regret of the default and of the single best)."""
+    sel, tr = r.choice, r.track
+    if sel is None:
+        return dict(candidates=[], ruled_out=[], default=None, default_how="", default_regret="", default_regret_point=None,
+                    default_regret_lo=None, default_regret_hi=None, regrets={}, partial=[], choice_track="",
+                    choice_track_fields=None)
+    d = sel.default
+    reg = sel.regret[d.label] if d else None
+    nan = lambda v: None if v is None or v != v else float(v)  # noqa: E731 - JSON has no NaN
+    return dict(
+        candidates=[_named(c, sel) for c in sel.candidates],
+        ruled_out=[dict(label=_named(lb, sel), p=p, behind=b) for lb, p, b in sel.ruled_out],
+        default=_named(d.label, sel) if d else None, default_how=d.how if d else "",
+        default_regret=str(reg) if reg else "", default_regret_point=nan(reg.point if reg else None),
+        default_regret_lo=nan(reg.lo if reg else None), default_regret_hi=nan(reg.hi if reg else None),
+        regrets={_named(k, sel): str(v) for k, v in sel.regret.items()}, partial=list(sel.partial),
+        choice_track=(f"{tr.covered}/{tr.trials}; {tr.default:.3f} v {tr.single:.3f}" if tr else ""),
+        choice_track_fields=(dict(trials=tr.trials, covered=tr.covered, default=tr.default, single=tr.single,
+                                  gap_closed=nan(tr.gap_closed)) if tr else None))
 
 
 def _evidence(r: Recommendation) -> str:

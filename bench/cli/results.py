@@ -158,17 +158,19 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
     elif verbose:  # one block per row: details do not fit a table in 100 columns
         print(f"bench recommend — {source}")
         for r in shown:
-            print(f"{_recommend_cell(r, 'problem')}, priority {r['priority']}: {r['answer']}")
-            for c in ("implementations", "p (Holm)", "envs", "track record", "evidence", "score", "runner-up",
-                      "per env", "pooling", "note"):  # noqa: E501 - one block per row
-                print(textwrap.fill(_recommend_cell(r, c), width=100, initial_indent=f"  {c + ':':<17}",
-                                    subsequent_indent=" " * 19))
+            print(f"{_recommend_cell(r, 'problem')}, priority {r['priority']}")
+            for c in ("can still be best", "ruled out, p", "default (regret)", "regret", "not on every env", "track",
+                      "headline", "implementations", "p (Holm)", "headline envs", "track record", "evidence", "score",
+                      "runner-up", "per env", "pooling", "note"):
+                print(textwrap.fill(_recommend_cell(r, c), width=100, initial_indent=f"  {c + ':':<19}",
+                                    subsequent_indent=" " * 21))
     else:
         t = Table(title=f"bench recommend — {source}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   expand=True)
-        ratio = {"problem": 3, "answer": 5, "envs": 3, "impl": 3}  # the answer gets the most room: it is the point
+        # The answer's three parts get the most room: they are the point.
+        ratio = {"problem": 2, "can still be best": 4, "ruled out": 3, "default (regret)": 3, "envs": 2, "track": 2}
         for c in cols:
-            t.add_column(c, overflow="fold", no_wrap=c in ("priority", "p (Holm)", "LOO"), ratio=ratio.get(c))
+            t.add_column(c, overflow="fold", no_wrap=c in ("priority",), ratio=ratio.get(c))
         for line in cells:
             t.add_row(*(Text(x) for x in line))  # user strings stay literal text, never markup
         out.print(t, width=min(100, out.width))  # the table fits 100 columns (long cells fold)
@@ -197,11 +199,13 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
     g = answer.legend
     n_tests = sum(r["p_value"] is not None for r in rows)
     print(textwrap.fill(
-        f"Winner from ≥ {g['min_envs_generalise']} envs: a random-effects test over envs (HKSJ), a claim about the next "
-        f"env of the kind; with fewer, the answer names the envs measured. p: {g['correction']} over the {n_tests} "
-        f"headline tests; winner at p < {g['alpha']:g}, ≥ {g['min_seeds']} runs per env. envs: count, then the "
-        "sign per env tested (alphabetical). LOO: leave-one-env-out hits/trials. Scores: normalised AUC vs steps or "
-        "CPU s. Details: --verbose, docs/statistics.md.", width=100))
+        f"Can still be best: not shown worse than another label over envs (paired t-tests over envs, Bonferroni over "
+        f"each label's comparisons, α {g['alpha']:g} per row: a 95% set for the next env of the kind; one env makes no "
+        "claim). Ruled out: p of \"it is the best\". Default: the store's single best among the candidates unless the "
+        "row's envs show another ahead; regret: mean shortfall to each env's best [95% CI over envs]. Track: "
+        "leave-one-env-out, envs whose best was in the set / trials; regret of the default v the single best. "
+        f"Headline ({g['correction']} over the store's {n_tests} headline tests) and details: --verbose, "
+        "docs/statistics.md.", width=100))
     if verbose:
         _print_off_policy(answer.off_policy, fmt)
 
@@ -262,18 +266,48 @@ def parity(
 
 
 def _recommend_columns(verbose: bool) -> list[str]:
-    base = ["problem", "priority", "answer", "p (Holm)", "envs", "LOO", "impl"]
-    return base + ["runs", "score", "runner-up", "per env", "pooling", "note"] if verbose else base
+    base = ["problem", "priority", "can still be best", "ruled out", "default (regret)", "envs", "track"]
+    return base + ["ruled out, p", "regret", "not on every env", "headline", "p (Holm)", "headline envs", "LOO", "impl", "runs", "score", "runner-up",
+                   "per env", "pooling", "note"] if verbose else base
+
+
+def _by_algorithm(labels: list[str]) -> str:
+    """Labels grouped by algorithm, in their order: ``trpo (bench, sb3), ppo (sb3)``; a twin (``a = b``) and a
+    label without an implementation suffix stay as they are."""
+    groups: dict[str, list[str]] = {}
+    for lb in labels:
+        algo, _, impl = lb.partition("-")
+        key, item = (algo, impl) if impl and " " not in lb else (lb, "")
+        groups.setdefault(key, []).append(item)
+    return ", ".join(k if not any(v) else f"{k} ({', '.join(x for x in v if x)})" for k, v in groups.items())
 
 
 def _recommend_cell(r: dict, col: str) -> str:
     if col == "problem":
         return f"{r['action']} {r['obs']} {r['reward']}"
+    if col == "can still be best":
+        return _by_algorithm(r["candidates"]) or "—"
+    if col == "ruled out":
+        return _by_algorithm([x["label"] for x in r["ruled_out"]]) or "—"
+    if col == "default (regret)":
+        return f"{r['default']} {r['default_regret']}" if r["default"] else "—"
+    if col == "ruled out, p":
+        return "; ".join(f"{x['label']} p {x['p']:.2g} (behind {x['behind']})" for x in r["ruled_out"]) or "—"
+    if col == "track":
+        return r["choice_track"] or "—"
+    if col == "regret":
+        return "; ".join(f"{k} {v}" for k, v in r["regrets"].items()) or "—"
+    if col == "not on every env":
+        return ", ".join(r["partial"]) or "—"
+    if col == "headline":
+        return r["answer"]
     if col == "p (Holm)":
         return r["p_text"]
     if col in ("impl", "implementations"):
         return r["impl"] or "—"
     if col == "envs":
+        return str(len(r["envs"])) if r["envs"] else "—"
+    if col == "headline envs":
         n, k = len(r["envs"]), len(r["tested_envs"])
         if not n:
             return "—"
