@@ -42,6 +42,8 @@ __all__ = ["SWITCH_LEVEL", "Choice", "Interval", "best_p", "choose_default", "di
 #: Chosen from 0.05, 0.2 and 0.5 by the leave-one-env-out record of the shipped reference and the simulation's
 #: regret (docs/statistics.md, "Defaults").
 SWITCH_LEVEL = 0.2
+#: Relative spread below which equal differences are taken as exactly equal (rounding of a mean of equal values).
+_NO_SPREAD = 1e-12
 
 
 @dataclass(frozen=True)
@@ -85,21 +87,33 @@ def pair_p(d: np.ndarray) -> float:
     if k < 2:
         return 1.0
     sd = float(d.std(ddof=1))
-    if sd == 0.0:
-        return 0.0 if d[0] < 0 else 1.0
+    if sd <= _NO_SPREAD * max(1.0, abs(float(d.mean()))):  # equal differences (up to rounding): no t to compute
+        return 0.0 if d.mean() < 0 else 1.0
     t = float(d.mean()) / (sd / np.sqrt(k))
     return float(dist.t_cdf(t, k - 1))
 
 
 def best_p(D: np.ndarray) -> np.ndarray:
-    """``(m,)`` p-values of "label ``a`` is the best" (module docstring): ``min(1, (m − 1) · min_b p_ab)``."""
-    m = D.shape[1]
-    out = np.ones(m)
-    for a in range(m):
-        ps = [pair_p(D[:, a, b]) for b in range(m) if b != a]
-        if ps:
-            out[a] = min(1.0, (m - 1) * min(ps))
-    return out
+    """p-values of "label ``a`` is the best" (module docstring): ``min(1, (m − 1) · min_b p_ab)``.
+
+    :param D: ``(k, m, m)`` differences, or ``(..., k, m, m)`` without NaNs (replicates of a simulation).
+    :returns: ``(m,)``, or ``(..., m)``.
+    """
+    m = D.shape[-1]
+    if m < 2:
+        return np.ones(D.shape[:-3] + (m,))
+    if D.ndim == 3 and np.isnan(D).any():  # envs missing for some pairs: pair by pair
+        p = np.array([[pair_p(D[:, a, b]) if a != b else np.inf for b in range(m)] for a in range(m)])
+    else:
+        k = D.shape[-3]
+        mean, sd = D.mean(axis=-3), D.std(axis=-3, ddof=1) if k > 1 else np.zeros(D.shape[:-3] + (m, m))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = mean / (sd / np.sqrt(k))
+            spread = sd > _NO_SPREAD * np.maximum(1.0, np.abs(mean))
+            p = np.where(spread, dist.t_cdf(t, max(k - 1, 1)), np.where(mean < 0, 0.0, 1.0))
+        p = np.where(k < 2, 1.0, p)
+        p = np.where(np.eye(m, dtype=bool), np.inf, p)
+    return np.minimum(1.0, (m - 1) * p.min(axis=-1))
 
 
 def regrets(D: np.ndarray) -> np.ndarray:

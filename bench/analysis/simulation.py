@@ -88,3 +88,92 @@ def table(ks: Iterable[int], ns: Iterable[int], sd_envs: Iterable[float], sd_run
     for i, (k, n, e, r, dl) in enumerate(grid):
         out.append(rates(k, n, e, r, dl, reps=reps, rng=np.random.default_rng([seed, i])))
     return out
+
+
+# --------------------------------------------------------------------------- #
+# What can still be best (issue 63): how often the true best is ruled out, the power to rule out the others,
+# and the coverage of the default's regret interval
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class SelectionCell:
+    """One simulated setting of :func:`selection_rates` and its rates over ``reps`` profiles.
+
+    ``best_out``: the true best ruled out (paired tests, :func:`bench.analysis.selection.best_p`);
+    ``best_out_pooled``: the same by Hsu's pooled-variance form; ``power_1`` / ``power_2``: an algorithm
+    0.1 / 0.2 below the best ruled out (paired); ``coverage``: the default's (least observed mean regret)
+    95% regret interval holds its true expected regret on the next env of the kind."""
+
+    k: int
+    m: int
+    sd_int: float
+    sd_run: float
+    n: int
+    reps: int
+    best_out: float
+    best_out_pooled: float
+    power_1: float
+    power_2: float
+    coverage: float
+
+
+def _gaps(m: int) -> np.ndarray:
+    """True mean scores over the env distribution: the best at 0, then 0.1 and 0.2 below it, alternately."""
+    return np.array([0.0] + [-0.1 if i % 2 else -0.2 for i in range(1, m)][::-1][: m - 1][::-1])
+
+
+def _pooled_best_p(S: np.ndarray) -> np.ndarray:
+    """Hsu's MCB in its pooled-variance form on ``S`` ``(reps, k, m)``: the two-way (env × label) residual
+    variance on ``(k − 1)(m − 1)`` df for every pair, Bonferroni over each label's ``m − 1`` comparisons."""
+    from bench.analysis import distributions as dist
+
+    reps, k, m = S.shape
+    resid = S - S.mean(1, keepdims=True) - S.mean(2, keepdims=True) + S.mean((1, 2), keepdims=True)
+    df = (k - 1) * (m - 1)
+    s2 = (resid**2).sum((1, 2)) / df
+    mean = S.mean(1)
+    t = (mean[:, :, None] - mean[:, None, :]) / np.sqrt(2 * s2 / k)[:, None, None]
+    p = np.where(np.eye(m, dtype=bool), np.inf, dist.t_cdf(t, df))
+    return np.minimum(1.0, (m - 1) * p.min(-1))
+
+
+def selection_rates(k: int, m: int, sd_int: float, sd_run: float = 0.1, n: int = 5, *, reps: int = 2000,
+                    alpha: float = 0.05, rng: np.random.Generator | int | None = 0) -> SelectionCell:
+    """Simulate ``reps`` profiles of ``k`` envs and ``m`` labels (see :class:`SelectionCell`).
+
+    Label ``a``'s true score on env ``e`` is ``μ_a + sd_int · z`` (the env × algorithm interaction), with ``μ``
+    from :func:`_gaps`; each env's observed score is the mean of ``n`` runs of sd ``sd_run``. The true expected
+    regret of a label is estimated on 20,000 fresh envs."""
+    from bench.analysis import selection
+
+    if k < 2 or m < 2:
+        raise ValueError(f"need k >= 2 envs and m >= 2 labels, got k={k}, m={m}")
+    g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    mu = _gaps(m)
+    theta = mu + sd_int * g.standard_normal((reps, k, m))
+    S = theta + sd_run / np.sqrt(n) * g.standard_normal((reps, k, m))
+    p = selection.best_p(S[..., :, None] - S[..., None, :])
+    fresh = mu + sd_int * g.standard_normal((20_000, m))
+    true_regret = (fresh.max(1, keepdims=True) - fresh).mean(0)
+    R = S.max(2, keepdims=True) - S  # (reps, k, m)
+    pick = R.mean(1).argmin(1)
+    r = R[np.arange(reps), :, pick]  # (reps, k)
+    from bench.analysis import distributions as dist
+
+    half = dist.t_ppf(0.975, k - 1) * r.std(1, ddof=1) / np.sqrt(k)
+    lo, hi = np.maximum(r.mean(1) - half, 0.0), np.maximum(r.mean(1) + half, 0.0)
+    cover = float(np.mean((lo <= true_regret[pick]) & (true_regret[pick] <= hi)))
+    out = p < alpha
+    first = lambda gap: int(np.flatnonzero(np.isclose(mu, gap))[0]) if np.isclose(mu, gap).any() else None  # noqa: E731
+    i1, i2 = first(-0.1), first(-0.2)
+    return SelectionCell(k, m, sd_int, sd_run, n, reps, float(out[:, 0].mean()),
+                         float((_pooled_best_p(S) < alpha)[:, 0].mean()),
+                         float(out[:, i1].mean()) if i1 is not None else float("nan"),
+                         float(out[:, i2].mean()) if i2 is not None else float("nan"), cover)
+
+
+def selection_table(ks: Iterable[int], ms: Iterable[int], sd_ints: Iterable[float], *, sd_run: float = 0.1,
+                    n: int = 5, reps: int = 2000, seed: int = 0) -> list[SelectionCell]:
+    """:func:`selection_rates` over the grid, each cell with its own stream."""
+    grid = [(k, m, s) for k in ks for m in ms for s in sd_ints]
+    return [selection_rates(k, m, s, sd_run, n, reps=reps, rng=np.random.default_rng([seed, i]))
+            for i, (k, m, s) in enumerate(grid)]
