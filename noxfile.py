@@ -63,6 +63,8 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def simulate(session: nox.Session) -> None:
-    """The full simulation of `bench recommend`'s profile rule (docs/statistics.md, "How many envs")."""
+    """The full simulations of `bench recommend`: the headline rule (docs/statistics.md, "How many envs") and the
+    three parts (docs/statistics.md, "Answers that decide")."""
     _install(session)
     session.run("python", "scripts/simulate_generalise.py", *session.posargs)
+    session.run("python", "scripts/simulate_selection.py")

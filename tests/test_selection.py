@@ -66,7 +66,7 @@ def test_the_default_is_the_single_best_unless_the_profiles_envs_show_another_ah
     # The profile's envs favour ppo, but not by much: the store's single best stays.
     near = {"trpo": np.array([0.1, 0.0, 0.2]), "ppo": np.array([0.0, 0.05, 0.15])}
     assert selection.choose_default(["trpo", "ppo"], store, near).label == "trpo"
-    # Clearly and consistently ahead on the profile's envs: the profile moves it (one-sided p < 0.2).
+    # Clearly and consistently ahead on the profile's envs: the profile moves it (one-sided p < SWITCH_LEVEL).
     far = {"trpo": np.array([0.3, 0.25, 0.35]), "ppo": np.array([0.0, 0.02, 0.01])}
     c = selection.choose_default(["trpo", "ppo"], store, far)
     assert (c.label, c.how) == ("ppo", "profile") and c.p < selection.SWITCH_LEVEL

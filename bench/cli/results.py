@@ -182,9 +182,9 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
             empty = sorted({f"{r['action']} {r['obs']} {r['reward']}" for r in rows if not r["envs"] and pick(r)})
             if empty:
                 print(textwrap.fill(f"insufficient evidence ({why}): {'; '.join(empty)}", width=100))
-    pooled = sorted({n for r in shown for n in r["pooling"]})
-    if pooled and not verbose:
-        print(textwrap.fill("ranked apart or counted once: " + "; ".join(pooled), width=100))
+    twins = sorted({c for r in shown for c in r["candidates"] + [x["label"] for x in r["ruled_out"]] if " = " in c})
+    if twins and not verbose:
+        print(textwrap.fill("counted once (identical returns on every env and seed): " + "; ".join(twins), width=100))
     by_hw: dict[str, list[str]] = {}
     for r in shown:
         if r["hardware"]:
@@ -202,7 +202,8 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
         f"Can still be best: not shown worse than another label over envs (paired t-tests over envs, Bonferroni over "
         f"each label's comparisons, α {g['alpha']:g} per row: a 95% set for the next env of the kind; one env makes no "
         "claim). Ruled out: p of \"it is the best\". Default: the store's single best among the candidates unless the "
-        "row's envs show another ahead; regret: mean shortfall to each env's best [95% CI over envs]. Track: "
+        "row's envs show another ahead at α; regret: mean shortfall to each env's best [t interval over envs; the "
+        "default is picked on those envs, so it is optimistic: 35-90% coverage in simulation]. Track: "
         "leave-one-env-out, envs whose best was in the set / trials; regret of the default v the single best. "
         f"Headline ({g['correction']} over the store's {n_tests} headline tests) and details: --verbose, "
         "docs/statistics.md.", width=100))
