@@ -421,12 +421,13 @@ def _named(label: str, sel: choices.Selection) -> str:
 
 def _choice_fields(r: Recommendation) -> dict[str, Any]:
     """The three parts of a row as flat fields (``candidates``, ``ruled_out``, ``default``, ``default_how``,
-    ``default_regret`` and its numbers, ``regrets``, ``partial``) and their leave-one-env-out record
+    ``default_regret`` and its numbers, ``regrets``, ``partial``, ``label_parts``: label → [algorithm,
+    implementation]) and their leave-one-env-out record
     (``choice_track``: ``covered/trials`` and the mean regret of the default and of the single best)."""
     sel, tr = r.choice, r.track
     if sel is None:
         return dict(candidates=[], ruled_out=[], default=None, default_how="", default_regret="", default_regret_point=None,
-                    default_regret_lo=None, default_regret_hi=None, regrets={}, partial=[], choice_track="",
+                    default_regret_lo=None, default_regret_hi=None, regrets={}, partial=[], label_parts={}, choice_track="",
                     choice_track_fields=None)
     d = sel.default
     reg = sel.regret[d.label] if d else None
@@ -438,6 +439,7 @@ def _choice_fields(r: Recommendation) -> dict[str, Any]:
         default_regret=str(reg) if reg else "", default_regret_point=nan(reg.point if reg else None),
         default_regret_lo=nan(reg.lo if reg else None), default_regret_hi=nan(reg.hi if reg else None),
         regrets={_named(k, sel): str(v) for k, v in sel.regret.items()}, partial=list(sel.partial),
+        label_parts={_named(k, sel): list(v) for k, v in sel.parts.items()},
         choice_track=(f"{tr.covered}/{tr.trials}; {tr.default:.3f} v {tr.single:.3f}" if tr else ""),
         choice_track_fields=(dict(trials=tr.trials, covered=tr.covered, default=tr.default, single=tr.single,
                                   gap_closed=nan(tr.gap_closed)) if tr else None))

@@ -36,6 +36,7 @@ class Selection:
     :param default: the default and how it was chosen (:func:`bench.analysis.selection.choose_default`).
     :param partial: labels that ran some but not all of the row's envs (not compared).
     :param twins: label → the other names of the same computation.
+    :param parts: label → its ``(algorithm, implementation)``, for views that group labels by algorithm.
     """
 
     labels: tuple[str, ...]
@@ -45,6 +46,7 @@ class Selection:
     default: selection.Choice | None
     partial: tuple[str, ...]
     twins: dict[str, tuple[str, ...]]
+    parts: dict[str, tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -167,8 +169,10 @@ def select(scored: Scored, crit: Criterion, envs: list[str], *, without: str | N
             out.append((lb, float(p[i]), behind))
     store = _single_best_ranking(scored, crit, without)
     default = selection.choose_default(list(cands), store, {lb: R[:, index[lb]] for lb in cands}) if cands else None
+    r = scored.runs
+    parts = {lb: (str(a), str(i)) for lb, a, i in zip(r["label"], r["algo"], r["impl"]) if lb in index}
     return Selection(tuple(labels), cands, tuple(out), regret, default, tuple(some),
-                     {k: v[1:] for k, v in groups.items() if len(v) > 1})
+                     {k: v[1:] for k, v in groups.items() if len(v) > 1}, parts)
 
 
 def track_record(scored: Scored, crit: Criterion, envs: list[str]) -> Track | None:

@@ -197,7 +197,6 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
         for crit, got in answer.lm_lines:  # computed on the sequence envs of every row with envs: those shown
             print(textwrap.fill(f"{crit} (sequence tasks, lower is better): {'; '.join(got)}", width=100))
     g = answer.legend
-    n_tests = sum(r["p_value"] is not None for r in rows)
     print(textwrap.fill(
         f"Can still be best: not shown worse than another label over envs (paired t-tests over envs, Bonferroni over "
         f"each label's comparisons, α {g['alpha']:g} per row: a 95% set for the next env of the kind; one env makes no "
@@ -205,7 +204,7 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
         "row's envs show another ahead at α; regret: mean shortfall to each env's best [t interval over envs; the "
         "default is picked on those envs, so it is optimistic: 35-90% coverage in simulation]. Track: "
         "leave-one-env-out, envs whose best was in the set / trials; regret of the default v the single best. "
-        f"Headline ({g['correction']} over the store's {n_tests} headline tests) and details: --verbose, "
+        f"Headline test ({g['correction']} over every profile × priority of the store) and details: --verbose, "
         "docs/statistics.md.", width=100))
     if verbose:
         _print_off_policy(answer.off_policy, fmt)
@@ -272,13 +271,13 @@ def _recommend_columns(verbose: bool) -> list[str]:
                    "per env", "pooling", "note"] if verbose else base
 
 
-def _by_algorithm(labels: list[str]) -> str:
-    """Labels grouped by algorithm, in their order: ``trpo (bench, sb3), ppo (sb3)``; a twin (``a = b``) and a
-    label without an implementation suffix stay as they are."""
+def _by_algorithm(labels: list[str], parts: dict[str, list[str]]) -> str:
+    """Labels grouped by algorithm, in their order: ``trpo (bench, sb3), ppo (sb3)``, where a label is named
+    ``algorithm-implementation``; any other label (a twin ``a = b``, a custom name) stays as it is."""
     groups: dict[str, list[str]] = {}
     for lb in labels:
-        algo, _, impl = lb.partition("-")
-        key, item = (algo, impl) if impl and " " not in lb else (lb, "")
+        algo, impl = parts.get(lb, ("", ""))
+        key, item = (algo, impl) if algo and lb == f"{algo}-{impl}" else (lb, "")
         groups.setdefault(key, []).append(item)
     return ", ".join(k if not any(v) else f"{k} ({', '.join(x for x in v if x)})" for k, v in groups.items())
 
@@ -287,9 +286,9 @@ def _recommend_cell(r: dict, col: str) -> str:
     if col == "problem":
         return f"{r['action']} {r['obs']} {r['reward']}"
     if col == "can still be best":
-        return _by_algorithm(r["candidates"]) or "—"
+        return _by_algorithm(r["candidates"], r["label_parts"]) or "—"
     if col == "ruled out":
-        return _by_algorithm([x["label"] for x in r["ruled_out"]]) or "—"
+        return _by_algorithm([x["label"] for x in r["ruled_out"]], r["label_parts"]) or "—"
     if col == "default (regret)":
         return f"{r['default']} {r['default_regret']}" if r["default"] else "—"
     if col == "ruled out, p":
