@@ -171,7 +171,10 @@ def load_policy(run: str, store: str = DEFAULT_URL, *, kind: Kind = "auto", arti
                           f"which the saved policy names; bench imports it only with {TRUST_FLAG} (bench.api: "
                           f"trust=True); allowed: {TRUST_FLAG} for a module you trust, or import it first")
     files = {suffix: (folder / name).read_bytes() for suffix, name in names.items() if (folder / name).is_file()}
-    env = _env(manifest["env_id"])
+    try:
+        env = _env(manifest["env_id"])
+    except (KeyError, ValueError) as e:  # an env this machine does not have (or a manifest that names none)
+        raise PolicyError(f"{folder / f'{chosen}.json'}: env {manifest['env_id']!r}: {str(e).strip(chr(34) + chr(39))}") from None
     obs_space, action_space = env.observation_space, env.action_space
     env.close()
     try:

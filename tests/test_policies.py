@@ -360,7 +360,6 @@ def test_a_planted_file_is_refused_in_one_line_and_never_run(saved, tmp_path, mo
     lines = r.stderr.strip().splitlines()
     assert r.exit_code == 2 and len(lines) == 1, (r.exit_code, r.stderr, r.stdout)
     assert str(folder / name) in lines[0].split(": ")[0] and words in lines[0], lines[0]
-    print(lines[0])
     assert "internal error" not in lines[0] and not marker.exists() and "plantmod" not in sys.modules
 
 

@@ -32,7 +32,8 @@ class Refused(ValueError):
 
 def _raw(files: dict[str, bytes], suffix: str) -> bytes:
     if suffix not in files:
-        raise Refused(suffix, "missing from the manifest's files; not a policy bench saved, or changed since")
+        raise Refused(suffix, f"missing (the manifest names no such file, or it is gone); allowed: the files bench "
+                              f"saved ({RESAVE})")
     return files[suffix]
 
 

@@ -74,7 +74,9 @@ def space_of(desc: Any, suffix: str, where: str) -> Any:
     def bad(what: str) -> Refused:
         return Refused(suffix, f"{where}: {what}; not bench's format (changed since?); allowed: {RESAVE}")
 
-    kind = field({"d": desc}, "d", (dict,), suffix).get("type")
+    if not isinstance(desc, dict):
+        raise bad("not a JSON object")
+    kind = desc.get("type")
     try:
         if kind == "Discrete":
             return spaces.Discrete(int(field(desc, "n", (int,), suffix)), start=int(field(desc, "start", (int,), suffix)))
