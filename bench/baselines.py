@@ -567,7 +567,8 @@ def restore_sb3(fmt: str, files: dict[str, bytes], algo: str, params: BaseModel,
 
     if fmt == SB3_ZIP:
         if not trust:
-            raise Refused("zip", f"SB3's zip of pickled objects, loaded only when trusted; allowed: {RESAVE}")
+            raise Refused("zip", f"SB3's zip of pickled objects, loaded only with trust=True (bench eval --trust); "
+                                 f"allowed: {RESAVE}")
         return restore_zip(files, _model_class(algo), deterministic=deterministic)
     saved = read(files)
     p: Any = params

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -128,13 +129,18 @@ def sb3_checkpoint(model: Any, vecnorm: Any | None) -> dict[str, Any]:
 # --------------------------------------------------------------------------- #
 # Reading, as data
 # --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
 class Saved:
-    """What :func:`read` took from an :data:`SB3_STATE` checkpoint's files."""
+    """What :func:`read` took from an :data:`SB3_STATE` checkpoint's files: the policy class's name (one of
+    :data:`POLICY_CLASSES`), its spaces, its state dict, DQN's exploration rate, and VecNormalize's
+    ``normalize_obs`` with the saved statistics (``None`` where the run did not normalise observations)."""
 
-    def __init__(self, policy: str, observation_space: Any, action_space: Any, state_dict: dict[str, Any],
-                 exploration_rate: float | None, normalize: Callable[[np.ndarray], np.ndarray] | None):
-        self.policy, self.observation_space, self.action_space = policy, observation_space, action_space
-        self.state_dict, self.exploration_rate, self.normalize = state_dict, exploration_rate, normalize
+    policy: str
+    observation_space: Any
+    action_space: Any
+    state_dict: dict[str, Any]
+    exploration_rate: float | None
+    normalize: Callable[[np.ndarray], np.ndarray] | None
 
 
 def read(files: dict[str, bytes]) -> Saved:
