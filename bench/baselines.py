@@ -23,8 +23,6 @@ the final update's too), then calls ``recorder.after_update``.
 
 from __future__ import annotations
 
-import io
-import pickle
 import warnings
 from functools import partial
 from typing import Any, Callable
@@ -35,6 +33,8 @@ from pydantic import BaseModel
 from bench.algos.hyperparams import A2CParams, NetArch, PPOParams, TRPOParams
 from bench.algos.offpolicy_params import OFF_POLICY
 from bench.algos.registry import ALGOS
+from bench.algos.saved_files import RESAVE, Refused
+from bench.algos.sb3_saved import SB3_ZIP, acting, read, restore_zip, sb3_checkpoint
 from bench.storage.record import SavablePolicy
 
 __all__ = ["train_sb3", "sb3_vec_env", "SB3_KEYS", "SB3_OFF_POLICY_KEYS", "policy_kwargs", "schedule", "sb3_checkpoint",
@@ -426,13 +426,19 @@ SB3_OFF_POLICY_KEYS: dict[str, tuple[str, float]] = {
 OFF_POLICY_REPORT_STEPS = 1000
 
 
-def _off_policy_kwargs(algo: str, p: Any, action_space: Any) -> dict[str, Any]:
-    """SB3 constructor arguments of DQN, SAC or TD3 from their typed hyperparameters."""
+def _off_policy_policy_kwargs(p: Any) -> dict[str, Any]:
+    """SB3 ``policy_kwargs`` of DQN, SAC or TD3 (SAC's gSDE ones aside, :func:`_off_policy_kwargs`)."""
     import torch.nn as nn
 
     pk: dict[str, Any] = {"activation_fn": {"tanh": nn.Tanh, "relu": nn.ReLU}[p.activation]}
     if p.net_arch is not None:
         pk["net_arch"] = list(p.net_arch)
+    return pk
+
+
+def _off_policy_kwargs(algo: str, p: Any, action_space: Any) -> dict[str, Any]:
+    """SB3 constructor arguments of DQN, SAC or TD3 from their typed hyperparameters."""
+    pk = _off_policy_policy_kwargs(p)
     kw: dict[str, Any] = dict(
         learning_rate=schedule(p.learning_rate, p.lr_schedule), buffer_size=p.buffer_size,
         learning_starts=p.learning_starts, batch_size=p.batch_size, tau=p.tau, gamma=p.gamma,
@@ -532,49 +538,60 @@ def _train_off_policy(env_id: str, algo: str, params: BaseModel, *, seed: int, t
         finally:
             venv.close()
 
+
 # --------------------------------------------------------------------------- #
-# Saved policies
+# Acting, and saved policies (their files: bench.algos.sb3_saved)
 # --------------------------------------------------------------------------- #
-#: The file format of a saved SB3 policy: SB3's own zip, and VecNormalize's pickle when the run normalised.
-SB3 = "sb3"
-
-
-def sb3_checkpoint(model: Any, vecnorm: Any | None) -> dict[str, Any]:
-    """``{"format", "files"}`` of an SB3 model as it is now: ``model.save``'s zip (``PPO.load`` reads it) and,
-    when the run normalised, the ``VecNormalize`` statistics as ``VecNormalize.save`` writes them (a pickle
-    without the env, which ``VecNormalize.load(path, venv)`` reads)."""
-    buf = io.BytesIO()
-    model.save(buf)
-    files = {"zip": buf.getvalue()}
-    if vecnorm is not None:
-        files["vecnormalize.pkl"] = pickle.dumps(vecnorm)
-    return {"format": SB3, "files": files}
-
-
-
 def _acting(model: Any, vecnorm: Any, deterministic: bool) -> Callable[[np.ndarray], np.ndarray]:
     """An SB3 model as a policy on raw observations: normalised as in training (its VecNormalize, if any),
     then ``model.predict``; a batch in, a batch of actions out."""
+    return acting(model.predict, vecnorm.normalize_obs if vecnorm is not None and vecnorm.norm_obs else None,
+                  deterministic)
 
-    def act(obs: np.ndarray) -> np.ndarray:
-        x = np.asarray(obs)
-        if vecnorm is not None and vecnorm.norm_obs:
-            x = vecnorm.normalize_obs(x)
-        action, _ = model.predict(x, deterministic=deterministic)
-        return action
 
-    return act
+def restore_sb3(fmt: str, files: dict[str, bytes], algo: str, params: BaseModel, *, deterministic: bool = True,
+                trust: bool = False) -> Callable[[np.ndarray], np.ndarray]:
+    """A saved SB3 policy (:func:`bench.algos.sb3_saved.sb3_checkpoint`) on raw observations: a batch in, a batch of
+    actions out (``policy.predict``, which clips continuous actions to the action space as the run's evaluation did).
 
-def restore_sb3(files: dict[str, bytes], algo: str, *, deterministic: bool = True) -> Callable[[np.ndarray], np.ndarray]:
-    """A saved SB3 policy (:func:`sb3_checkpoint`) on raw observations: a batch in, a batch of actions out
-    (``model.predict``, which clips continuous actions to the action space as the training run's evaluation did).
+    Built as the algorithm's ``_setup_model`` builds it (SB3 2.9, ``on_policy_algorithm.py`` /
+    ``off_policy_algorithm.py``): the class the saved name picks of the algorithm's ``policy_aliases``, on the saved
+    spaces, with the ``policy_kwargs`` :func:`train_sb3` derives from ``params`` (the run's hyperparameters); then the
+    saved state dict is loaded into it. Nothing is unpickled.
 
-    The schedules SB3 pickled with the model are replaced by constants on load (acting needs none), so that
-    a model saved by another Python version still loads (rl-baselines3-zoo's ``enjoy`` does the same).
+    ``fmt`` :data:`~bench.algos.sb3_saved.SB3_ZIP` (bench before): through SB3's ``load``, only with ``trust``.
+
+    :raises bench.algos.saved_files.Refused: a file that is not what bench writes, or weights that do not fit.
     """
-    model = _model_class(algo).load(io.BytesIO(files["zip"]), device="cpu", custom_objects={
-        "learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0,
-        "exploration_schedule": lambda _: 0.0})
-    vecnorm = pickle.loads(files["vecnormalize.pkl"]) if "vecnormalize.pkl" in files else None
+    import gymnasium as gym
 
-    return _acting(model, vecnorm, deterministic)
+    if fmt == SB3_ZIP:
+        if not trust:
+            raise Refused("zip", f"SB3's zip of pickled objects, loaded only with trust=True (bench eval --trust); "
+                                 f"allowed: {RESAVE}")
+        return restore_zip(files, _model_class(algo), deterministic=deterministic)
+    saved = read(files)
+    p: Any = params
+    cls = _model_class(algo).policy_aliases[saved.policy]  # type: ignore[attr-defined]
+    spaces = (saved.observation_space, saved.action_space)
+    try:
+        if algo in OFF_POLICY:
+            pk = _off_policy_policy_kwargs(p)
+            if algo == "sac":  # OffPolicyAlgorithm gives gSDE to the policies of algorithms that support it
+                pk.update(use_sde=p.use_sde, **({"log_std_init": p.log_std_init} if p.use_sde else {}))
+            policy = cls(*spaces, lambda _: 0.0, **pk)
+        else:
+            policy = cls(*spaces, lambda _: 0.0, use_sde=p.use_sde, **policy_kwargs(
+                params, continuous=isinstance(saved.action_space, gym.spaces.Box), separate_critic=algo == "trpo",
+                frames=saved.observation_space.shape if saved.policy == "CnnPolicy" else None))
+    except (AssertionError, TypeError, ValueError, RuntimeError) as e:  # SB3's own checks of spaces and kwargs
+        raise Refused("sb3.json", f"spaces SB3's {saved.policy} of {algo} cannot be built on ({type(e).__name__}); "
+                                  f"allowed: {RESAVE}") from None
+    try:
+        policy.load_state_dict(saved.state_dict)
+    except RuntimeError:  # names or shapes that differ from the network the hyperparameters build
+        raise Refused("sb3.pt", f"weights that do not fit the {algo} network the manifest's hyperparameters build; "
+                                f"allowed: the files bench saved with that manifest ({RESAVE})") from None
+    policy.set_training_mode(False)
+    return acting(policy.predict, saved.normalize, deterministic, exploration_rate=saved.exploration_rate,
+                  action_space=saved.action_space)

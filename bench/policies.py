@@ -18,17 +18,23 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
 import numpy as np
 
+from bench.algos.saved_files import RESAVE, Refused
 from bench.run.saving import policies_dir
 from bench.storage.urls import DEFAULT_URL
 
 #: Which saved policy to load: the one at the best evaluation when the run kept it, else the final one.
 Kind = Literal["auto", "best", "final"]
+
+
+#: The flag of ``bench eval`` (``trust=True`` in :func:`load_policy`) that loads files which run code.
+TRUST_FLAG = "--trust"
 
 
 class PolicyError(ValueError):
@@ -117,8 +123,10 @@ def find_run(store: Any, run: str, where: str = "the store") -> dict[str, Any]:
 # Loading
 # --------------------------------------------------------------------------- #
 def load_policy(run: str, store: str = DEFAULT_URL, *, kind: Kind = "auto", artifacts: str | None = None,
-                deterministic: bool = True) -> LoadedPolicy:
+                deterministic: bool = True, trust: bool = False) -> LoadedPolicy:
     """Load a run's saved policy from ``store`` (a store URL).
+
+    Its files are read as data (tensors, arrays, JSON: :mod:`bench.algos.saved_files`); nothing in them is run.
 
     :param run: a run key or unique prefix of one, or a selector such as ``label=ppo-bench,env=CartPole-v1,seed=0``.
     :param kind: ``best`` (the policy at the best periodic evaluation), ``final`` (after the last update), or
@@ -126,8 +134,13 @@ def load_policy(run: str, store: str = DEFAULT_URL, *, kind: Kind = "auto", arti
     :param artifacts: the policies folder, where it is no longer where the run wrote it (its store's
         default, :func:`bench.run.saving.policies_dir`, is tried next).
     :param deterministic: act with the distribution's mode, as the periodic evaluation did; else sample.
-    :raises PolicyError: no such run, or no saved policy of that kind (one line).
+    :param trust: also load what runs code: an SB3 policy saved by an earlier bench (SB3's zip and
+        VecNormalize's pickle, unpickled), and an env key ``module:EnvId`` whose module is not imported yet
+        (imported). Only for files you trust (``bench eval --trust``).
+    :raises PolicyError: no such run, no saved policy of that kind, or a file refused (one line that names it).
     """
+    from bench.algos.sb3_saved import SB3_STATE, SB3_ZIP
+    from bench.envs.registry import parse_env_key
     from bench.storage.schema import StoreMissing
     from bench.storage.store import Store
     from bench.storage.urls import check_url, describe_url
@@ -145,27 +158,89 @@ def load_policy(run: str, store: str = DEFAULT_URL, *, kind: Kind = "auto", arti
         raise PolicyError(f"--kind: run {row['key']} kept {', '.join(sorted(kept)) or 'no policy'}, not {chosen}; "
                           f"allowed: {', '.join(sorted(kept))} or auto")
     folder = _folder(row["key"], info.get("dir"), url, artifacts, f"{chosen}.json")
-    manifest = json.loads((folder / f"{chosen}.json").read_text())
-    files = {suffix: (folder / name).read_bytes() for suffix, name in manifest["files"].items()}
-    env = _env(manifest["env_id"])
+    manifest, params = _manifest(folder / f"{chosen}.json")
+    names: dict[str, str] = manifest["files"]
+    if manifest["format"] == SB3_ZIP and not trust:
+        old = " and ".join(str(folder / n) for n in names.values())
+        raise PolicyError(f"{old}: an SB3 policy saved by an earlier bench as SB3's zip (and VecNormalize's pickle), "
+                          f"whose pickled objects run code when loaded; bench loads it only with {TRUST_FLAG} "
+                          f"(bench.api: trust=True); allowed: {RESAVE}, or {TRUST_FLAG} for files you trust")
+    module = parse_env_key(manifest["env_id"])[0]
+    if module and module not in sys.modules and not trust:
+        raise PolicyError(f"{folder / f'{chosen}.json'}: env {manifest['env_id']!r} would import module {module!r}, "
+                          f"which the saved policy names; bench imports it only with {TRUST_FLAG} (bench.api: "
+                          f"trust=True); allowed: {TRUST_FLAG} for a module you trust, or import it first")
+    files = {suffix: (folder / name).read_bytes() for suffix, name in names.items() if (folder / name).is_file()}
+    try:
+        env = _env(manifest["env_id"])
+    except (KeyError, ValueError) as e:  # an env this machine does not have (or a manifest that names none)
+        raise PolicyError(f"{folder / f'{chosen}.json'}: env {manifest['env_id']!r}: {str(e).strip(chr(34) + chr(39))}") from None
     obs_space, action_space = env.observation_space, env.action_space
     env.close()
-    if manifest["format"] == "sb3":
-        from bench.baselines import restore_sb3
+    try:
+        if manifest["format"] in (SB3_STATE, SB3_ZIP):
+            from bench.baselines import restore_sb3
 
-        act = restore_sb3(files, manifest["algo"], deterministic=deterministic)
-    else:
-        from bench.algos.checkpoint import restore
-        from bench.algos.hyperparams import PARAMS
+            act = restore_sb3(manifest["format"], files, manifest["algo"], params, deterministic=deterministic,
+                              trust=trust)
+        else:
+            from bench.algos.checkpoint import restore
 
-        act = restore(manifest["format"], files, algo=manifest["algo"],
-                      params=PARAMS[manifest["algo"]].model_validate(manifest["hyperparams"]),
-                      obs_space=obs_space, action_space=action_space, deterministic=deterministic)
+            act = restore(manifest["format"], files, algo=manifest["algo"], params=params, obs_space=obs_space,
+                          action_space=action_space, deterministic=deterministic)
+    except Refused as e:
+        raise PolicyError(f"{folder / names.get(e.suffix, f'{chosen}.{e.suffix}')}: {e.why}") from None
+    except Exception as e:  # noqa: BLE001 - only a trusted old SB3 zip gets here: SB3's load, whatever it raises
+        if manifest["format"] != SB3_ZIP:
+            raise
+        raise PolicyError(f"{folder / names.get('zip', f'{chosen}.zip')}: SB3 could not load it "
+                          f"({type(e).__name__}: {' '.join(str(e).split())[:200]}); allowed: {RESAVE}") from None
     eval_return = manifest.get("eval_return")
     return LoadedPolicy(key=row["key"], label=row["label"], env_id=manifest["env_id"], algo=manifest["algo"],
                         impl=manifest["impl"], seed=int(manifest["seed"]), kind=chosen, step=int(manifest["step"]),
                         eval_return=None if eval_return is None else float(eval_return), folder=folder,
                         observation_space=obs_space, action_space=action_space, batch_act=act)
+
+
+def _manifest(path: Path) -> tuple[dict[str, Any], Any]:
+    """A policy's manifest (:func:`bench.run.saving.save_policies`) and the hyperparameters it holds, checked:
+    a manifest bench did not write is one line that names it."""
+    from pydantic import ValidationError
+
+    from bench.algos.checkpoint import TORCH
+    from bench.algos.hyperparams import PARAMS
+    from bench.algos.reinforce_numpy import LINEAR
+    from bench.algos.sb3_saved import SB3_STATE, SB3_ZIP
+    from bench.envs.registry import parse_env_key
+
+    formats = (TORCH, LINEAR, SB3_STATE, SB3_ZIP)
+
+    def bad(what: str) -> PolicyError:
+        return PolicyError(f"{path}: {what}; not a manifest bench wrote (or changed since); allowed: {RESAVE}")
+
+    try:
+        m = json.loads(path.read_text())
+    except (UnicodeDecodeError, ValueError):
+        raise bad("not JSON") from None
+    if not isinstance(m, dict):
+        raise bad("not a JSON object")
+    for key, types in (("format", str), ("files", dict), ("env_id", str), ("algo", str), ("impl", str),
+                       ("hyperparams", dict), ("seed", int), ("step", int)):
+        if not isinstance(m.get(key), types):
+            raise bad(f"{key!r} missing or of the wrong type")
+    if m["format"] not in formats:
+        raise bad(f"format {m['format']!r}, allowed: {', '.join(formats)}")
+    for suffix, name in m["files"].items():  # plain names in the policy's own folder, nowhere else
+        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+            raise bad(f"files.{suffix}: {name!r} is not a file name in the policy's folder")
+    if m["algo"] not in PARAMS:
+        raise bad(f"algo {m['algo']!r}, allowed: {', '.join(sorted(PARAMS))}")
+    try:
+        params = PARAMS[m["algo"]].model_validate(m["hyperparams"])
+        parse_env_key(m["env_id"])
+    except (ValidationError, ValueError) as e:
+        raise bad(" ".join(str(e).split())[:200]) from None
+    return m, params
 
 
 def _folder(key: str, recorded: str | None, url: str, artifacts: str | None, probe: str) -> Path:

@@ -101,11 +101,14 @@ def test_smoke_runs_are_recorded_like_every_run(tiny_store):
         assert (eps["key"] == r["key"]).sum() >= 1 and eps.loc[eps["key"] == r["key"], "cpu_s"].notna().all()
         meta = r["meta"] if isinstance(r["meta"], dict) else __import__("json").loads(r["meta"])
         assert "stable-baselines3" in meta.get("versions", {}) and meta.get("git_commit")
-        # The saved policy acts in its env's action space (SB3's own zip, read back).
-        from bench.api import load_policy
+        # The saved policy (its state dict, rebuilt on SB3's policy class) acts in its env's action space and
+        # plays the run's last evaluation episode to the same return (the last report is at the budget's end).
+        from bench.api import evaluate, load_policy
 
         pi = load_policy(r["key"], url, kind="final")
         assert pi.action_space.contains(pi.act(pi.observation_space.sample()).astype(pi.action_space.dtype))
+        last = db.evaluations_of(r["key"]).iloc[-1]
+        assert pi.step == last["step"] and evaluate(pi, 1).mean == pytest.approx(last["mean_return"], rel=1e-6), algo
 
 
 def test_the_same_seed_gives_the_same_returns(tiny_store):

@@ -242,3 +242,156 @@ def test_saving_and_mirroring_leave_a_seeds_returns_unchanged(tmp_path, impl):
     assert list((tmp_path / "tb").rglob("events.out.tfevents.*"))  # and it did mirror
     assert plain.ep_return == kept.ep_return and plain.ep_step == kept.ep_step
     assert [e[:1] + e[2:] for e in plain.evals] == [e[:1] + e[2:] for e in kept.evals]  # wall clock aside
+
+
+# --------------------------------------------------------------------------- #
+# What bench trusts: saved files are data (docs/recorded.md#what-bench-trusts)
+# --------------------------------------------------------------------------- #
+class _Plant:
+    """A pickle that, unpickled, creates the file ``path``: stands for any code a file can carry."""
+
+    def __init__(self, path: Path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def _torch_bytes(obj) -> bytes:
+    import io
+
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def _old_zip(plant: _Plant) -> bytes:
+    """SB3's zip layout (``save_util.save_to_zip_file``) with a cloudpickled object in its ``data`` entry, as SB3
+    writes every attribute JSON cannot hold (``{":type:", ":serialized:"}``, base64 of the pickle)."""
+    import base64
+    import io
+    import pickle
+    import zipfile
+
+    buf = io.BytesIO()
+    data = {"policy_class": {":type:": "<class 'type'>", ":serialized:": base64.b64encode(pickle.dumps(plant)).decode()}}
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("data", json.dumps(data))
+        z.writestr("_stable_baselines3_version", "2.9.0")
+    return buf.getvalue()
+
+
+def _plant_case(case: str, folder: Path, marker: Path) -> tuple[str, str]:
+    """Tamper with the best policy in ``folder`` as ``case`` says; returns (the file the refusal must name, words)."""
+    plant = _Plant(marker)
+    manifest = json.loads((folder / "best.json").read_text())
+    if case == "own .pt":
+        (folder / "best.pt").write_bytes(_torch_bytes({"state_dict": plant, "share_features": True, "critic": True}))
+        return "best.pt", "holds a pickle of objects other than tensors"
+    if case == "own .pt, a bare pickle":
+        import pickle
+
+        (folder / "best.pt").write_bytes(pickle.dumps(plant))
+        return "best.pt", "holds a pickle of objects other than tensors"
+    if case == "sb3 weights":
+        (folder / "best.sb3.pt").write_bytes(_torch_bytes({"mlp_extractor.policy_net.0.weight": plant}))
+        return "best.sb3.pt", "holds a pickle of objects other than tensors"
+    if case in ("sb3 normaliser", "sb3 normaliser, an object array"):
+        import io
+        import pickle
+
+        buf = io.BytesIO()
+        np.savez(buf, mean=np.array([plant], dtype=object), var=np.ones(4), count=1.0, clip_obs=10.0, epsilon=1e-8)
+        (folder / "best.vecnormalize.npz").write_bytes(pickle.dumps(plant) if case == "sb3 normaliser" else buf.getvalue())
+        manifest["files"]["vecnormalize.npz"] = "best.vecnormalize.npz"
+        words = "holds pickled Python objects"
+        name = "best.vecnormalize.npz"
+    elif case == "sb3 spaces":
+        meta = json.loads((folder / "best.sb3.json").read_text())
+        (folder / "best.sb3.json").write_text(json.dumps({**meta, "policy": "builtins:open"}))
+        return "best.sb3.json", "policy class 'builtins:open' is not one bench builds"
+    elif case in ("old zip", "old vecnormalize.pkl"):
+        import pickle
+
+        (folder / "best.zip").write_bytes(_old_zip(plant))
+        manifest.update(format="sb3", files={"zip": "best.zip"})
+        name, words = "best.zip", "--trust"
+        if case == "old vecnormalize.pkl":
+            (folder / "best.vecnormalize.pkl").write_bytes(pickle.dumps(plant))
+            manifest["files"]["vecnormalize.pkl"] = name = "best.vecnormalize.pkl"
+    elif case == "manifest":
+        (folder / "best.json").write_bytes(b"\x80\x04" + json.dumps(manifest).encode())
+        return "best.json", "not JSON"
+    elif case == "env module":
+        (marker.parent / "plantmod.py").write_text(f"open({str(marker)!r}, 'w')\n")
+        manifest["env_id"] = "plantmod:CartPole-v1"
+        name, words = "best.json", "would import module 'plantmod'"
+    (folder / "best.json").write_text(json.dumps(manifest))
+    return name, words
+
+
+@pytest.mark.parametrize("label, case", [
+    ("ppo-bench", "own .pt"), ("ppo-bench", "own .pt, a bare pickle"), ("ppo-bench", "manifest"),
+    ("ppo-bench", "env module"), ("ppo-sb3", "sb3 weights"), ("ppo-sb3", "sb3 normaliser"),
+    ("ppo-sb3", "sb3 normaliser, an object array"), ("ppo-sb3", "sb3 spaces"), ("ppo-sb3", "old zip"),
+    ("ppo-sb3", "old vecnormalize.pkl"),
+])
+def test_a_planted_file_is_refused_in_one_line_and_never_run(saved, tmp_path, monkeypatch, label, case):
+    """A saved file that would run code when loaded (or is not bench's) is one line naming it, exit 2; the code
+    in it never runs (the marker its pickle would create does not exist)."""
+    import pickle
+    import shutil
+    import sys
+
+    from bench.api import load_policy
+
+    home, url = saved
+    marker = tmp_path / "ran"
+    pickle.loads(pickle.dumps(_Plant(tmp_path / "control")))  # the plant is real: unpickling it runs its code
+    assert (tmp_path / "control").exists()
+    art = tmp_path / "policies"
+    shutil.copytree(home / "results" / "bench.policies", art)
+    folder = art / load_policy(f"label={label}", url).key
+    monkeypatch.syspath_prepend(str(tmp_path))  # where the env module's file is, importable
+    name, words = _plant_case(case, folder, marker)
+    r = CliRunner().invoke(app, ["eval", f"label={label}", "--store", url, "--artifacts", str(art), "--episodes", "1"])
+    lines = r.stderr.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1, (r.exit_code, r.stderr, r.stdout)
+    assert str(folder / name) in lines[0].split(": ")[0] and words in lines[0], lines[0]
+    assert "internal error" not in lines[0] and not marker.exists() and "plantmod" not in sys.modules
+
+
+def test_an_old_sb3_policy_loads_with_trust_and_acts_the_same(saved, tmp_path):
+    """An SB3 policy in the layout bench wrote before (SB3's zip) is refused, naming --trust; with it, it goes
+    through SB3's load and acts as the same weights saved as data."""
+    import shutil
+
+    import torch
+    from stable_baselines3 import PPO
+
+    from bench.algos.hyperparams import PARAMS
+    from bench.api import evaluate, load_policy
+    from bench.baselines import policy_kwargs
+
+    home, url = saved
+    pi = load_policy("label=ppo-sb3", url)
+    art = tmp_path / "policies"
+    shutil.copytree(home / "results" / "bench.policies", art)
+    folder = art / pi.key
+    manifest = json.loads((folder / "best.json").read_text())
+    params = PARAMS["ppo"].model_validate(manifest["hyperparams"])
+    model = PPO("MlpPolicy", "CartPole-v1", policy_kwargs=policy_kwargs(params, continuous=False), device="cpu")
+    model.policy.load_state_dict(torch.load(folder / "best.sb3.pt", weights_only=True))
+    model.save(folder / "best.zip")
+    for f in ("best.sb3.pt", "best.sb3.json"):
+        (folder / f).unlink()
+    (folder / "best.json").write_text(json.dumps({**manifest, "format": "sb3", "files": {"zip": "best.zip"}}))
+    args = ["eval", "label=ppo-sb3", "--store", url, "--artifacts", str(art), "--episodes", "2"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2 and "best.zip" in r.stderr and "--trust" in r.stderr and "save: final or best" in r.stderr
+    r = CliRunner().invoke(app, [*args, "--trust"])
+    assert r.exit_code == 0, r.stderr
+    old = load_policy("label=ppo-sb3", url, artifacts=str(art), trust=True)
+    assert evaluate(old, 2).returns == evaluate(pi, 2).returns

@@ -29,6 +29,7 @@ import torch
 from bench.algos.common import Normalizer
 from bench.algos.policy import ActorCritic, make_policy
 from bench.algos.reinforce_numpy import LINEAR, restore_linear
+from bench.algos.saved_files import RESAVE, Refused, field, tensors
 from bench.storage.record import PolicyFn, SavablePolicy
 
 #: The file format of a torch actor-critic (the pure-NumPy REINFORCE's is ``LINEAR``, its module's).
@@ -73,6 +74,7 @@ def restore(fmt: str, files: dict[str, bytes], *, algo: str, params: Any, obs_sp
     :param obs_space: the env's single observation space, ``action_space`` its single action space.
     :param deterministic: the distribution's mode (as periodic evaluation acts), else a sample.
     :raises ValueError: an unknown format.
+    :raises bench.algos.saved_files.Refused: a file that is not what bench writes (a pickle of objects included).
     """
     continuous = isinstance(action_space, gym.spaces.Box)
     low, high = (action_space.low, action_space.high) if continuous else (None, None)
@@ -80,7 +82,13 @@ def restore(fmt: str, files: dict[str, bytes], *, algo: str, params: Any, obs_sp
         return restore_linear(files, obs_space, action_space, deterministic=deterministic)
     if fmt != TORCH:
         raise ValueError(f"unknown policy format {fmt!r}; allowed: {TORCH}, {LINEAR}")
-    saved = torch.load(io.BytesIO(files["pt"]), map_location="cpu", weights_only=True)
+    saved = tensors(files, "pt")
+    shape_ok = isinstance(saved, dict) and isinstance(saved.get("state_dict"), dict) and \
+        isinstance(saved.get("obs_norm"), (dict, type(None)))
+    field(saved, "share_features", (bool,), "pt")
+    field(saved, "critic", (bool,), "pt")
+    if not shape_ok:
+        raise Refused("pt", f"not bench's format (state_dict, obs_norm); allowed: {RESAVE}")
 
     class _Spaces:  # what make_policy reads of a vector env
         single_observation_space, single_action_space = obs_space, action_space
@@ -88,10 +96,14 @@ def restore(fmt: str, files: dict[str, bytes], *, algo: str, params: Any, obs_sp
     policy = make_policy(_Spaces(), params, share_features=saved["share_features"])  # type: ignore[arg-type]
     if not saved["critic"]:
         policy.vf = None
-    policy.load_state_dict(saved["state_dict"])
+    try:
+        policy.load_state_dict(saved["state_dict"])
+        stats = saved["obs_norm"]
+        norm = Normalizer.frozen(obs_space.shape, None if stats is None else {k: v.numpy() for k, v in stats.items()})
+    except (RuntimeError, KeyError, TypeError, ValueError, AttributeError):  # names or shapes the network lacks
+        raise Refused("pt", f"weights or statistics that do not fit the {algo} network the manifest's hyperparameters "
+                            f"build and the env's observations; allowed: the files bench saved with it ({RESAVE})") from None
     policy.eval()
-    stats = saved["obs_norm"]
-    norm = Normalizer.frozen(obs_space.shape, None if stats is None else {k: v.numpy() for k, v in stats.items()})
 
     def act(raw: np.ndarray) -> np.ndarray:
         obs = norm.obs(np.asarray(raw), update=False)

@@ -44,6 +44,7 @@ import numpy as np
 from bench.algos.common import Normalizer, episode_cap, explained_variance, step_sub_envs
 from bench.algos.loop import Schedule, Steps, drive
 from bench.algos.hyperparams import REINFORCEParams
+from bench.algos.saved_files import RESAVE, Refused, arrays
 from bench.envs import make_vec_env
 from bench.storage.record import RecorderProtocol, SavablePolicy
 
@@ -405,15 +406,18 @@ def linear_checkpoint(policy: LinearPolicy, norm: Normalizer) -> dict[str, Any]:
 def restore_linear(files: dict[str, bytes], obs_space: gym.Space, action_space: gym.Space, *,
                    deterministic: bool = True) -> Callable[[np.ndarray], np.ndarray]:
     """The saved linear policy (:func:`linear_checkpoint`) on raw observations: a batch in, a batch of actions out."""
-    data = np.load(io.BytesIO(files["npz"]))
-    W = data["W"]
-    lin = LinearPolicy(W.shape[0], n_actions=W.shape[1]) if bool(data["discrete"]) else \
-        LinearPolicy(W.shape[0], action_dim=W.shape[1])
-    lin.W = W
-    if not lin.discrete:
-        lin.log_std = data["log_std"]
-    state = ({"mean": data["obs_mean"], "var": data["obs_var"], "count": float(data["obs_count"])}
-             if bool(data["normalize"]) else None)
+    data = arrays(files, "npz")  # arrays only: a pickle is refused
+    try:
+        W = data["W"]
+        lin = LinearPolicy(W.shape[0], n_actions=W.shape[1]) if bool(data["discrete"]) else \
+            LinearPolicy(W.shape[0], action_dim=W.shape[1])
+        lin.W = W
+        if not lin.discrete:
+            lin.log_std = data["log_std"]
+        state = ({"mean": data["obs_mean"], "var": data["obs_var"], "count": float(data["obs_count"])}
+                 if bool(data["normalize"]) else None)
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise Refused("npz", f"not bench's format (W, discrete, normalize ...); allowed: {RESAVE}") from None
     norm = Normalizer.frozen(obs_space.shape, state)
     rng = np.random.default_rng()
 

@@ -320,9 +320,16 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
     # read without importing a user's env package; the registry is asked only where a store written
     # before env_facts lacks something (a run whose suite row is gone, a time scale measured later).
     facts = db.env_facts()
+    notes: list[str] = []
     for env_id in runs["env"].unique():
         if env_id not in traits and env_id in facts:  # a run whose suite row is gone: what the store recorded
             traits[env_id] = dict(facts[env_id])
+        elif env_id not in traits and _module_of(env_id):
+            # Nor recorded, and a module:EnvId key: reading a store runs none of the modules it names.
+            traits[env_id] = dict(threshold=None, action="unknown", obs="unknown", reward="unknown", family="other",
+                                  time_scale_us=None)
+            notes.append(f"{env_id}: the store records no traits for it, and bench does not import module "
+                         f"{_module_of(env_id)!r} that the store names to read them; left out of cross-env scores")
         elif env_id not in traits:  # nor recorded (an old store): the registry, which may build the env
             from bench.envs import get_spec
 
@@ -334,7 +341,6 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
             from bench.envs import registered_time_scale
 
             traits[env_id]["time_scale_us"] = registered_time_scale(env_id)
-    notes: list[str] = []
     off = runs["algo"].isin(OFF_POLICY)
     on_flags, budgets, cpu_budgets = _pool(runs[~off], traits, notes)
     off_flags, off_budgets, _ = _pool(runs[off], traits, notes)
@@ -347,7 +353,7 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
 
     thresholds = {e: traits[e].get("threshold") for e in {**off_budgets, **budgets}}
     families = {e: traits[e].get("family") for e in thresholds}
-    anch = (ensure_anchors(db, thresholds, log=log, families=families) if anchors
+    anch = (ensure_anchors(db, thresholds, log=log, families=families, imports=False) if anchors
             else stored_anchors(db, thresholds, families=families))
     for e in thresholds:
         a = anch.get(e)
@@ -368,6 +374,13 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
                      "as its speed allowed.")
     sens = db.sensitivity(_sensitivity) if sensitivity else None
     return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes, cpu_budgets, off_budgets)
+
+
+def _module_of(env_id: str) -> str | None:
+    """The module of a ``module:EnvId`` env key (``None`` for a plain id), read from the key alone."""
+    from bench.envs.registry import parse_env_key
+
+    return parse_env_key(env_id)[0]
 
 
 def _cpu_limit(config: Any) -> float:

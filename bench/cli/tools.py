@@ -159,8 +159,13 @@ def eval_(
     kind: str = typer.Option("auto", "--kind", help="best | final | auto (best where the run kept it)."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, help="First episode's seed (default: the run's eval seed)."),
     artifacts: Optional[str] = typer.Option(None, "--artifacts", help="The policies folder, if it moved."),
+    trust: bool = typer.Option(False, "--trust", help="Also load files that run code: an SB3 policy saved by an "
+                               "earlier bench (SB3's zip, VecNormalize's pickle) and a module:EnvId env's module. "
+                               "Only for files you trust."),
 ) -> None:
-    """Run a saved policy (suite save: final | best) for N episodes: mean ± sd return, and an MP4 with --video."""
+    """Run a saved policy (suite save: final | best) for N episodes: mean ± sd return, and an MP4 with --video.
+
+    Saved files are read as data (tensors, arrays, JSON); a file that is not, or not bench's, is refused in one line."""
     _choice("--kind", kind, ("auto", "best", "final"))
     if video is not None and (why := api.video_missing() or (None if video.suffix.lower() == ".mp4" else
                                                          f"--video: {video} is not an .mp4 file; allowed: FILE.mp4")):
@@ -168,7 +173,8 @@ def eval_(
     if video is not None:
         _writable("--video", video, folder=False)
     try:
-        pi = api.load_policy(run_, _check_url(store), kind=kind, artifacts=artifacts)  # type: ignore[arg-type]
+        pi = api.load_policy(run_, _check_url(store), kind=kind, artifacts=artifacts,  # type: ignore[arg-type]
+                             trust=trust)
         ev = api.evaluate(pi, episodes, seed=seed, video=video)
     except api.PolicyError as e:
         raise _bad_input(str(e)) from None

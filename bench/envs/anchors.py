@@ -63,14 +63,16 @@ def episodes_for(env_id: str, family: str | None = None) -> int:
     """Random-policy episodes of an env's anchor. ``family`` as the store recorded it (``env_meta``,
     ``env_facts``) is enough; without it the registry is asked, which imports the env's package."""
     if family is None:
-        from bench.envs.registry import get_spec
+        from bench.envs.registry import get_spec, parse_env_key
 
+        if parse_env_key(env_id)[0]:  # a module:EnvId key: its module is not imported to read a store that names it
+            return EPISODES
         family = get_spec(env_id).family
     return ATARI_EPISODES if family == "atari" else EPISODES
 
 
 def ensure_anchors(store, thresholds: dict[str, float], log=None,
-                   families: dict[str, str | None] | None = None) -> dict[str, Anchor]:
+                   families: dict[str, str | None] | None = None, *, imports: bool = True) -> dict[str, Anchor]:
     """The anchor of every env in ``thresholds`` at that threshold, computing and storing missing ones.
 
     :param store: a :class:`bench.storage.store.Store`.
@@ -79,7 +81,12 @@ def ensure_anchors(store, thresholds: dict[str, float], log=None,
         whose env cannot be built to compute it (its package is not importable here: it is left out).
     :param families: env id → its family as the store recorded it, so that stored anchors are found
         without importing the env (see :func:`episodes_for`).
+    :param imports: whether a ``module:EnvId`` env may be played to compute its anchor, which imports its
+        module. ``False`` where the store is read (report, recommend, pack): a store or pack from elsewhere
+        names modules, and reading it must run none of them; such an env without a stored anchor is left out.
     """
+    from bench.envs.registry import parse_env_key
+
     have = store.anchors()
     out = {}
     for env_id, thr in thresholds.items():
@@ -92,6 +99,11 @@ def ensure_anchors(store, thresholds: dict[str, float], log=None,
             known = [r.random_return for (e, _, k, sd), r in have.items() if (e, k, sd) == (env_id, n, SEED)]
             if known:
                 random_return = float(known[0])
+            elif not imports and parse_env_key(env_id)[0]:
+                if log:
+                    log(f"{env_id}: no stored anchor, and bench does not import module {parse_env_key(env_id)[0]!r} "
+                        "that the store names to play it; left out of cross-env scores")
+                continue
             else:
                 if log:
                     log(f"computing the random-policy anchor of {env_id} ({n} episodes, seed {SEED}) once; it is stored")

@@ -7,11 +7,19 @@ gets a folder named by its key in the store's policies folder:
 - any other store (PostgreSQL) → ``results/policies/<key>/``, or ``bench run --artifacts DIR``.
 
 In it, per kept policy (``final``: after the last update; ``best``: at the best periodic evaluation),
-the policy's files (``final.pt`` for the project's own torch policies, ``final.npz`` for the NumPy
-REINFORCE, SB3's ``final.zip`` with ``final.vecnormalize.pkl`` when the run normalised) and a
-manifest ``final.json`` with what acting needs besides: the format, the env key, the algorithm and
-implementation, and the hyperparameters that built the network. The run's ``meta["policies"]`` in the
-store says where the folder is and what it holds. A run that failed keeps no policy.
+the policy's files and a manifest ``final.json`` with what acting needs besides: the format, the env
+key, the algorithm and implementation, and the hyperparameters that built the network. The files are
+data only, read back without unpickling anything (:mod:`bench.algos.saved_files`):
+
+- ``final.pt``, the project's own torch policies: tensors and plain values (:mod:`bench.algos.checkpoint`);
+- ``final.npz``, the NumPy REINFORCE: arrays;
+- SB3 (:mod:`bench.algos.sb3_saved`): ``final.sb3.pt`` (the policy's state dict), ``final.sb3.json``
+  (its policy class and spaces) and, when the run normalised observations, ``final.vecnormalize.npz``.
+  Earlier versions wrote SB3's ``final.zip`` and ``final.vecnormalize.pkl`` (pickles), which
+  ``bench eval`` reads only with ``--trust``.
+
+The run's ``meta["policies"]`` in the store says where the folder is and what it holds. A run that
+failed keeps no policy.
 """
 
 from __future__ import annotations
