@@ -66,3 +66,10 @@ def simulate(session: nox.Session) -> None:
     """The full simulation of `bench recommend`'s profile rule (docs/statistics.md, "How many envs")."""
     _install(session)
     session.run("python", "scripts/simulate_generalise.py", *session.posargs)
+
+
+@nox.session(python="3.11")
+def race(session: nox.Session) -> None:
+    """docs/race.md's tables: races replayed on the shipped reference (`-- --explore`: the whole design search)."""
+    _install(session)
+    session.run("python", "scripts/race_replay.py", *session.posargs)

@@ -205,7 +205,8 @@ def table(envs: list[EnvRuns]) -> None:
                      until_one=False)
     naive = baseline(ALPHA)
     rows = [chosen, finish] + [baseline(a) for a in (0.01, 0.05, 0.2)] + [
-        replace(naive, name=naive.name + ", until one", until_one=True)]
+        replace(naive, name=naive.name + ", until one", until_one=True),
+        replace(naive, name=f"naive's rungs, held score, alpha {ALPHA:g}", score="held")]
     print(f"Chosen on the first half: **{chosen.name}**.\n")
     print("| design | all envs: tied-best, median CPU | first half | second half | vector and pixels |\n"
           "|---|---|---|---|---|")
