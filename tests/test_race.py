@@ -61,6 +61,15 @@ def test_race_step_adjusts_over_labels_with_holm():
     assert [s.label for s in rc.race_step(scores, alpha=0.06).stopped] == ["x", "y"]
 
 
+def test_race_step_with_a_margin_asks_for_a_label_to_be_that_far_behind():
+    behind = LEADER - 0.5  # the leader's spread, half a point lower: ruled out at once without a margin
+    assert rc.race_step({"a": LEADER, "b": behind}, alpha=0.05).kept == ("a",)
+    # With a margin of 0.6 the test is of b + 0.6 (mean 1.1) below the leader's 1.0: it is not, so b stays.
+    assert rc.race_step({"a": LEADER, "b": behind}, alpha=0.05, margin=0.6).kept == ("a", "b")
+    r = rc.race({"a": np.stack([LEADER, LEADER]), "b": np.stack([behind, behind])}, (0.05, 0.05), margins=(0.6, 0.0))
+    assert r.reached == {"a": 1, "b": 1} and r.kept == ("a",)
+
+
 def test_rung_alphas_share_alpha_over_the_rungs():
     assert rc.rung_alphas(0.05, 3, "none") == (0.05, 0.05, 0.05)
     assert rc.rung_alphas(0.06, 3, "equal") == pytest.approx((0.02, 0.02, 0.02))
@@ -140,3 +149,21 @@ def test_prefix_scores_by_hand():
 def test_prefix_cpu_interpolates_the_stamps_and_ends_at_the_run_s_cpu():
     cpu = rc.prefix_cpu(STEPS, np.array([1.0, 2.0, 3.0, 4.0]), 5.0, budget=40, fractions=(0.125, 0.5, 0.75, 1.0))
     np.testing.assert_allclose(cpu, [0.5, 2.0, 3.0, 5.0])
+
+
+@pytest.mark.heavy
+def test_docs_race_tables_are_what_the_replay_prints():
+    """docs/race.md's tables are scripts/race_replay.py's output on the shipped reference (about 30 s of CPU)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, "scripts/race_replay.py"], capture_output=True, text=True, cwd=root,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr
+    doc = (root / "docs" / "race.md").read_text().splitlines()
+    rows = [line for line in p.stdout.splitlines() if line.startswith("| ")]
+    assert len(rows) > 30
+    missing = [r for r in rows if r not in doc]
+    assert not missing, missing

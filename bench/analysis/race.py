@@ -78,12 +78,14 @@ def welch_below(x: np.ndarray, leader: np.ndarray) -> float:
     return float(dist.t_cdf(diff / se, df))
 
 
-def race_step(scores: Mapping[str, np.ndarray], *, alpha: float) -> RaceStep:
+def race_step(scores: Mapping[str, np.ndarray], *, alpha: float, margin: float = 0.0) -> RaceStep:
     """Which labels stop at one rung.
 
     :param scores: label → its seeds' scores at this rung, shape ``(n_seeds,)`` (seed counts may differ; NaN is a
         seed with no score yet and is left out).
     :param alpha: this rung's level (:func:`rung_alphas`).
+    :param margin: how far behind the leader a label must be shown to be: the test is of "its mean plus
+        ``margin`` is below the leader's" (0: behind at all).
     :returns: the leader (highest mean; ties: the first label given), and each other label kept or stopped: stopped
         when its Holm-adjusted p (over the other labels) is below ``alpha``.
     """
@@ -93,7 +95,7 @@ def race_step(scores: Mapping[str, np.ndarray], *, alpha: float) -> RaceStep:
              for k, v in scores.items()}
     leader = max(means, key=lambda k: means[k])  # max keeps the first of equal values
     others = [k for k in scores if k != leader]
-    p = [welch_below(scores[k], scores[leader]) for k in others]
+    p = [welch_below(np.asarray(scores[k], float) + margin, scores[leader]) for k in others]
     adj = holm(p)
     stopped = tuple(Stop(k, pk, float(a)) for k, pk, a in zip(others, p, adj) if a is not None and a < alpha)
     out = {s.label for s in stopped}
@@ -139,7 +141,7 @@ class Race:
 
 
 def race(scores: Mapping[str, np.ndarray], alphas: Sequence[float], *, first_seeds: int | None = None,
-         until_one: bool = False) -> Race:
+         until_one: bool = False, margins: Sequence[float] | None = None) -> Race:
     """A race decided rung by rung with :func:`race_step`.
 
     :param scores: label → scores shape ``(n_rungs, n_seeds)``: row ``r`` is each seed's score at rung ``r``.
@@ -148,6 +150,7 @@ def race(scores: Mapping[str, np.ndarray], alphas: Sequence[float], *, first_see
         still in at the last rung run all their seeds (``None``: all seeds at every rung).
     :param until_one: end the race at the rung where one label is left (it is the pick; no later rung is run),
         instead of running it on to the full budget.
+    :param margins: each rung's ``margin`` (:func:`race_step`), shape ``(n_rungs,)``; ``None``: 0 at every rung.
     """
     n = len(alphas)
     if not scores:
@@ -167,7 +170,7 @@ def race(scores: Mapping[str, np.ndarray], alphas: Sequence[float], *, first_see
             now[k] = s if last or first_seeds is None else s[:first_seeds]
             reached[k] = r
             seeds[k].append(int(now[k].size))
-        step = race_step(now, alpha=a)
+        step = race_step(now, alpha=a, margin=0.0 if margins is None else float(margins[r]))
         steps.append(step)
         alive = list(step.kept)
         if until_one and len(alive) == 1:
