@@ -6,11 +6,12 @@ it out against the rung's leader (:func:`race_step`): a one-sided Welch test of 
 leader's", Holm-adjusted over the labels tested at that rung, with seeds as the unit on one env. Never for
 ranking below a cut: a label the test cannot tell from the leader stays in, however low it ranks.
 
-Across rungs the error is spent (:func:`rung_alphas`): each rung tests at its share of ``alpha`` and the
-shares sum to ``alpha``, so by the union bound the chance that any true null is rejected at any rung is at
-most ``alpha``, whatever the dependence between rungs. That null is about the score *at the rung*; the
-replay on the shipped reference (``scripts/race_replay.py``, docs/race.md) measures how often the pick is
-tied-best at the full budget.
+Across rungs the error may be spent (:func:`rung_alphas`): with ``equal`` or ``last-half`` each rung tests at
+its share of ``alpha`` and the shares sum to ``alpha``, so by the union bound the chance that any true null is
+rejected at any rung is at most ``alpha``, whatever the dependence between rungs; with ``none`` (the design
+docs/race.md reports) each rung tests at ``alpha``, and that chance is at most ``alpha`` times the rungs. Either
+way the null is about the score *at the rung*, not at the full budget; the replay on the shipped reference
+(``scripts/race_replay.py``, docs/race.md) measures how often the pick is tied-best at the full budget.
 
 Scores a rung can be decided on, from a run's prefix (:func:`prefix_scores`): ``held``, the run's sample score
 (:func:`bench.analysis.metrics.normalised_auc` over the whole budget) with its curve held at its last value
