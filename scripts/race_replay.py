@@ -23,7 +23,7 @@ import argparse
 import itertools
 import sys
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +36,8 @@ from bench.analysis.criteria import ALPHA, CRITERIA  # noqa: E402
 from bench.analysis.stats import iqm  # noqa: E402
 
 CRIT = CRITERIA["sample efficiency"]
+#: What a pick is also judged on, beside: the normalised final return (the naive race decides on the last window).
+FINAL = CRITERIA["final performance"]
 
 
 @dataclass(frozen=True)
@@ -87,11 +89,11 @@ class EnvRuns:
     high: float
     runs: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, int, float]]]  # steps, cpu, ret, window, cpu_s
     final: dict[str, np.ndarray]  # label → auc_steps_norm per seed, the grid's own scores
-    _cache: dict | None = None
+    final_norm: dict[str, np.ndarray]  # label → final_norm per seed
+    _cache: dict = field(default_factory=dict)
 
     def prefix(self, score: str, rungs: tuple[float, ...]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """label → scores ``(n_rungs, n_seeds)`` and CPU seconds to each rung ``(n_rungs, n_seeds)``."""
-        self._cache = self._cache or {}
         key = (score, rungs)
         if key not in self._cache:
             sc, cpu = {}, {}
@@ -106,17 +108,15 @@ class EnvRuns:
     def grid_cpu(self) -> float:
         return float(sum(t for rs in self.runs.values() for *_, t in rs))
 
-    def tied(self) -> tuple[str, set[str]]:
-        """The grid's best label (IQM of the sample score) and its tied set (the permutation test at ALPHA)."""
-        self._cache = self._cache or {}
-        if "tied" not in self._cache:
-            self._cache["tied"] = self._tied()
-        return self._cache["tied"]
-
-    def _tied(self) -> tuple[str, set[str]]:
-        top = max(self.final, key=lambda k: float(iqm(self.final[k])))
-        return top, {top} | {k for k, v in self.final.items()
-                             if k != top and CRIT.compare([self.final[top]], [v]).p_value >= ALPHA}
+    def tied(self, on_final: bool = False) -> tuple[str, set[str]]:
+        """The grid's best label (IQM of the sample score, or with ``on_final`` of the normalised final return) and
+        its tied set (the reference's permutation test at ALPHA)."""
+        if ("tied", on_final) not in self._cache:
+            crit, scores = (FINAL, self.final_norm) if on_final else (CRIT, self.final)
+            top = max(scores, key=lambda k: float(iqm(scores[k])))
+            self._cache[("tied", on_final)] = top, {top} | {
+                k for k, v in scores.items() if k != top and crit.compare([scores[top]], [v]).p_value >= ALPHA}
+        return self._cache[("tied", on_final)]
 
 
 def read(source: str) -> list[EnvRuns]:
@@ -140,8 +140,9 @@ def read(source: str) -> list[EnvRuns]:
                 cpu = e["wall_s"].to_numpy(float) * (float(r["cpu_s"]) / float(r["wall_s"]))
             per.setdefault(r["label"], []).append((steps, cpu, ret, int(r["window"]), float(r["cpu_s"])))
         final = {lb: gg["auc_steps_norm"].to_numpy(float) for lb, gg in g.groupby("label", sort=True)}
+        final_norm = {lb: gg["final_norm"].to_numpy(float) for lb, gg in g.groupby("label", sort=True)}
         out.append(EnvRuns(env, str(data.traits[env].get("obs")), float(data.budgets[env]), a.random_return,
-                           a.threshold, per, final))
+                           a.threshold, per, final, final_norm))
     return out
 
 
@@ -156,6 +157,8 @@ class Outcome:
     cpu: float
     n_tied: int
     n_labels: int
+    #: Whether the pick is tied-best on the normalised final return instead.
+    tied_final: bool
 
 
 def catch_ups(env: EnvRuns, score: str, rungs: tuple[float, ...]) -> list[np.ndarray]:
@@ -193,8 +196,7 @@ def replay(env: EnvRuns, d: Design) -> Outcome:
                      until_one=d.until_one, margins=margins(env, d))
     top, tied = env.tied()
     return Outcome(env.env, env.obs, result.pick, result.kept, top, result.pick in tied,
-                   rc.spent(result, cpu) / env.grid_cpu(),
-                   len(tied), len(env.final))
+                   rc.spent(result, cpu) / env.grid_cpu(), len(tied), len(env.final), result.pick in env.tied(True)[1])
 
 
 def floor(env: EnvRuns, d: Design) -> Outcome:
@@ -209,7 +211,7 @@ def floor(env: EnvRuns, d: Design) -> Outcome:
     pick = max(end.kept, key=lambda k: float(iqm(scores[k][-1])))
     top, tied = env.tied()
     return Outcome(env.env, env.obs, pick, end.kept, top, pick in tied, spent / env.grid_cpu(), len(tied),
-                   len(env.final))
+                   len(env.final), pick in env.tied(True)[1])
 
 
 def headline(outs: list[Outcome]) -> tuple[float, float]:
@@ -259,8 +261,8 @@ def table(envs: list[EnvRuns]) -> None:
                 until_one=True),
         replace(chosen, name=chosen.name + ", margins from the other envs (catch-up quantile 0.75)", catch_up=0.75)]
     print(f"Chosen on the first half: **{chosen.name}**.\n")
-    print("| design | all envs: tied-best, median CPU | first half | second half | vector and pixels |\n"
-          "|---|---|---|---|---|")
+    print("| design | all envs: tied-best, median CPU | first half | second half | vector and pixels | "
+          "tied-best on final performance |\n|---|---|---|---|---|---|")
     runs = {d.name: [replay(e, d) for e in envs] for d in rows}
     bound = replace(chosen, name=f"bound: the labels the full-budget test keeps run to the end, the rest stop at "
                                  f"1/{round(1 / chosen.rungs[0])}")
@@ -270,7 +272,8 @@ def table(envs: list[EnvRuns]) -> None:
         t, c = headline(outs)
         parts = [outs[0::2], outs[1::2], [o for o in outs if o.obs != "sequence"]]
         print(f"| {d.name} | {t:.2f} ({sum(o.tied for o in outs)}/{len(outs)}), {c:.2f} | "
-              + " | ".join("{:.2f}, {:.2f}".format(*headline(p)) for p in parts) + " |")
+              + " | ".join("{:.2f}, {:.2f}".format(*headline(p)) for p in parts)
+              + f" | {np.mean([o.tied_final for o in outs]):.2f} ({sum(o.tied_final for o in outs)}/{len(outs)}) |")
     by_env = {o.env: o for o in runs[naive.name]}
     print()
     print(f"| env | obs | half | grid's best (tied labels) | race's pick | still in at the end | tied-best | CPU | "
