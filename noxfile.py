@@ -68,3 +68,10 @@ def simulate(session: nox.Session) -> None:
     _install(session)
     session.run("python", "scripts/simulate_generalise.py", *session.posargs)
     session.run("python", "scripts/simulate_selection.py")
+
+
+@nox.session(python="3.11")
+def race(session: nox.Session) -> None:
+    """docs/race.md's tables: races replayed on the shipped reference (`-- --explore`: the whole design search)."""
+    _install(session)
+    session.run("python", "scripts/race_replay.py", *session.posargs)
