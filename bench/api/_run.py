@@ -403,6 +403,28 @@ class CellStatus:
     final_return: float | None = None
     steps_to_threshold: int | None = None
     error: str = ""
+    #: Wall seconds a running run has left at its pace so far (``None``: not running, or no pace yet).
+    seconds_left: float | None = None
+
+
+#: The order ``bench status`` names the states in: finished, in flight, then what still has to run.
+STATES = ("done", "running", "stalled", "stale", "interrupted", "failed", "diverged", "pending")
+
+
+@dataclass(frozen=True)
+class GroupStatus:
+    """The cells of one env × label of a suite (:meth:`SuiteStatus.groups`): how many are in each state, and
+    when its running cells will have finished at their pace so far (``None``: none running, or no pace yet;
+    its pending cells are not counted in, since when they start depends on the workers)."""
+
+    env_id: str
+    label: str
+    counts: dict[str, int]
+    seconds_left: float | None = None
+
+    @property
+    def cells(self) -> int:
+        return sum(self.counts.values())
 
 
 @dataclass(frozen=True)
@@ -416,6 +438,25 @@ class SuiteStatus:
     contended: int
     contention_ratio: float
 
+    def groups(self) -> list[GroupStatus]:
+        """The cells summed up per env × label, by env then label in the suite's order (a suite of 12,000 cells
+        in 30 rows)."""
+        envs = {e: i for i, e in enumerate(dict.fromkeys(c.env_id for c in self.cells))}
+        labels = {lb: i for i, lb in enumerate(dict.fromkeys(c.label for c in self.cells))}
+        counts: dict[tuple[str, str], dict[str, int]] = {}
+        left: dict[tuple[str, str], float] = {}
+        for c in self.cells:
+            g = counts.setdefault((c.env_id, c.label), {})
+            g[c.state] = g.get(c.state, 0) + 1
+            if c.seconds_left is not None:
+                left[(c.env_id, c.label)] = max(left.get((c.env_id, c.label), 0.0), c.seconds_left)
+        return [GroupStatus(e, lb, counts[e, lb], left.get((e, lb)))
+                for e, lb in sorted(counts, key=lambda g: (envs[g[0]], labels[g[1]]))]
+
+    def failures(self) -> list[CellStatus]:
+        """The cells that failed or diverged, in the suite's order."""
+        return [c for c in self.cells if c.state in ("failed", "diverged")]
+
 
 def status(suite: str | Path, store: str | None = None, *, overrides: list[str] | tuple[str, ...] = ()) -> SuiteStatus:
     """Where each cell of ``suite`` stands in ``store``, read without writing anything (on a cluster: every
@@ -427,7 +468,7 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
     """
     import time
 
-    from bench.run.progress import is_stalled, run_progress
+    from bench.run.progress import is_stalled, row_fraction, run_progress, seconds_left
     from bench.storage.owners import is_claimable, owner_host
     from bench.storage.schema import StoreMissing
     from bench.storage.store import Store
@@ -463,10 +504,12 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
         if r is None:
             cells.append(CellStatus(c.env_id, c.label, c.seed, state))
             continue
+        live = state in ("running", "stalled")
         cells.append(CellStatus(
             c.env_id, c.label, c.seed, state, r.attempt or 0, owner_host(r.owner) or "",
             now - r.heartbeat_at if r.status == "running" and r.heartbeat_at else None,
             run_progress(r.total_steps, r.timesteps, r.started_at, now, r.cpu_s, cpu_budget(r.config))
-            if state in ("running", "stalled") else None,
-            r.total_steps, r.final_return, r.steps_to_threshold, (r.error or "")[:60]))
+            if live else None,
+            r.total_steps, r.final_return, r.steps_to_threshold, (r.error or "")[:60],
+            seconds_left(now - r.started_at, row_fraction(r)) if state == "running" and r.started_at else None))
     return SuiteStatus(loaded.suite.name, cells, counts, len(contended_done(rows)), CONTENTION_RATIO)

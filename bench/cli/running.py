@@ -23,6 +23,11 @@ PROGRESS_LINE_EVERY_S = 300.0
 #: Above this many cells a dry run prints plain aligned lines, not a table: rich lays a table out cell by
 #: cell, 40 s for 100,000 cells (docs/getting-started.md has the measurement).
 DRY_RUN_TABLE_MAX = 1_000
+#: ``bench status`` lists every cell of a suite this small; a larger one is summed up per env × label (a table of
+#: 12,000 cells took rich 19.8 s to lay out, docs/getting-started.md), unless ``--cells`` asks for every cell.
+STATUS_CELLS_MAX = 20
+#: Failed cells named below ``bench status``'s summary; the rest are counted.
+STATUS_FAILURES_MAX = 10
 
 
 class Executor(str, Enum):
@@ -218,8 +223,14 @@ def _closing(name: str, results: list, done_before: int, busy: int, seconds: flo
 
 
 def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: str = StoreOpt,
+           cells: bool = typer.Option(False, "--cells", help=f"List every cell (default: only when there are at most "
+                                      f"{STATUS_CELLS_MAX}; more are summed up per env × label)."),
            overrides: Optional[list[str]] = SetOpt) -> None:
-    """Show done / failed / running / stale / interrupted / pending for every cell of a suite.
+    """Show done / failed / running / stale / interrupted / pending per env × label of a suite, or per cell.
+
+    A suite of at most STATUS_CELLS_MAX cells (or any with ``--cells``) gets one row per cell; a larger one
+    one row per env × label, with how many cells are in each state, when its running ones will have
+    finished (``~13 min``, at their pace so far), and its failed cells named below.
 
     It reads the store, so on a cluster it shows every host's runs: ``host`` is
     where a run ran or runs, ``heartbeat`` how long ago a running run last
@@ -234,6 +245,18 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
         st = api.status(suite, store, overrides=overrides or ())
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
+    if not cells and len(st.cells) > STATUS_CELLS_MAX:
+        _status_summary(st)
+    else:
+        _status_cells(st)
+    out.print(", ".join(f"{k}: {v}" for k, v in sorted(st.counts.items())))
+    if st.contended:
+        out.print(f"{st.contended} of the done runs shared their core (wall > {st.contention_ratio:g} × CPU seconds), "
+                  f"which inflates their CPU seconds: `bench run {suite} --remeasure contended` measures them again")
+
+
+def _status_cells(st) -> None:
+    """``bench status``: one row per cell."""
     t = Table(title=f"{st.name}: {len(st.cells)} cells")
     for col in ("env", "label", "seed", "status", "attempt", "host", "heartbeat", "steps", "final return",
                 "steps to threshold", "error"):
@@ -248,7 +271,25 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
             _fmt(c.final_return), _fmt(c.steps_to_threshold), c.error,
         )
     out.print(t)
-    out.print(", ".join(f"{k}: {v}" for k, v in sorted(st.counts.items())))
-    if st.contended:
-        out.print(f"{st.contended} of the done runs shared their core (wall > {st.contention_ratio:g} × CPU seconds), "
-                  f"which inflates their CPU seconds: `bench run {suite} --remeasure contended` measures them again")
+
+
+def _status_summary(st) -> None:
+    """``bench status`` of a large suite: one row per env × label (a count per state, when its running cells will
+    have finished), then its failed cells, the first :data:`STATUS_FAILURES_MAX` named."""
+    groups = st.groups()
+    states = [s for s in api.STATES if s in st.counts] + sorted(set(st.counts) - set(api.STATES))
+    t = Table(title=f"{st.name}: {len(st.cells):,} cells in {len(groups)} env × label groups "
+                    "(`--cells` lists every cell)")
+    for col in ("env", "label", "cells", *states, "running ends in"):
+        t.add_column(col, overflow="fold" if col in ("env", "label") else "ellipsis",
+                     justify="left" if col in ("env", "label") else "right")
+    for g in groups:
+        t.add_row(g.env_id, g.label, f"{g.cells:,}", *(f"{g.counts[s]:,}" if s in g.counts else "" for s in states),
+                  f"~{api.duration(g.seconds_left)}" if g.seconds_left is not None else "")
+    out.print(t)
+    failed = st.failures()
+    for c in failed[:STATUS_FAILURES_MAX]:
+        out.print(f"  {c.state}: {c.env_id} {c.label} seed {c.seed}" + (f": {c.error}" if c.error else ""),
+                  markup=False, highlight=False, soft_wrap=True)
+    if len(failed) > STATUS_FAILURES_MAX:
+        out.print(f"  … and {len(failed) - STATUS_FAILURES_MAX:,} more failed (`--cells` lists every cell)")
