@@ -44,7 +44,8 @@ def export(
     store: str = StoreOpt,
     suite: Optional[str] = typer.Option(None, "--suite", help="Only this suite (by name)."),
     what: str = typer.Option("runs", "--what", help="runs (one row per run), episodes (one row per training "
-                             "episode: the learning curves) or diagnostics (one row per stored diagnostic point)."),
+                             "episode: the learning curves), evaluations (one row per periodic evaluation, eval:) or "
+                             "diagnostics (one row per stored diagnostic point)."),
     format: str = typer.Option("csv", "--format", help="csv, parquet or json (records) of --what; pack (the suite's "
                                "store tables as compact files in the folder --out, the shipped reference's format; needs "
                                "--suite); rliable-npz or rliable-json (normalised per-run scores, label → (runs × envs), "
@@ -57,7 +58,8 @@ def export(
                              "without rows, so that `bench import` then `bench run` starts it afresh) or envs (only "
                              "the envs whose every run finished; the other envs' cells all pending)."),
 ) -> None:
-    """Export runs, episodes or diagnostics as CSV, Parquet or JSON; normalised scores for rliable; or pack a suite."""
+    """Export runs, episodes, evaluations or diagnostics as CSV, Parquet or JSON; normalised scores for rliable; or
+    pack a suite."""
     _keep_secret(store)
     try:
         line = api.export(store, out_path, suite=suite, what=what, format=format, score=score, keep=keep,
