@@ -228,9 +228,10 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
            overrides: Optional[list[str]] = SetOpt) -> None:
     """Show done / failed / running / stale / interrupted / pending per env × label of a suite, or per cell.
 
-    A suite of at most STATUS_CELLS_MAX cells (or any with ``--cells``) gets one row per cell; a larger one
-    one row per env × label, with how many cells are in each state, when its running ones will have
-    finished (``~13 min``, at their pace so far), and its failed cells named below.
+    A suite of at most 20 cells (or any with ``--cells``) gets one row per cell;
+    a larger one gets one row per env × label, with how many cells are in each
+    state and when its running ones end (``~13 min``, at their pace so far),
+    and its failed cells named below.
 
     It reads the store, so on a cluster it shows every host's runs: ``host`` is
     where a run ran or runs, ``heartbeat`` how long ago a running run last
