@@ -342,7 +342,8 @@ def test_version_short_help_and_completion():
     from importlib.metadata import version
 
     res = _invoke("--version")
-    assert res.exit_code == 0 and res.stdout.strip() == f"bench {version('bench')}"
+    # the distribution is onpolicy-bench (pyproject.toml): `bench` on PyPI is another project
+    assert res.exit_code == 0 and res.stdout.strip() == f"bench {version('onpolicy-bench')}"
     for args in (["-h"], ["run", "-h"], ["recommend", "-h"]):
         res = _invoke(*args)
         assert res.exit_code == 0 and "Usage:" in res.stdout, args

@@ -40,7 +40,7 @@ def test_tags_follow_sb3_where_it_has_them():
 
 def test_tensorboard_reads_the_scalars_of_a_two_run_suite(tmp_path):
     """Done-when of issue 43: `tensorboard --logdir` reads the scalars of a 2-run suite (its own reader here)."""
-    pytest.importorskip("tensorboard", reason="bench[tensorboard] is not installed")
+    pytest.importorskip("tensorboard", reason="onpolicy-bench[tensorboard] is not installed")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     f = tmp_path / "s.yaml"
@@ -88,7 +88,7 @@ def test_a_missing_logger_package_is_one_line(tmp_path, monkeypatch, flag, value
     r = CliRunner().invoke(app, ["run", str(f), "--store", f"sqlite:///{tmp_path}/b.db", flag, value])
     assert r.exit_code == 2, r.output
     assert r.stderr.strip() == (f"{flag}: needs the {package} package, which is not installed; install it with "
-                                f"pip install 'bench[{package}]'")
+                                f"pip install 'onpolicy-bench[{package}]' (in a checkout: pip install -e '.[{package}]')")
     assert not (tmp_path / "b.db").exists()
 
 
@@ -97,13 +97,13 @@ def test_a_bad_wandb_project_is_one_line(tmp_path):
     f.write_text(SUITE)
     r = CliRunner().invoke(app, ["run", str(f), "--store", f"sqlite:///{tmp_path}/b.db", "--wandb", "me/proj"])
     if importlib.util.find_spec("wandb") is None:
-        assert r.exit_code == 2 and "pip install 'bench[wandb]'" in r.stderr
+        assert r.exit_code == 2 and "pip install 'onpolicy-bench[wandb]'" in r.stderr
     else:
         assert r.exit_code == 2 and "--wandb: 'me/proj' is not a W&B project name" in r.stderr
 
 
 def test_wandb_offline_writes_one_run_per_cell(tmp_path, monkeypatch):
-    pytest.importorskip("wandb", reason="bench[wandb] is not installed")
+    pytest.importorskip("wandb", reason="onpolicy-bench[wandb] is not installed")
     f = tmp_path / "s.yaml"
     f.write_text(SUITE.replace("timesteps: 2048", "timesteps: 512").replace("every: 1024", "every: 256"))
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -123,7 +123,7 @@ def test_a_mirror_that_cannot_open_leaves_the_run_to_go_on(tmp_path, capsys):
     from bench.run.loggers import open_sinks
     from bench.suites.suite import Outputs
 
-    pytest.importorskip("tensorboard", reason="bench[tensorboard] is not installed")
+    pytest.importorskip("tensorboard", reason="onpolicy-bench[tensorboard] is not installed")
     f = tmp_path / "s.yaml"
     f.write_text(SUITE)
     (tmp_path / "file").write_text("not a folder")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.api._common import BadInput, store_url
+from bench.distribution import install_hint
 
 # --------------------------------------------------------------------------- #
 # A store describes its envs
@@ -292,7 +293,7 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
             if plan.address is not None:
                 connect(plan.address)  # stopped at exit: ray.init registers ray.shutdown with atexit
         except ImportError:
-            raise BadInput("--executor: ray is not installed; install it with pip install 'bench[ray]' (allowed: "
+            raise BadInput(f"--executor: ray is not installed; install it with {install_hint('ray')} (allowed: "
                            "local, ray)") from None
         except RayUnavailable as e:
             raise BadInput(f"--address: {e}") from None

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bench import api
+from bench.distribution import NAME as DIST
 from bench.cli.base import (SetOpt, StoreOpt, _bad_input, _check_url, _fmt, _keep_secret, _styled, describe_url,
                            err, out)
 
@@ -63,8 +64,8 @@ def run(
              "replace each one only if the new run had its core to itself; the earlier clocks are kept in its metadata.",
     ),
     tensorboard: Optional[Path] = typer.Option(None, "--tensorboard", help="Also write each run's scalars as "
-                                               "TensorBoard events under DIR/<label>/<env>/seed<k> (bench[tensorboard])."),
-    wandb: Optional[str] = typer.Option(None, "--wandb", help="Also log each run to this W&B project (bench[wandb]; "
+                                               f"TensorBoard events under DIR/<label>/<env>/seed<k> ({DIST}[tensorboard])."),
+    wandb: Optional[str] = typer.Option(None, "--wandb", help=f"Also log each run to this W&B project ({DIST}[wandb]; "
                                         "WANDB_MODE=offline needs no network)."),
     artifacts: Optional[Path] = typer.Option(None, "--artifacts", help="Folder for saved policies (suite save:); "
                                              "default beside a SQLite store, else results/policies."),

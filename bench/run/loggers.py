@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from bench.baselines import SB3_KEYS
+from bench.distribution import install_hint
 from bench.suites.suite import Cell
 
 #: SB3 logger tags that bench's diagnostics map back onto (SB3 PPO's names: A2C's ``train/policy_loss`` and
@@ -137,4 +138,4 @@ def missing(flag: str) -> str | None:
     module, extra = NEEDS[flag]
     if importlib.util.find_spec(module) is not None:
         return None
-    return f"{flag}: needs the {module} package, which is not installed; install it with pip install 'bench[{extra}]'"
+    return f"{flag}: needs the {module} package, which is not installed; install it with {install_hint(extra)}"
