@@ -48,6 +48,10 @@ def test_tensorboard_reads_the_scalars_of_a_two_run_suite(tmp_path):
     url = f"sqlite:///{tmp_path}/b.db"
     r = CliRunner().invoke(app, ["run", str(f), "--store", url, "--workers", "2", "--tensorboard", str(tmp_path / "tb")])
     assert r.exit_code == 0, r.output + r.stderr
+    # the run ends saying where its outputs are (no policies: the suite saves none)
+    tail = r.stdout.splitlines()[-3:]
+    assert tail == [f"store:       {url}", f"tensorboard: {tmp_path / 'tb'} (tensorboard --logdir {tmp_path / 'tb'})",
+                    f"report:      bench report logged --store {url}"], r.stdout
     db = Store(url, readonly=True)
     rows = db.runs_frame("logged")
     assert sorted(p.relative_to(tmp_path / "tb").as_posix() for p in (tmp_path / "tb").glob("*/*/*")) == \
@@ -130,3 +134,43 @@ def test_a_mirror_that_cannot_open_leaves_the_run_to_go_on(tmp_path, capsys):
     cell = dataclasses.replace(load_suite(f).cells[0], outputs=Outputs(tensorboard=str(tmp_path / "file")))
     assert open_sinks(cell) is None
     assert "warning: --tensorboard: not mirroring ppo-bench/CartPole-v1/seed0" in capsys.readouterr().err
+
+
+def test_a_plans_outputs_name_the_policies_folder_when_its_cells_save(tmp_path):
+    from bench import api
+
+    f = tmp_path / "s.yaml"
+    url = f"sqlite:///{tmp_path}/b.db"
+    for save, has in (("none", False), ("final", True)):
+        f.write_text(SUITE.replace("eval: {every: 1024, episodes: 2}", f"save: {save}"))
+        plan = api.plan_run(f, url)
+        where = plan.with_outputs(api.run_outputs(url)).outputs()
+        assert ("policies" in where) is has and where["store"] == url
+        assert where["report"] == f"bench report logged --store {url}" and "tensorboard" not in where
+        if has:
+            assert where["policies"] == str((tmp_path / "b.policies").resolve())
+    default = api.plan_run(f, None).outputs()
+    assert default["report"] == "bench report logged"  # the default store: no --store to type
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_wandb_is_silent_unless_verbose(tmp_path, monkeypatch, verbose):
+    """W&B's client prints a banner and a summary per run; bench keeps it silent unless --verbose."""
+    import dataclasses
+    import os
+    import sys
+    import types
+
+    from bench.run.loggers import WandbSink
+    from bench.suites.suite import Outputs
+
+    seen = {}
+    fake = types.ModuleType("wandb")
+    fake.init = lambda **kw: seen.setdefault("silent", os.environ.get("WANDB_SILENT"))
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    monkeypatch.delenv("WANDB_SILENT", raising=False)
+    f = tmp_path / "s.yaml"
+    f.write_text(SUITE)
+    cell = dataclasses.replace(load_suite(f).cells[0], outputs=Outputs(wandb="p", verbose=verbose))
+    WandbSink("p", cell)
+    assert seen["silent"] == (None if verbose else "true")

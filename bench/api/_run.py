@@ -160,6 +160,24 @@ class RunPlan:
     def name(self) -> str:
         return self.loaded.suite.name
 
+    def outputs(self) -> dict[str, str]:
+        """Where this plan's runs write, for the line that ends a run: ``store`` (the URL, password hidden),
+        ``policies`` (the folder, where a cell saves any: suite ``save:``), ``tensorboard`` (the folder) and
+        ``wandb`` (the project) where asked for, and ``report``: the command that writes the suite's report."""
+        from bench.storage.urls import DEFAULT_URL, check_url, describe_url
+
+        out = self.cells[0].outputs if self.cells else None
+        shown = describe_url(self.url)
+        where = {"store": shown}
+        if out is not None and out.policies and any(c.save != "none" for c in self.cells):
+            where["policies"] = out.policies
+        if out is not None and out.tensorboard:
+            where["tensorboard"] = out.tensorboard
+        if out is not None and out.wandb:
+            where["wandb"] = out.wandb
+        where["report"] = f"bench report {self.name}" + ("" if self.url == check_url(DEFAULT_URL) else f" --store {shown}")
+        return where
+
     def with_outputs(self, outputs: Any) -> "RunPlan":
         """This plan with every cell writing ``outputs`` (:class:`bench.suites.suite.Outputs`)."""
         import dataclasses
@@ -343,8 +361,8 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
 
 
 def run_outputs(url: str, tensorboard: Path | None = None, wandb: str | None = None,
-                artifacts: Path | None = None) -> Any:
-    """``bench run``'s ``--tensorboard``, ``--wandb`` and ``--artifacts`` as the cells'
+                artifacts: Path | None = None, verbose: bool = False) -> Any:
+    """``bench run``'s ``--tensorboard``, ``--wandb``, ``--artifacts`` and ``--verbose`` as the cells'
     :class:`bench.suites.suite.Outputs`, checked. Paths are made absolute here: a Ray worker need not share
     this process's working directory.
 
@@ -362,7 +380,7 @@ def run_outputs(url: str, tensorboard: Path | None = None, wandb: str | None = N
         raise BadInput(f"--wandb: {wandb!r} is not a W&B project name; allowed: a name without / \\ # ? % :")
     tb, art = (None if p is None else str(writable(f, p, folder=True).resolve())
                for f, p in (("--tensorboard", tensorboard), ("--artifacts", artifacts)))
-    return Outputs(policies=art or str(policies_dir(url).resolve()), tensorboard=tb, wandb=wandb)
+    return Outputs(policies=art or str(policies_dir(url).resolve()), tensorboard=tb, wandb=wandb, verbose=verbose)
 
 
 def contended_keys(url: str, cells: list) -> set[str]:

@@ -69,6 +69,8 @@ def run(
                                         "WANDB_MODE=offline needs no network)."),
     artifacts: Optional[Path] = typer.Option(None, "--artifacts", help="Folder for saved policies (suite save:); "
                                              "default beside a SQLite store, else results/policies."),
+    verbose: bool = typer.Option(False, "--verbose", help="Let the W&B client (--wandb) print its own lines; "
+                                 "by default it is silent."),
     yes: bool = typer.Option(False, "--yes", help="Start a suite whose estimated cost needs confirming (over 1,000 "
                              "CPU-hours, or over 1e8 steps per run on an env with no time scale)."),
     overrides: Optional[list[str]] = SetOpt,
@@ -82,7 +84,7 @@ def run(
         raise _bad_input(e.lines) from None
     url = _check_url(plan.url)
     try:
-        plan = plan.with_outputs(api.run_outputs(url, tensorboard, wandb, artifacts))
+        plan = plan.with_outputs(api.run_outputs(url, tensorboard, wandb, artifacts, verbose=verbose))
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
     if address is not None:
@@ -167,8 +169,18 @@ def run(
             "interrupted and will re-run with the next `bench run`."
         ))
         raise typer.Exit(128 + result.interrupted)
-    if _closing(result.suite, result.results, result.done_before, result.busy, result.seconds):
+    failed = _closing(result.suite, result.results, result.done_before, result.busy, result.seconds)
+    _outputs(plan)
+    if failed:
         raise typer.Exit(1)
+
+
+def _outputs(plan) -> None:
+    """Where the run's outputs are, after its closing summary: the store, the policies and TensorBoard folders and
+    the W&B project where written, and the command that writes the report."""
+    for what, where in plan.outputs().items():
+        hint = f" (tensorboard --logdir {where})" if what == "tensorboard" else ""
+        out.print(f"{what + ':':<12} {where}{hint}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _dry_run(plan, remeasure: bool) -> None:

@@ -77,6 +77,12 @@ class WandbSink:
     """One run in a Weights & Biases project (needs ``wandb``; ``WANDB_MODE=offline`` works without a network)."""
 
     def __init__(self, project: str, cell: Cell):
+        import os
+
+        if not cell.outputs.verbose:
+            # W&B's documented switch for all its terminal output (docs.wandb.ai, "How do I stop wandb from writing
+            # to my terminal"), read when wandb starts; a user's own WANDB_SILENT wins.
+            os.environ.setdefault("WANDB_SILENT", "true")
         import wandb
 
         # A worker runs its cells one after another, finishing each W&B run before the next init.
