@@ -338,6 +338,20 @@ def test_overrides_reach_the_run_its_provenance_the_report_and_the_dry_run(tmp_p
 # --------------------------------------------------------------------------- #
 # 4. CLI conventions
 # --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("option, values", [("--priority", ["samples", "time", "wall-clock"]),
+                                            ("--obs", ["vector", "pixels", "sequence"]), ("--obs", ["pixels"])])
+def test_recommend_completes_its_option_values(option, values):
+    from typer.testing import CliRunner
+
+    from bench.cli import app
+
+    typed = "p" if values == ["pixels"] else ""
+    words = f"bench recommend {option} {typed}"
+    res = CliRunner().invoke(app, [], prog_name="bench", env={"_BENCH_COMPLETE": "complete_bash", "COMP_WORDS": words,
+                                                             "COMP_CWORD": "3"})
+    assert res.exit_code == 0 and res.stdout.split() == values, res.stdout
+
+
 def test_version_short_help_and_completion():
     from importlib.metadata import version
 

@@ -84,11 +84,20 @@ def import_(
     err.print(line, markup=False)
 
 
+def _values(allowed: tuple[str, ...]):
+    """Shell completion for an option that takes one of ``allowed`` (``bench --install-completion``)."""
+    return lambda incomplete: [v for v in allowed if v.startswith(incomplete)]
+
+
 def recommend(
-    action: Optional[str] = typer.Option(None, "--action", help="discrete | continuous (default: both)."),
-    obs: Optional[str] = typer.Option(None, "--obs", help="vector | pixels | sequence (tokens; default: all)."),
-    reward: Optional[str] = typer.Option(None, "--reward", help="dense | sparse (default: both)."),
-    priority: Optional[str] = typer.Option(None, "--priority", help="samples | time (default: both; wall-clock = time)."),
+    action: Optional[str] = typer.Option(None, "--action", help="discrete | continuous (default: both).",
+                                         autocompletion=_values(api.ACTIONS)),
+    obs: Optional[str] = typer.Option(None, "--obs", help="vector | pixels | sequence (tokens; default: all).",
+                                      autocompletion=_values(api.OBS)),
+    reward: Optional[str] = typer.Option(None, "--reward", help="dense | sparse (default: both).",
+                                         autocompletion=_values(api.REWARDS)),
+    priority: Optional[str] = typer.Option(None, "--priority", help="samples | time (default: both; wall-clock = time).",
+                                           autocompletion=_values(api.PRIORITIES + ("wall-clock",))),
     fmt: str = typer.Option("table", "--format", help="table | markdown | json | csv."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Scores, runner-up, track record and envs too."),
     store: Optional[str] = typer.Option(None, "--store", help="Answer from this results store (SQLAlchemy URL) "
