@@ -352,6 +352,17 @@ def test_recommend_completes_its_option_values(option, values):
     assert res.exit_code == 0 and res.stdout.split() == values, res.stdout
 
 
+def test_recommend_verbose_names_the_envs_of_an_answer_without_a_test():
+    # The shipped reference's discrete pixels sparse row (time) read "insufficient evidence", "1 env, 10 v 10
+    # runs", and named no env: its one env was measured but not tested.
+    from bench.cli.results import _recommend_cell
+
+    row = {"envs": ["MinAtar/Freeway-v1"], "tested_envs": [], "evidence": "1 env, 10 v 10 runs"}
+    assert _recommend_cell(row, "evidence") == "1 env, 10 v 10 runs; not tested on MinAtar/Freeway-v1"
+    row = {"envs": ["A-v0", "B-v0", "C-v0"], "tested_envs": ["A-v0", "C-v0"], "evidence": "3 envs, 5 v 5 runs"}
+    assert _recommend_cell(row, "evidence") == "3 envs, 5 v 5 runs; tested on A-v0, C-v0; not tested on B-v0"
+
+
 def test_version_short_help_and_completion():
     from importlib.metadata import version
 

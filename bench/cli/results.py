@@ -294,8 +294,10 @@ def _recommend_cell(r: dict, col: str) -> str:
         return r["track_record"] or "—"
     if col == "runs":
         return r["evidence"].split(", ", 1)[-1].removesuffix(" runs") if r["envs"] else "—"
-    if col == "evidence":
-        return r["evidence"] + (f"; tested on {', '.join(r['tested_envs'])}" if r["tested_envs"] else "")
+    if col == "evidence":  # every env named, the untested too (an answer of insufficient evidence says on what)
+        untested = [e for e in r["envs"] if e not in r["tested_envs"]]
+        return (r["evidence"] + (f"; tested on {', '.join(r['tested_envs'])}" if r["tested_envs"] else "")
+                + (f"; not tested on {', '.join(untested)}" if untested else ""))
     if col == "runner-up":
         return f"{r['runner_up']}: {r['runner_up_score']}" if r["runner_up"] else "—"
     if col == "per env":
