@@ -10,7 +10,7 @@ NAME = "onpolicy-bench"
 
 def install_hint(extra: str) -> str:
     """How to install the optional extra ``extra``: from the index, or from a checkout."""
-    return f"pip install '{NAME}[{extra}]' (in a checkout: pip install -e '.[{extra}]')"
+    return f"pip install '{NAME}[{extra}]', or pip install -e '.[{extra}]' in a checkout"
 
 
 def version() -> str:

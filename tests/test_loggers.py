@@ -92,7 +92,7 @@ def test_a_missing_logger_package_is_one_line(tmp_path, monkeypatch, flag, value
     r = CliRunner().invoke(app, ["run", str(f), "--store", f"sqlite:///{tmp_path}/b.db", flag, value])
     assert r.exit_code == 2, r.output
     assert r.stderr.strip() == (f"{flag}: needs the {package} package, which is not installed; install it with "
-                                f"pip install 'onpolicy-bench[{package}]' (in a checkout: pip install -e '.[{package}]')")
+                                f"pip install 'onpolicy-bench[{package}]', or pip install -e '.[{package}]' in a checkout")
     assert not (tmp_path / "b.db").exists()
 
 
