@@ -6,9 +6,12 @@
 - ``nox -s fuzz``: the property-based fuzz test with its larger ``fuzz`` profile (5,000 suite and
   store-URL examples, 150 report examples; about 4 minutes on 2 cores). CI runs the ``ci`` profile (about a minute).
 - ``nox -s docs``: the documentation site (MkDocs, ``mkdocs.yml``) into ``site/``, with ``--strict`` as CI builds it.
+- ``nox -s wheel``: the distribution (``onpolicy-bench``) built as a wheel and installed, with its dependencies, into
+  a fresh virtualenv, whose ``bench --version`` then runs outside the checkout.
 """
 
 import tomllib
+from pathlib import Path
 
 import nox
 
@@ -59,6 +62,26 @@ def docs(session: nox.Session) -> None:
     with open("pyproject.toml", "rb") as f:
         session.install(*tomllib.load(f)["project"]["optional-dependencies"]["docs"])
     session.run("mkdocs", "build", "--strict", *session.posargs, env={"NO_MKDOCS_2_WARNING": "1"})
+
+
+@nox.session(python="3.11", reuse_venv=False)
+def wheel(session: nox.Session) -> None:
+    """Build the wheel (``python -m build``, PEP 517 in an isolated environment) and install it, not the checkout,
+    into this fresh virtualenv; then ``bench --version`` and the report's template from the installed package,
+    run from a folder outside the checkout so that nothing is imported from the source tree."""
+    with open("pyproject.toml", "rb") as f:
+        name = tomllib.load(f)["project"]["name"]
+    session.install("build")
+    dist = Path(session.create_tmp()) / "dist"
+    session.run("python", "-m", "build", "--wheel", "--outdir", str(dist), ".")
+    wheels = sorted(dist.glob(f"{name.replace('-', '_')}-*.whl"))
+    assert len(wheels) == 1, wheels
+    session.install(str(wheels[0]))
+    session.chdir(dist)
+    session.run("bench", "--version")
+    session.run("python", "-c", "import importlib.metadata as m, importlib.resources as r, bench; "
+                f"assert m.version({name!r}) and (r.files('bench') / 'analysis' / 'report.html.j2').is_file(); "
+                "assert 'site-packages' in bench.__file__, bench.__file__")
 
 
 @nox.session(python="3.11")

@@ -26,6 +26,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from bench.algos.saved_files import RESAVE, Refused
+from bench.distribution import install_hint
 from bench.run.saving import policies_dir
 from bench.storage.urls import DEFAULT_URL
 
@@ -295,7 +296,7 @@ def video_missing() -> str | None:
 
     if importlib.util.find_spec("imageio_ffmpeg") is None:
         return ("--video: needs imageio-ffmpeg (it ships its own ffmpeg), which is not installed; install it with "
-                "pip install 'bench[video]'")
+                + install_hint("video"))
     return None
 
 

@@ -114,3 +114,37 @@ def write_store(url: str, envs: list[str], algos: list[Planted], seeds: int, *, 
         for e in envs:
             db.put_anchor(e, RANDOM.get(e, 0.0), env_meta[e]["threshold"], 20, 0)
     return db
+
+
+def write_status_suite(folder, *, seeds: int, envs: list[str], algos: list[tuple[str, str]], done: int = 0,
+                       failed: int = 0, running: int = 0, timesteps: int = 100_000):
+    """A suite of ``len(envs) × len(algos) × seeds`` cells registered in a store, its first ``done`` cells
+    done, the next ``failed`` failed (error ``planted failure <i>``) and the next ``running`` running, a
+    quarter of their steps done (``bench status``'s summary and its benchmark). Returns (suite file, URL)."""
+    from pathlib import Path
+
+    from bench.suites.suite import load_suite
+
+    folder = Path(folder)
+    f = folder / "status.yaml"
+    f.write_text(f"name: status\nseeds: {seeds}\ndefaults: {{timesteps: {timesteps}}}\n"
+                 f"envs: [{', '.join('{id: ' + e + '}' for e in envs)}]\n"
+                 f"algorithms: [{', '.join(f'{{algo: {a}, impl: {i}}}' for a, i in algos)}]\n")
+    loaded = load_suite(f)
+    url = f"sqlite:///{folder / 'status.db'}"
+    db = Store(url)
+    db.register("status", str(f), loaded.suite.model_dump(mode="json"), loaded.env_meta, loaded.cells)
+    from bench.storage.owners import this_owner
+
+    me = this_owner()  # this process, alive: its running runs are not stale
+    one = {"step": [100], "wall_s": [1.0], "cpu_s": [1.0], "ret": [10.0], "length": [100]}
+    for i, c in enumerate(loaded.cells[:done + failed + running]):
+        attempt = db.claim(c.key, me)
+        if i < done + failed:
+            db.finish(c.key, attempt, "done" if i < done else "failed",
+                      RunResult({"total_steps": timesteps, "final_return": 10.0}, one, [], [], {}),
+                      error=None if i < done else f"planted failure {i - done}")
+        else:
+            db.heartbeat(c.key, attempt, timesteps // 4, 1.0)
+    db.dispose()
+    return f, url

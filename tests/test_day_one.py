@@ -338,11 +338,37 @@ def test_overrides_reach_the_run_its_provenance_the_report_and_the_dry_run(tmp_p
 # --------------------------------------------------------------------------- #
 # 4. CLI conventions
 # --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("option, values", [("--priority", ["samples", "time", "wall-clock"]),
+                                            ("--obs", ["vector", "pixels", "sequence"]), ("--obs", ["pixels"])])
+def test_recommend_completes_its_option_values(option, values):
+    from typer.testing import CliRunner
+
+    from bench.cli import app
+
+    typed = "p" if values == ["pixels"] else ""
+    words = f"bench recommend {option} {typed}"
+    res = CliRunner().invoke(app, [], prog_name="bench", env={"_BENCH_COMPLETE": "complete_bash", "COMP_WORDS": words,
+                                                             "COMP_CWORD": "3"})
+    assert res.exit_code == 0 and res.stdout.split() == values, res.stdout
+
+
+def test_recommend_verbose_names_the_envs_of_an_answer_without_a_test():
+    # The shipped reference's discrete pixels sparse row (time) read "insufficient evidence", "1 env, 10 v 10
+    # runs", and named no env: its one env was measured but not tested.
+    from bench.cli.results import _recommend_cell
+
+    row = {"envs": ["MinAtar/Freeway-v1"], "tested_envs": [], "evidence": "1 env, 10 v 10 runs"}
+    assert _recommend_cell(row, "evidence") == "1 env, 10 v 10 runs; not tested on MinAtar/Freeway-v1"
+    row = {"envs": ["A-v0", "B-v0", "C-v0"], "tested_envs": ["A-v0", "C-v0"], "evidence": "3 envs, 5 v 5 runs"}
+    assert _recommend_cell(row, "evidence") == "3 envs, 5 v 5 runs; tested on A-v0, C-v0; not tested on B-v0"
+
+
 def test_version_short_help_and_completion():
     from importlib.metadata import version
 
     res = _invoke("--version")
-    assert res.exit_code == 0 and res.stdout.strip() == f"bench {version('bench')}"
+    # the distribution is onpolicy-bench (pyproject.toml): `bench` on PyPI is another project
+    assert res.exit_code == 0 and res.stdout.strip() == f"bench {version('onpolicy-bench')}"
     for args in (["-h"], ["run", "-h"], ["recommend", "-h"]):
         res = _invoke(*args)
         assert res.exit_code == 0 and "Usage:" in res.stdout, args

@@ -56,6 +56,14 @@ def test_roles_become_optional_cross_references_resolved_in_scope(tmp_path):
     assert not ROLES.search(text)
 
 
+def test_sphinx_literal_block_markers_read_as_sphinx_reads_them():
+    ext = _extension()
+    text = ("Example (a notebook)::\n\n    pi = load_policy(run)\n\nA marker apart ::\n\n    more\n\n::\n\n    x\n\n"
+            "Not a block::\nthe same paragraph\n")
+    assert ext.literal_blocks(text) == ("Example (a notebook):\n\n    pi = load_policy(run)\n\nA marker apart\n\n"
+                                        "    more\n\n\n\n    x\n\nNot a block::\nthe same paragraph\n")
+
+
 @pytest.mark.slow
 def test_built_site_renders_roles_and_equations_with_the_network_off(tmp_path):
     """Build the site as CI does, then load an algorithm page in headless Chromium with every host
@@ -74,6 +82,10 @@ def test_built_site_renders_roles_and_equations_with_the_network_off(tmp_path):
     assert scoring.count('class="autorefs autorefs-internal"') >= 10  # roles that name documented objects link
     remote = [f for f in pages if re.search(r"""<script[^>]+src=["']https?:""", f.read_text())]
     assert not remote, remote
+    fonts = [f for f in pages if "fonts.googleapis.com" in f.read_text()]  # the theme's font: false
+    assert not fonts, fonts
+    policies = (site / "api" / "policies" / "index.html").read_text()
+    assert "Example (a notebook):" in policies and "notebook)::" not in policies  # a Sphinx literal-block marker
 
     exe = find_chromium()
     if exe is None:

@@ -257,7 +257,8 @@ def test_fetch_builds_when_its_package_was_imported_first():
 def test_a_family_id_without_its_extra_names_the_extra(monkeypatch, env_id, title, extra):
     monkeypatch.setattr(families, "register", lambda name: False)
     assert envs.missing_extra(env_id) == (f"a {title} id, and {title} is not installed; allowed: install the optional "
-                                          f"extra (pip install -e '.[{extra}]'{', GPL-3.0' if extra == 'minatar' else ''}), "
+                                          f"extra (pip install 'onpolicy-bench[{extra}]', or pip install -e '.[{extra}]' in a "
+                                          f"checkout{', GPL-3.0' if extra == 'minatar' else ''}), "
                                           "or another env")
     assert envs.missing_extra("CartPole-v1") is None
 

@@ -166,7 +166,7 @@ def test_episodes_and_diagnostics_round_trip(store, tmp_path, fmt):
 # Bad input: one line, exit 2, nothing written
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize("args, says", [
-    (["--what", "curves"], "--what: 'curves' is not allowed; allowed: runs, episodes, diagnostics"),
+    (["--what", "curves"], "--what: 'curves' is not allowed; allowed: runs, episodes, evaluations, diagnostics"),
     (["--format", "xlsx"], "--format: 'xlsx' is not allowed; allowed: csv, parquet, json, pack, rliable-npz"),
     (["--format", "rliable-npz", "--score", "auc"], "--score: 'auc' is not allowed; allowed: final, samples, time"),
     (["--format", "rliable-json", "--what", "episodes"], "--what: --format rliable-json exports whole runs"),

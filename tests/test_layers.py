@@ -38,6 +38,8 @@ PARTS: list[tuple[str, str]] = [
     ("bench.analysis.survival", "pure"),
     # The trait vocabulary (trait values, priorities), declared once: plain literals every layer reads.
     ("bench.traits", "traits"),
+    # The distribution's name (pip's, for install hints and --version): a literal every layer may read.
+    ("bench.distribution", "distribution"),
     ("bench.analysis.metrics", "pure"),
     ("bench.analysis.parity", "pure"),
     ("bench.analysis.generalise", "pure"),
@@ -89,10 +91,12 @@ ALLOWED: dict[str, set[str]] = {
     "envs": set(),
     "pure": set(),
     "root": set(),
+    "distribution": set(),
 }
 
-#: Parts every part may import: the trait vocabulary (plain literals, importing nothing of bench).
-EVERYWHERE = {"traits"}
+#: Parts every part may import: the trait vocabulary and the distribution's name (plain literals, importing nothing
+#: of bench).
+EVERYWHERE = {"traits", "distribution"}
 # Imports the table above does not allow, each with why it stays: (importing part, imported part) → reason.
 # There are none (test_there_is_no_exception); the mechanism stays for a reviewed, documented one.
 EXCEPTIONS: dict[tuple[str, str], str] = {}

@@ -337,7 +337,7 @@ def test_runs_stopped_by_their_limits_on_the_local_pool_keep_what_they_recorded(
 def test_runs_stopped_by_their_limits_under_ray_keep_what_they_recorded(tmp_path):
     """Before: Ray's tasks ignored the limits. ``sleep`` never returns from one call, so its watch gives it up
     and kills its Ray worker; Ray's retry of the task finds the run recorded and returns it."""
-    pytest.importorskip("ray", reason="ray is not installed (pip install 'bench[ray]')")
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'onpolicy-bench[ray]')")
     wall = f"max_wall_minutes: {WALL}"
     f = _suite(tmp_path, _entry("sleep", "sleep", wall) + _entry("hog", "hog", "max_memory_mb: 1200, max_wall_minutes: 5"))
     db = tmp_path / "s.db"

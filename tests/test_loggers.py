@@ -40,7 +40,7 @@ def test_tags_follow_sb3_where_it_has_them():
 
 def test_tensorboard_reads_the_scalars_of_a_two_run_suite(tmp_path):
     """Done-when of issue 43: `tensorboard --logdir` reads the scalars of a 2-run suite (its own reader here)."""
-    pytest.importorskip("tensorboard", reason="bench[tensorboard] is not installed")
+    pytest.importorskip("tensorboard", reason="onpolicy-bench[tensorboard] is not installed")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     f = tmp_path / "s.yaml"
@@ -48,6 +48,10 @@ def test_tensorboard_reads_the_scalars_of_a_two_run_suite(tmp_path):
     url = f"sqlite:///{tmp_path}/b.db"
     r = CliRunner().invoke(app, ["run", str(f), "--store", url, "--workers", "2", "--tensorboard", str(tmp_path / "tb")])
     assert r.exit_code == 0, r.output + r.stderr
+    # the run ends saying where its outputs are (no policies: the suite saves none)
+    tail = r.stdout.splitlines()[-3:]
+    assert tail == [f"store:       {url}", f"tensorboard: {tmp_path / 'tb'} (tensorboard --logdir {tmp_path / 'tb'})",
+                    f"report:      bench report logged --store {url}"], r.stdout
     db = Store(url, readonly=True)
     rows = db.runs_frame("logged")
     assert sorted(p.relative_to(tmp_path / "tb").as_posix() for p in (tmp_path / "tb").glob("*/*/*")) == \
@@ -88,7 +92,7 @@ def test_a_missing_logger_package_is_one_line(tmp_path, monkeypatch, flag, value
     r = CliRunner().invoke(app, ["run", str(f), "--store", f"sqlite:///{tmp_path}/b.db", flag, value])
     assert r.exit_code == 2, r.output
     assert r.stderr.strip() == (f"{flag}: needs the {package} package, which is not installed; install it with "
-                                f"pip install 'bench[{package}]'")
+                                f"pip install 'onpolicy-bench[{package}]', or pip install -e '.[{package}]' in a checkout")
     assert not (tmp_path / "b.db").exists()
 
 
@@ -97,13 +101,13 @@ def test_a_bad_wandb_project_is_one_line(tmp_path):
     f.write_text(SUITE)
     r = CliRunner().invoke(app, ["run", str(f), "--store", f"sqlite:///{tmp_path}/b.db", "--wandb", "me/proj"])
     if importlib.util.find_spec("wandb") is None:
-        assert r.exit_code == 2 and "pip install 'bench[wandb]'" in r.stderr
+        assert r.exit_code == 2 and "pip install 'onpolicy-bench[wandb]'" in r.stderr
     else:
         assert r.exit_code == 2 and "--wandb: 'me/proj' is not a W&B project name" in r.stderr
 
 
 def test_wandb_offline_writes_one_run_per_cell(tmp_path, monkeypatch):
-    pytest.importorskip("wandb", reason="bench[wandb] is not installed")
+    pytest.importorskip("wandb", reason="onpolicy-bench[wandb] is not installed")
     f = tmp_path / "s.yaml"
     f.write_text(SUITE.replace("timesteps: 2048", "timesteps: 512").replace("every: 1024", "every: 256"))
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -123,10 +127,50 @@ def test_a_mirror_that_cannot_open_leaves_the_run_to_go_on(tmp_path, capsys):
     from bench.run.loggers import open_sinks
     from bench.suites.suite import Outputs
 
-    pytest.importorskip("tensorboard", reason="bench[tensorboard] is not installed")
+    pytest.importorskip("tensorboard", reason="onpolicy-bench[tensorboard] is not installed")
     f = tmp_path / "s.yaml"
     f.write_text(SUITE)
     (tmp_path / "file").write_text("not a folder")
     cell = dataclasses.replace(load_suite(f).cells[0], outputs=Outputs(tensorboard=str(tmp_path / "file")))
     assert open_sinks(cell) is None
     assert "warning: --tensorboard: not mirroring ppo-bench/CartPole-v1/seed0" in capsys.readouterr().err
+
+
+def test_a_plans_outputs_name_the_policies_folder_when_its_cells_save(tmp_path):
+    from bench import api
+
+    f = tmp_path / "s.yaml"
+    url = f"sqlite:///{tmp_path}/b.db"
+    for save, has in (("none", False), ("final", True)):
+        f.write_text(SUITE.replace("eval: {every: 1024, episodes: 2}", f"save: {save}"))
+        plan = api.plan_run(f, url)
+        where = plan.with_outputs(api.run_outputs(url)).outputs()
+        assert ("policies" in where) is has and where["store"] == url
+        assert where["report"] == f"bench report logged --store {url}" and "tensorboard" not in where
+        if has:
+            assert where["policies"] == str((tmp_path / "b.policies").resolve())
+    default = api.plan_run(f, None).outputs()
+    assert default["report"] == "bench report logged"  # the default store: no --store to type
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_wandb_is_silent_unless_verbose(tmp_path, monkeypatch, verbose):
+    """W&B's client prints a banner and a summary per run; bench keeps it silent unless --verbose."""
+    import dataclasses
+    import os
+    import sys
+    import types
+
+    from bench.run.loggers import WandbSink
+    from bench.suites.suite import Outputs
+
+    seen = {}
+    fake = types.ModuleType("wandb")
+    fake.init = lambda **kw: seen.setdefault("silent", os.environ.get("WANDB_SILENT"))
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    monkeypatch.delenv("WANDB_SILENT", raising=False)
+    f = tmp_path / "s.yaml"
+    f.write_text(SUITE)
+    cell = dataclasses.replace(load_suite(f).cells[0], outputs=Outputs(wandb="p", verbose=verbose))
+    WandbSink("p", cell)
+    assert seen["silent"] == (None if verbose else "true")

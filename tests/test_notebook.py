@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,4 +20,6 @@ def test_the_api_notebook_runs(tmp_path):
     assert "notebook-tiny 4 cells" in text
     assert "bad input: --only: 'algo=sac' matches none of the 4 cells" in text
     assert text.count(" done") >= 4  # every cell ended done (the callback's lines)
+    # the store as frames: every run, its episodes, its periodic evaluations (eval: every 1000 of 2000 steps)
+    assert re.search(r"4 runs, [1-9]\d* episodes, 8 evaluations, 4 scored runs", text), text
     assert "insufficient evidence" in text or "on CartPole-v1" in text  # the table's row for discrete vector dense

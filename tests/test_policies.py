@@ -78,7 +78,7 @@ def test_a_save_that_cannot_be_kept_is_one_line(tmp_path, edit, path, words):
 
 def test_eval_films_own_and_sb3_ppo(saved, tmp_path):
     """Done-when of issue 43: `bench eval RUN --episodes 5 --video out.mp4` writes a playable MP4, for own and SB3 PPO."""
-    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg", reason="bench[video] (imageio-ffmpeg) is not installed")
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg", reason="onpolicy-bench[video] (imageio-ffmpeg) is not installed")
     from bench.api import evaluate, load_policy
 
     home, url = saved
@@ -163,7 +163,7 @@ def test_eval_refuses_in_one_line(saved, tmp_path, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a))
     r = CliRunner().invoke(app, ["eval", "label=ppo-sb3", "--store", url, "--video", str(tmp_path / "v.mp4")])
-    assert r.exit_code == 2 and "pip install 'bench[video]'" in r.stderr and not (tmp_path / "v.mp4").exists()
+    assert r.exit_code == 2 and "pip install 'onpolicy-bench[video]'" in r.stderr and not (tmp_path / "v.mp4").exists()
 
 
 def test_a_run_without_save_has_no_policy_to_load(tmp_path):
@@ -231,7 +231,7 @@ def test_every_implementation_saves_a_policy_that_acts_as_the_trained_one(tmp_pa
 
 @pytest.mark.parametrize("impl", ["bench", "sb3"])
 def test_saving_and_mirroring_leave_a_seeds_returns_unchanged(tmp_path, impl):
-    pytest.importorskip("tensorboard", reason="bench[tensorboard] is not installed")
+    pytest.importorskip("tensorboard", reason="onpolicy-bench[tensorboard] is not installed")
     cell = next(c for c in load_suite(_suite(tmp_path, "none")).cells if c.impl == impl)
     plain, e1 = record_cell(cell)
     busy = dataclasses.replace(cell, save="best", outputs=Outputs(tensorboard=str(tmp_path / "tb")))

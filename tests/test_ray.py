@@ -39,7 +39,7 @@ pytestmark = pytest.mark.xdist_group("ray")
 @pytest.fixture(scope="module")
 def ray_address():
     """One local Ray instance for the module; yields its address for other drivers to connect to."""
-    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'bench[ray]')")
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'onpolicy-bench[ray]')")
     from bench.run.ray_executor import connect
 
     assert connect(None, 2)  # as `bench run --executor ray` starts its private instance: workers at nice 0

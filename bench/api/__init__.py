@@ -11,7 +11,9 @@ Services:
 - :func:`report`: a suite's (or a store's) self-contained HTML report.
 - :func:`recommend`: which algorithm for a problem, from a store or the shipped reference (whose answers are
   computed once per pack content).
-- :func:`export`: runs, episodes or diagnostics as tables, normalised scores for rliable, or a suite as a
+- :func:`runs`, :func:`episodes`, :func:`evaluations`, :func:`diagnostics`: a store's tables as pandas frames;
+  :func:`scores`: the normalised per-run scores the report compares, as a frame.
+- :func:`export`: runs, episodes, evaluations or diagnostics as tables, normalised scores for rliable, or a suite as a
   pack; :func:`import_packs` loads packs into a store. :func:`export_scores`, :func:`pack_suite`: the parts.
 - :func:`parity`: are two labels the same algorithm, per env.
 - :func:`load_policy`: a run's saved policy, ready to act (``pi.act(obs)``); :func:`evaluate`: N episodes
@@ -33,17 +35,18 @@ from __future__ import annotations
 
 from bench.api._common import (REFERENCE_DIR, BadInput, Reference, cache_dir, reference, reference_dir,
                                results_store, writable)
+from bench.api._frames import SCORE_FRAME_COLUMNS, diagnostics, episodes, evaluations, runs, scores
 from bench.api._recommend import Answer, recommend
-from bench.api._results import (EXPORT_FORMATS, EXPORT_WHAT, NothingToExport, ParityResult, export, export_scores,
-                                import_packs, pack_suite, parity, report)
-from bench.api._run import (CellStatus, HyperparamRow, RunPlan, SuiteRun, SuiteStatus, contended_keys,
-                            hyperparams_lines, plan_run, record_env_facts, resolved_hyperparams, run_outputs,
-                            run_suite, status)
+from bench.api._results import (EXPORT_FORMATS, EXPORT_WHAT, NothingToExport, ParityResult, export,
+                                export_scores, import_packs, pack_suite, parity, report)
+from bench.api._run import (STATES, CellStatus, GroupStatus, HyperparamRow, RunPlan, SuiteRun, SuiteStatus,
+                            contended_keys, hyperparams_lines, plan_run, record_env_facts, resolved_hyperparams,
+                            run_outputs, run_suite, status)
 from bench.api._tools import SPEED_ALGOS, SPEED_KERNELS, envs, speed, suite_schema
 from bench.api._tune import IMPLS, TUNE_ALGOS, TunePlan, export_best, plan_tune, tune
 from bench.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load_policy, video_missing
 # The vocabulary a caller (the command line) reads results and errors in.
-from bench.run.progress import progress_line
+from bench.run.progress import duration, progress_line
 from bench.run.speed import median_steps
 from bench.storage.packed import PackError
 from bench.storage.schema import StoreError
@@ -51,13 +54,15 @@ from bench.storage.urls import DEFAULT_URL, check_url, describe_url, redact, url
 from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 
 __all__ = [
-    "ACTIONS", "DEFAULT_URL", "EXPORT_FORMATS", "EXPORT_WHAT", "IMPLS", "OBS", "PRIORITIES", "REFERENCE_DIR", "REWARDS",
-    "SPEED_ALGOS", "SPEED_KERNELS", "TUNE_ALGOS",
-    "Answer", "BadInput", "CellStatus", "Evaluation", "HyperparamRow", "LoadedPolicy", "NothingToExport", "PackError",
-    "ParityResult", "PolicyError", "Reference", "RunPlan", "StoreError", "SuiteRun", "SuiteStatus", "TunePlan",
-    "cache_dir", "check_url", "contended_keys", "describe_url", "envs", "evaluate", "export", "export_best",
-    "export_scores", "hyperparams_lines", "import_packs", "load_policy", "median_steps", "pack_suite", "parity",
-    "plan_run", "plan_tune", "progress_line", "recommend", "record_env_facts", "redact", "reference",
-    "reference_dir", "report", "resolved_hyperparams", "results_store", "run_outputs", "run_suite", "speed",
-    "status", "suite_schema", "tune", "url_secret", "video_missing", "writable",
+    "ACTIONS", "DEFAULT_URL", "EXPORT_FORMATS", "EXPORT_WHAT", "IMPLS", "OBS", "PRIORITIES", "REFERENCE_DIR",
+    "REWARDS", "SCORE_FRAME_COLUMNS", "SPEED_ALGOS", "SPEED_KERNELS", "STATES", "TUNE_ALGOS",
+    "Answer", "BadInput", "CellStatus", "Evaluation", "GroupStatus", "HyperparamRow", "LoadedPolicy",
+    "NothingToExport", "PackError", "ParityResult", "PolicyError", "Reference", "RunPlan", "StoreError", "SuiteRun",
+    "SuiteStatus", "TunePlan",
+    "cache_dir", "check_url", "contended_keys", "describe_url", "diagnostics", "duration", "envs", "episodes",
+    "evaluate", "evaluations", "export", "export_best", "export_scores", "hyperparams_lines", "import_packs",
+    "load_policy", "median_steps", "pack_suite", "parity", "plan_run", "plan_tune", "progress_line", "recommend",
+    "record_env_facts", "redact", "reference", "reference_dir", "report", "resolved_hyperparams", "results_store",
+    "run_outputs", "run_suite", "runs", "scores", "speed", "status", "suite_schema", "tune", "url_secret",
+    "video_missing", "writable",
 ]

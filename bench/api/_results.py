@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.api._common import BadInput, results_store, store_url, writable
+from bench.api._frames import TABLES, check_suite, open_store, read_table
 from bench.storage import packed, packload
 from bench.storage.studies import load_studies, tuning_suites
 
@@ -119,12 +120,13 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
 
 #: ``bench export --format``: what each writes, and which ``--what`` it takes.
 EXPORT_FORMATS = ("csv", "parquet", "json", "pack", "rliable-npz", "rliable-json")
-EXPORT_WHAT = ("runs", "episodes", "diagnostics")
+EXPORT_WHAT = TABLES
 
 
 def export(store: str | None = None, out: Path | str = "", *, suite: str | None = None, what: str = "runs",
            format: str = "csv", score: str = "final", keep: str = "all", log: Callable[[str], None] | None = None) -> str:
-    """Export ``what`` (runs, episodes or diagnostics) of ``store`` as CSV, Parquet or JSON records; normalised
+    """Export ``what`` (runs, episodes, evaluations or diagnostics: the frames :func:`bench.api.runs` …
+    :func:`bench.api.diagnostics` return) of ``store`` as CSV, Parquet or JSON records; normalised
     per-run scores for rliable (``rliable-npz`` / ``rliable-json``, ``score``: final, samples or time); or pack
     one suite (``format="pack"``, into the folder ``out``; ``keep``: all its runs as they stand, only the
     finished ones, or only the envs whose runs all finished, :data:`bench.storage.packed.KEEP`). Returns the line
@@ -135,9 +137,6 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
     import json
 
     from bench.analysis.scoring import SCORE_COLUMNS
-    from bench.storage.schema import StoreMissing
-    from bench.storage.store import Store
-    from bench.storage.urls import describe_url
 
     out = Path(out)
     for flag, value, allowed in (("--what", what, EXPORT_WHAT), ("--format", format, EXPORT_FORMATS),
@@ -154,16 +153,10 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
         suffix = {"rliable-npz": "npz", "rliable-json": "json"}.get(format, format)
         raise BadInput(f"--out: {out} is a folder; allowed: a file path, e.g. {out / (what + '.' + suffix)}")
     writable("--out", out, folder=format == "pack")
+    db = open_store(url)
     try:
-        db = Store(url, readonly=True)
-    except StoreMissing:
-        raise BadInput(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)") \
-            from None
-    try:
-        if suite is not None and suite not in (names := db.suite_names()) and (
-                format != "pack" or suite not in (tuned := _tuning_suites(url))):
-            allowed = names + (sorted(set(tuned) - set(names)) if format == "pack" else [])
-            raise BadInput(f"--suite: no suite named {suite!r} in the store; allowed: {', '.join(allowed) or 'none'}")
+        # A pack can hold a tuning suite's studies alone (no runs of its name).
+        check_suite(db, suite, also=_tuning_suites(url) if format == "pack" and suite is not None else None)
         if format == "pack":
             if suite is None:
                 raise BadInput("--format pack: name the suite to pack with --suite")
@@ -182,7 +175,7 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
             except NothingToExport as e:
                 raise BadInput(f"--format {format}: {e}") from None
             return f"wrote {SCORE_COLUMNS[score]} of {n[0]} labels × {n[1]} envs to {out}"
-        df = {"runs": db.runs_frame, "episodes": db.episodes_frame, "diagnostics": db.diagnostics_frame}[what](suite)
+        df = read_table(db, what, suite)
     finally:
         db.dispose()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.api._common import BadInput, store_url
+from bench.distribution import install_hint
 
 # --------------------------------------------------------------------------- #
 # A store describes its envs
@@ -159,6 +160,24 @@ class RunPlan:
     def name(self) -> str:
         return self.loaded.suite.name
 
+    def outputs(self) -> dict[str, str]:
+        """Where this plan's runs write, for the line that ends a run: ``store`` (the URL, password hidden),
+        ``policies`` (the folder, where a cell saves any: suite ``save:``), ``tensorboard`` (the folder) and
+        ``wandb`` (the project) where asked for, and ``report``: the command that writes the suite's report."""
+        from bench.storage.urls import DEFAULT_URL, check_url, describe_url
+
+        out = self.cells[0].outputs if self.cells else None
+        shown = describe_url(self.url)
+        where = {"store": shown}
+        if out is not None and out.policies and any(c.save != "none" for c in self.cells):
+            where["policies"] = out.policies
+        if out is not None and out.tensorboard:
+            where["tensorboard"] = out.tensorboard
+        if out is not None and out.wandb:
+            where["wandb"] = out.wandb
+        where["report"] = f"bench report {self.name}" + ("" if self.url == check_url(DEFAULT_URL) else f" --store {shown}")
+        return where
+
     def with_outputs(self, outputs: Any) -> "RunPlan":
         """This plan with every cell writing ``outputs`` (:class:`bench.suites.suite.Outputs`)."""
         import dataclasses
@@ -292,7 +311,7 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
             if plan.address is not None:
                 connect(plan.address)  # stopped at exit: ray.init registers ray.shutdown with atexit
         except ImportError:
-            raise BadInput("--executor: ray is not installed; install it with pip install 'bench[ray]' (allowed: "
+            raise BadInput(f"--executor: ray is not installed; install it with {install_hint('ray')} (allowed: "
                            "local, ray)") from None
         except RayUnavailable as e:
             raise BadInput(f"--address: {e}") from None
@@ -342,8 +361,8 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
 
 
 def run_outputs(url: str, tensorboard: Path | None = None, wandb: str | None = None,
-                artifacts: Path | None = None) -> Any:
-    """``bench run``'s ``--tensorboard``, ``--wandb`` and ``--artifacts`` as the cells'
+                artifacts: Path | None = None, verbose: bool = False) -> Any:
+    """``bench run``'s ``--tensorboard``, ``--wandb``, ``--artifacts`` and ``--verbose`` as the cells'
     :class:`bench.suites.suite.Outputs`, checked. Paths are made absolute here: a Ray worker need not share
     this process's working directory.
 
@@ -361,7 +380,7 @@ def run_outputs(url: str, tensorboard: Path | None = None, wandb: str | None = N
         raise BadInput(f"--wandb: {wandb!r} is not a W&B project name; allowed: a name without / \\ # ? % :")
     tb, art = (None if p is None else str(writable(f, p, folder=True).resolve())
                for f, p in (("--tensorboard", tensorboard), ("--artifacts", artifacts)))
-    return Outputs(policies=art or str(policies_dir(url).resolve()), tensorboard=tb, wandb=wandb)
+    return Outputs(policies=art or str(policies_dir(url).resolve()), tensorboard=tb, wandb=wandb, verbose=verbose)
 
 
 def contended_keys(url: str, cells: list) -> set[str]:
@@ -403,6 +422,28 @@ class CellStatus:
     final_return: float | None = None
     steps_to_threshold: int | None = None
     error: str = ""
+    #: Wall seconds a running run has left at its pace so far (``None``: not running, or no pace yet).
+    seconds_left: float | None = None
+
+
+#: The order ``bench status`` names the states in: finished, in flight, then what still has to run.
+STATES = ("done", "running", "stalled", "stale", "interrupted", "failed", "diverged", "pending")
+
+
+@dataclass(frozen=True)
+class GroupStatus:
+    """The cells of one env × label of a suite (:meth:`SuiteStatus.groups`): how many are in each state, and
+    when its running cells will have finished at their pace so far (``None``: none running, or no pace yet;
+    its pending cells are not counted in, since when they start depends on the workers)."""
+
+    env_id: str
+    label: str
+    counts: dict[str, int]
+    seconds_left: float | None = None
+
+    @property
+    def cells(self) -> int:
+        return sum(self.counts.values())
 
 
 @dataclass(frozen=True)
@@ -416,6 +457,25 @@ class SuiteStatus:
     contended: int
     contention_ratio: float
 
+    def groups(self) -> list[GroupStatus]:
+        """The cells summed up per env × label, by env then label in the suite's order (a suite of 12,000 cells
+        in 30 rows)."""
+        envs = {e: i for i, e in enumerate(dict.fromkeys(c.env_id for c in self.cells))}
+        labels = {lb: i for i, lb in enumerate(dict.fromkeys(c.label for c in self.cells))}
+        counts: dict[tuple[str, str], dict[str, int]] = {}
+        left: dict[tuple[str, str], float] = {}
+        for c in self.cells:
+            g = counts.setdefault((c.env_id, c.label), {})
+            g[c.state] = g.get(c.state, 0) + 1
+            if c.seconds_left is not None:
+                left[(c.env_id, c.label)] = max(left.get((c.env_id, c.label), 0.0), c.seconds_left)
+        return [GroupStatus(e, lb, counts[e, lb], left.get((e, lb)))
+                for e, lb in sorted(counts, key=lambda g: (envs[g[0]], labels[g[1]]))]
+
+    def failures(self) -> list[CellStatus]:
+        """The cells that failed or diverged, in the suite's order."""
+        return [c for c in self.cells if c.state in ("failed", "diverged")]
+
 
 def status(suite: str | Path, store: str | None = None, *, overrides: list[str] | tuple[str, ...] = ()) -> SuiteStatus:
     """Where each cell of ``suite`` stands in ``store``, read without writing anything (on a cluster: every
@@ -427,7 +487,7 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
     """
     import time
 
-    from bench.run.progress import is_stalled, run_progress
+    from bench.run.progress import is_stalled, row_fraction, run_progress, seconds_left
     from bench.storage.owners import is_claimable, owner_host
     from bench.storage.schema import StoreMissing
     from bench.storage.store import Store
@@ -463,10 +523,12 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
         if r is None:
             cells.append(CellStatus(c.env_id, c.label, c.seed, state))
             continue
+        live = state in ("running", "stalled")
         cells.append(CellStatus(
             c.env_id, c.label, c.seed, state, r.attempt or 0, owner_host(r.owner) or "",
             now - r.heartbeat_at if r.status == "running" and r.heartbeat_at else None,
             run_progress(r.total_steps, r.timesteps, r.started_at, now, r.cpu_s, cpu_budget(r.config))
-            if state in ("running", "stalled") else None,
-            r.total_steps, r.final_return, r.steps_to_threshold, (r.error or "")[:60]))
+            if live else None,
+            r.total_steps, r.final_return, r.steps_to_threshold, (r.error or "")[:60],
+            seconds_left(now - r.started_at, row_fraction(r)) if state == "running" and r.started_at else None))
     return SuiteStatus(loaded.suite.name, cells, counts, len(contended_done(rows)), CONTENTION_RATIO)

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from bench.algos.registry import DEFAULT_SPACES
 from bench.algos.registry import IMPLS as _IMPLS
 from bench.api._common import BadInput, store_url, writable
+from bench.distribution import install_hint
 
 #: What ``bench tune --algo`` and ``--impl`` accept without a suite: the algorithms with a default search space
 #: (their :class:`bench.algos.registry.AlgoSpec`), and every implementation.
@@ -101,7 +102,7 @@ def plan_tune(suite: str | Path | None = None, *, algo: str | None = None, impl:
             try:
                 import ray  # noqa: F401
             except ImportError:
-                raise BadInput("--executor ray: ray is not installed; install it with pip install 'bench[ray]'") from None
+                raise BadInput(f"--executor ray: ray is not installed; install it with {install_hint('ray')}") from None
         # The random-policy anchor `auc` is scored against, resolved once here so that a bad
         # threshold is one line before anything runs (and every worker gets the same value).
         targets = [with_anchor(t, url) for t in targets]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import sys
 import traceback
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Optional
 
@@ -30,6 +29,7 @@ from typer._click.exceptions import UsageError  # typer's own copy of click: wha
 from typer.core import TyperGroup
 
 from bench import api
+from bench.distribution import version
 from bench.cli.streams import ensure_standard_streams, silence_output
 
 #: Set by ``--debug``: errors show their traceback instead of one line.
@@ -153,7 +153,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        print(f"bench {version('bench')}")
+        print(f"bench {version()}")
         raise typer.Exit()
 
 

@@ -44,7 +44,8 @@ def export(
     store: str = StoreOpt,
     suite: Optional[str] = typer.Option(None, "--suite", help="Only this suite (by name)."),
     what: str = typer.Option("runs", "--what", help="runs (one row per run), episodes (one row per training "
-                             "episode: the learning curves) or diagnostics (one row per stored diagnostic point)."),
+                             "episode: the learning curves), evaluations (one row per periodic evaluation, eval:) or "
+                             "diagnostics (one row per stored diagnostic point)."),
     format: str = typer.Option("csv", "--format", help="csv, parquet or json (records) of --what; pack (the suite's "
                                "store tables as compact files in the folder --out, the shipped reference's format; needs "
                                "--suite); rliable-npz or rliable-json (normalised per-run scores, label → (runs × envs), "
@@ -57,7 +58,8 @@ def export(
                              "without rows, so that `bench import` then `bench run` starts it afresh) or envs (only "
                              "the envs whose every run finished; the other envs' cells all pending)."),
 ) -> None:
-    """Export runs, episodes or diagnostics as CSV, Parquet or JSON; normalised scores for rliable; or pack a suite."""
+    """Export runs, episodes, evaluations or diagnostics as CSV, Parquet or JSON; normalised scores for rliable; or
+    pack a suite."""
     _keep_secret(store)
     try:
         line = api.export(store, out_path, suite=suite, what=what, format=format, score=score, keep=keep,
@@ -82,11 +84,20 @@ def import_(
     err.print(line, markup=False)
 
 
+def _values(allowed: tuple[str, ...]):
+    """Shell completion for an option that takes one of ``allowed`` (``bench --install-completion``)."""
+    return lambda incomplete: [v for v in allowed if v.startswith(incomplete)]
+
+
 def recommend(
-    action: Optional[str] = typer.Option(None, "--action", help="discrete | continuous (default: both)."),
-    obs: Optional[str] = typer.Option(None, "--obs", help="vector | pixels | sequence (tokens; default: all)."),
-    reward: Optional[str] = typer.Option(None, "--reward", help="dense | sparse (default: both)."),
-    priority: Optional[str] = typer.Option(None, "--priority", help="samples | time (default: both; wall-clock = time)."),
+    action: Optional[str] = typer.Option(None, "--action", help="discrete | continuous (default: both).",
+                                         autocompletion=_values(api.ACTIONS)),
+    obs: Optional[str] = typer.Option(None, "--obs", help="vector | pixels | sequence (tokens; default: all).",
+                                      autocompletion=_values(api.OBS)),
+    reward: Optional[str] = typer.Option(None, "--reward", help="dense | sparse (default: both).",
+                                         autocompletion=_values(api.REWARDS)),
+    priority: Optional[str] = typer.Option(None, "--priority", help="samples | time (default: both; wall-clock = time).",
+                                           autocompletion=_values(api.PRIORITIES + ("wall-clock",))),
     fmt: str = typer.Option("table", "--format", help="table | markdown | json | csv."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Scores, runner-up, track record and envs too."),
     store: Optional[str] = typer.Option(None, "--store", help="Answer from this results store (SQLAlchemy URL) "
@@ -317,8 +328,10 @@ def _recommend_cell(r: dict, col: str) -> str:
         return r["track_record"] or "—"
     if col == "runs":
         return r["evidence"].split(", ", 1)[-1].removesuffix(" runs") if r["envs"] else "—"
-    if col == "evidence":
-        return r["evidence"] + (f"; tested on {', '.join(r['tested_envs'])}" if r["tested_envs"] else "")
+    if col == "evidence":  # every env named, the untested too (an answer of insufficient evidence says on what)
+        untested = [e for e in r["envs"] if e not in r["tested_envs"]]
+        return (r["evidence"] + (f"; tested on {', '.join(r['tested_envs'])}" if r["tested_envs"] else "")
+                + (f"; not tested on {', '.join(untested)}" if untested else ""))
     if col == "runner-up":
         return f"{r['runner_up']}: {r['runner_up_score']}" if r["runner_up"] else "—"
     if col == "per env":

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bench import api
+from bench.distribution import NAME as DIST
 from bench.cli.base import (SetOpt, StoreOpt, _bad_input, _check_url, _fmt, _keep_secret, _styled, describe_url,
                            err, out)
 
@@ -23,6 +24,11 @@ PROGRESS_LINE_EVERY_S = 300.0
 #: Above this many cells a dry run prints plain aligned lines, not a table: rich lays a table out cell by
 #: cell, 40 s for 100,000 cells (docs/getting-started.md has the measurement).
 DRY_RUN_TABLE_MAX = 1_000
+#: ``bench status`` lists every cell of a suite this small; a larger one is summed up per env × label (a table of
+#: 12,000 cells took rich 19.8 s to lay out, docs/getting-started.md), unless ``--cells`` asks for every cell.
+STATUS_CELLS_MAX = 20
+#: Failed cells named below ``bench status``'s summary; the rest are counted.
+STATUS_FAILURES_MAX = 10
 
 
 class Executor(str, Enum):
@@ -58,11 +64,13 @@ def run(
              "replace each one only if the new run had its core to itself; the earlier clocks are kept in its metadata.",
     ),
     tensorboard: Optional[Path] = typer.Option(None, "--tensorboard", help="Also write each run's scalars as "
-                                               "TensorBoard events under DIR/<label>/<env>/seed<k> (bench[tensorboard])."),
-    wandb: Optional[str] = typer.Option(None, "--wandb", help="Also log each run to this W&B project (bench[wandb]; "
+                                               f"TensorBoard events under DIR/<label>/<env>/seed<k> ({DIST}[tensorboard])."),
+    wandb: Optional[str] = typer.Option(None, "--wandb", help=f"Also log each run to this W&B project ({DIST}[wandb]; "
                                         "WANDB_MODE=offline needs no network)."),
     artifacts: Optional[Path] = typer.Option(None, "--artifacts", help="Folder for saved policies (suite save:); "
                                              "default beside a SQLite store, else results/policies."),
+    verbose: bool = typer.Option(False, "--verbose", help="Let the W&B client (--wandb) print its own lines; "
+                                 "by default it is silent."),
     yes: bool = typer.Option(False, "--yes", help="Start a suite whose estimated cost needs confirming (over 1,000 "
                              "CPU-hours, or over 1e8 steps per run on an env with no time scale)."),
     overrides: Optional[list[str]] = SetOpt,
@@ -76,7 +84,7 @@ def run(
         raise _bad_input(e.lines) from None
     url = _check_url(plan.url)
     try:
-        plan = plan.with_outputs(api.run_outputs(url, tensorboard, wandb, artifacts))
+        plan = plan.with_outputs(api.run_outputs(url, tensorboard, wandb, artifacts, verbose=verbose))
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
     if address is not None:
@@ -161,8 +169,18 @@ def run(
             "interrupted and will re-run with the next `bench run`."
         ))
         raise typer.Exit(128 + result.interrupted)
-    if _closing(result.suite, result.results, result.done_before, result.busy, result.seconds):
+    failed = _closing(result.suite, result.results, result.done_before, result.busy, result.seconds)
+    _outputs(plan)
+    if failed:
         raise typer.Exit(1)
+
+
+def _outputs(plan) -> None:
+    """Where the run's outputs are, after its closing summary: the store, the policies and TensorBoard folders and
+    the W&B project where written, and the command that writes the report."""
+    for what, where in plan.outputs().items():
+        hint = f" (tensorboard --logdir {where})" if what == "tensorboard" else ""
+        out.print(f"{what + ':':<12} {where}{hint}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _dry_run(plan, remeasure: bool) -> None:
@@ -218,8 +236,15 @@ def _closing(name: str, results: list, done_before: int, busy: int, seconds: flo
 
 
 def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: str = StoreOpt,
+           cells: bool = typer.Option(False, "--cells", help=f"List every cell (default: only when there are at most "
+                                      f"{STATUS_CELLS_MAX}; more are summed up per env × label)."),
            overrides: Optional[list[str]] = SetOpt) -> None:
-    """Show done / failed / running / stale / interrupted / pending for every cell of a suite.
+    """Show done / failed / running / stale / interrupted / pending per env × label of a suite, or per cell.
+
+    A suite of at most 20 cells (or any with ``--cells``) gets one row per cell;
+    a larger one gets one row per env × label, with how many cells are in each
+    state and when its running ones end (``~13 min``, at their pace so far),
+    and its failed cells named below.
 
     It reads the store, so on a cluster it shows every host's runs: ``host`` is
     where a run ran or runs, ``heartbeat`` how long ago a running run last
@@ -234,6 +259,18 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
         st = api.status(suite, store, overrides=overrides or ())
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
+    if not cells and len(st.cells) > STATUS_CELLS_MAX:
+        _status_summary(st)
+    else:
+        _status_cells(st)
+    out.print(", ".join(f"{k}: {v}" for k, v in sorted(st.counts.items())))
+    if st.contended:
+        out.print(f"{st.contended} of the done runs shared their core (wall > {st.contention_ratio:g} × CPU seconds), "
+                  f"which inflates their CPU seconds: `bench run {suite} --remeasure contended` measures them again")
+
+
+def _status_cells(st) -> None:
+    """``bench status``: one row per cell."""
     t = Table(title=f"{st.name}: {len(st.cells)} cells")
     for col in ("env", "label", "seed", "status", "attempt", "host", "heartbeat", "steps", "final return",
                 "steps to threshold", "error"):
@@ -248,7 +285,25 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
             _fmt(c.final_return), _fmt(c.steps_to_threshold), c.error,
         )
     out.print(t)
-    out.print(", ".join(f"{k}: {v}" for k, v in sorted(st.counts.items())))
-    if st.contended:
-        out.print(f"{st.contended} of the done runs shared their core (wall > {st.contention_ratio:g} × CPU seconds), "
-                  f"which inflates their CPU seconds: `bench run {suite} --remeasure contended` measures them again")
+
+
+def _status_summary(st) -> None:
+    """``bench status`` of a large suite: one row per env × label (a count per state, when its running cells will
+    have finished), then its failed cells, the first :data:`STATUS_FAILURES_MAX` named."""
+    groups = st.groups()
+    states = [s for s in api.STATES if s in st.counts] + sorted(set(st.counts) - set(api.STATES))
+    t = Table(title=f"{st.name}: {len(st.cells):,} cells in {len(groups)} env × label groups "
+                    "(`--cells` lists every cell)")
+    for col in ("env", "label", "cells", *states, "running ends in"):
+        t.add_column(col, overflow="fold" if col in ("env", "label") else "ellipsis",
+                     justify="left" if col in ("env", "label") else "right")
+    for g in groups:
+        t.add_row(g.env_id, g.label, f"{g.cells:,}", *(f"{g.counts[s]:,}" if s in g.counts else "" for s in states),
+                  f"~{api.duration(g.seconds_left)}" if g.seconds_left is not None else "")
+    out.print(t)
+    failed = st.failures()
+    for c in failed[:STATUS_FAILURES_MAX]:
+        out.print(f"  {c.state}: {c.env_id} {c.label} seed {c.seed}" + (f": {c.error}" if c.error else ""),
+                  markup=False, highlight=False, soft_wrap=True)
+    if len(failed) > STATUS_FAILURES_MAX:
+        out.print(f"  … and {len(failed) - STATUS_FAILURES_MAX:,} more failed (`--cells` lists every cell)")

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bench import api
+from bench.distribution import NAME as DIST
 from bench.cli.base import (StoreOpt, _bad_input, _check_url, _choice, _fmt, _keep_secret, _styled, _writable,
                            describe_url, err, out)
 
@@ -155,7 +156,7 @@ def eval_(
     run_: str = typer.Argument(..., metavar="RUN", help="A run key (or a unique prefix of it), or label=…,env=…,seed=…"),
     store: str = StoreOpt,
     episodes: int = typer.Option(10, "--episodes", min=1, help="Deterministic episodes to run."),
-    video: Optional[Path] = typer.Option(None, "--video", help="Also film them into this MP4 (bench[video])."),
+    video: Optional[Path] = typer.Option(None, "--video", help=f"Also film them into this MP4 ({DIST}[video])."),
     kind: str = typer.Option("auto", "--kind", help="best | final | auto (best where the run kept it)."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, help="First episode's seed (default: the run's eval seed)."),
     artifacts: Optional[str] = typer.Option(None, "--artifacts", help="The policies folder, if it moved."),

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
+from bench.distribution import install_hint
 from bench.envs import families
 from bench.traits import Action, Obs, Reward
 
@@ -354,7 +355,7 @@ def missing_extra(env_id: str) -> str | None:
         return None
     licence = f", {fam.licence}" if fam.licence else ""
     return (f"a {fam.title} id, and {fam.title} is not installed; allowed: install the optional "
-            f"extra (pip install -e '.[{fam.extra}]'{licence}), or another env")
+            f"extra ({install_hint(fam.extra)}{licence}), or another env")
 
 
 def env_exists(env_id: str) -> bool:

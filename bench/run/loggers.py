@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from bench.baselines import SB3_KEYS
+from bench.distribution import install_hint
 from bench.suites.suite import Cell
 
 #: SB3 logger tags that bench's diagnostics map back onto (SB3 PPO's names: A2C's ``train/policy_loss`` and
@@ -76,6 +77,12 @@ class WandbSink:
     """One run in a Weights & Biases project (needs ``wandb``; ``WANDB_MODE=offline`` works without a network)."""
 
     def __init__(self, project: str, cell: Cell):
+        import os
+
+        if not cell.outputs.verbose:
+            # W&B's documented switch for all its terminal output (docs.wandb.ai, "How do I stop wandb from writing
+            # to my terminal"), read when wandb starts; a user's own WANDB_SILENT wins.
+            os.environ.setdefault("WANDB_SILENT", "true")
         import wandb
 
         # A worker runs its cells one after another, finishing each W&B run before the next init.
@@ -137,4 +144,4 @@ def missing(flag: str) -> str | None:
     module, extra = NEEDS[flag]
     if importlib.util.find_spec(module) is not None:
         return None
-    return f"{flag}: needs the {module} package, which is not installed; install it with pip install 'bench[{extra}]'"
+    return f"{flag}: needs the {module} package, which is not installed; install it with {install_hint(extra)}"

@@ -13,6 +13,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from bench.distribution import NAME
 from bench.suites.suite import Cell
 
 _PACKAGES = ("bench", "torch", "numpy", "gymnasium", "stable-baselines3", "sb3-contrib", "ale-py", "mujoco", "box2d")
@@ -81,7 +82,8 @@ def run_metadata() -> dict[str, Any]:
         versions = {}
         for p in _PACKAGES:
             try:
-                versions[p] = importlib_metadata.version(p)
+                # bench's own under its key "bench" (as every stored run has it), read from its distribution.
+                versions[p] = importlib_metadata.version(NAME if p == "bench" else p)
             except importlib_metadata.PackageNotFoundError:
                 versions[p] = None
         _STATIC_META = {

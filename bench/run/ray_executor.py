@@ -34,7 +34,7 @@ What happens when something goes wrong
 - **Ctrl-C**: the tasks are cancelled (their workers killed) and their runs are
   marked interrupted; the next ``bench run`` re-runs them.
 
-``ray`` is an optional dependency (``pip install 'bench[ray]'``) and is imported
+``ray`` is an optional dependency (``pip install 'onpolicy-bench[ray]'``) and is imported
 only here, only when this executor is asked for.
 """
 
@@ -50,6 +50,7 @@ import uuid
 from collections import deque
 from typing import Any, Callable, Iterator
 
+from bench.distribution import install_hint
 from bench.run.limits import WATCH_EVERY_S, Backstop, has_limits
 from bench.run.pool import Interrupted
 from bench.run.runner import Outcome, THREAD_ENV, run_cell
@@ -82,7 +83,7 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> bool:
     try:
         import ray
     except ImportError:
-        raise RayUnavailable("ray is not installed; install it with pip install 'bench[ray]'") from None
+        raise RayUnavailable(f"ray is not installed; install it with {install_hint('ray')}") from None
     if ray.is_initialized():
         return False
     kw: dict[str, Any] = dict(include_dashboard=False, logging_level=logging.WARNING)

@@ -381,6 +381,13 @@ class Store:
         (``n``: the updates the stored value is the mean of; empty in stores written before downsampling)."""
         return self._per_run_frame(diagnostics, ("step", "name", "value", "n"), diagnostics.c.id, suite)
 
+    def evaluations_frame(self, suite: str | None = None):
+        """One row per (suite, run, periodic evaluation, ``eval:``): the run's identity, then ``idx, step, wall_s,
+        mean_return, std_return, n`` (the env step it was taken at, wall seconds since the run started, and the
+        mean and standard deviation of the returns of its ``n`` deterministic episodes)."""
+        return self._per_run_frame(evaluations, ("idx", "step", "wall_s", "mean_return", "std_return", "n"),
+                                   evaluations.c.idx, suite)
+
     def _per_run_frame(self, table: sa.Table, columns: Sequence[str], order: Any, suite: str | None):
 
         with self.engine.connect() as c:

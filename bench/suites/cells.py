@@ -24,11 +24,14 @@ class Outputs:
         (``results/bench.db`` → ``results/bench.policies``), else ``results/policies``.
     :param tensorboard: mirror the run's scalars to TensorBoard event files under this folder (``--tensorboard``).
     :param wandb: mirror them to this Weights & Biases project (``--wandb``).
+    :param verbose: let the W&B client print its own lines (``--verbose``); by default it is silent, so a run's
+        output is bench's lines.
     """
 
     policies: str | None = None
     tensorboard: str | None = None
     wandb: str | None = None
+    verbose: bool = False
 
 
 @dataclass(frozen=True)

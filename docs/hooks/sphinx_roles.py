@@ -11,6 +11,11 @@ Names resolve as Sphinx resolves them: a dotted path starting at ``bench`` stand
 first component is looked up in the docstring's scope (its object, then the enclosing class and module,
 imports included). ``~`` shows only the last component, as in Sphinx.
 
+Sphinx's literal-block marker is read as Sphinx reads it (reStructuredText, "Literal Blocks"): a paragraph
+that ends in ``::`` before an indented block ends in ``:`` (``Example::`` reads "Example:"), or in nothing
+where the ``::`` stands apart (``Use ::``); the indented block below is Markdown's code block already. The
+pages showed the ``::`` as written.
+
 Loaded by ``mkdocs.yml`` (``extensions:`` of the python handler); ``tests/test_docs.py`` checks it.
 """
 
@@ -36,6 +41,21 @@ def full_path(obj: griffe.Object, name: str) -> str:
     except (griffe.NameResolutionError, AttributeError, KeyError):
         return name
     return f"{base}.{rest}" if rest else base
+
+
+#: A paragraph's last line ending in ``::`` (its text before, and whether a space stands between), followed by a
+#: blank line and an indented line: Sphinx's literal-block marker.
+LITERAL = re.compile(r"(?m)^(?P<text>[^\n]*?)(?P<space>[ \t]*)::[ \t]*$(?=\n[ \t]*\n[ \t]+\S)")
+
+
+def literal_blocks(text: str) -> str:
+    """``text`` with each literal-block marker read as Sphinx reads it (see the module docstring)."""
+
+    def one(m: re.Match[str]) -> str:
+        body = m["text"]
+        return body if m["space"] or not body.strip() else f"{body}:"
+
+    return LITERAL.sub(one, text)
 
 
 def rewrite(text: str, obj: griffe.Object) -> str:
@@ -64,5 +84,5 @@ class SphinxRoles(griffe.Extension):
                 continue
             seen.add(id(obj))
             if obj.docstring is not None:
-                obj.docstring.value = rewrite(obj.docstring.value, obj)
+                obj.docstring.value = literal_blocks(rewrite(obj.docstring.value, obj))
             stack.extend(m for m in obj.members.values() if not m.is_alias)
