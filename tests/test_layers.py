@@ -46,6 +46,7 @@ PARTS: list[tuple[str, str]] = [
     ("bench.analysis.simulation", "pure"),
     ("bench.analysis.machines", "pure"),
     ("bench.analysis.race", "pure"),
+    ("bench.analysis.selection", "pure"),
     ("bench.analysis", "analysis"),
     ("bench.suites", "suites"),
     # The algorithm registry as a suite sees it: the AlgoSpec registry and what its specs hold (typed
