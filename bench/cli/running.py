@@ -71,7 +71,7 @@ def run(
     _keep_secret(store)
     try:
         plan = api.plan_run(suite, store, only=only, overrides=overrides or (), workers=workers,
-                            executor=executor.value, address=address)
+                            executor=executor.value, address=address, replace=replace)
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
     url = _check_url(plan.url)
