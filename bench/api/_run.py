@@ -227,7 +227,8 @@ def _variant(loaded: Any, url: str) -> Any:
 
 def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = None,
              overrides: list[str] | tuple[str, ...] = (), workers: int | None = None, executor: str = "local",
-             address: str | None = None, outputs: Any = None, replace: bool = False) -> RunPlan:
+             address: str | None = None, outputs: Any = None, replace: bool = False,
+             text: str | None = None) -> RunPlan:
     """Check ``suite`` (a YAML file) and the ``store`` URL (default ``sqlite:///results/bench.db``), select the
     cells ``only`` names (e.g. ``"env=CartPole-v1,algo=ppo"``), and estimate their cost. Writes nothing.
 
@@ -235,6 +236,8 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
         store already holds the suite's name with another grid, the run is a *variant* of it, stored beside it
         under a name of its own (``small.timesteps-60000.3f9a1c``; :mod:`bench.suites.variants`), unless ``replace``.
     :param replace: the grid is to replace the stored one of the suite's name (:func:`run_suite`), never a variant.
+    :param text: the suite's YAML, where ``suite`` names a file not written yet (a one-line run's,
+        :func:`bench.api.oneline_suite`).
     :param outputs: the cells' :class:`bench.suites.suite.Outputs` (saved policies, TensorBoard, W&B);
         default: policies beside a SQLite store, else under ``results/policies``.
     :raises BadInput: the suite, ``only``, the URL or the executor options are wrong (one line each).
@@ -245,10 +248,10 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
 
     from bench.run.saving import policies_dir
     from bench.suites.cost import estimate
-    from bench.suites.suite import Outputs, SuiteError, load_suite, parse_only, select
+    from bench.suites.suite import Outputs, SuiteError, load_suite, load_suite_text, parse_only, select
 
     try:
-        loaded = load_suite(Path(suite), overrides)
+        loaded = load_suite(Path(suite), overrides) if text is None else load_suite_text(text, str(suite), overrides)
     except SuiteError as e:
         raise BadInput(e.lines) from None
     try:

@@ -92,7 +92,7 @@ __all__ = ["ALGOS", "AVAILABLE", "IMPLS", "OFF_POLICY_ACTIONS", "BENCH_ONLY", "N
            "MAX_MEMORY_MB", "MAX_NODES", "MAX_STRING", "MAX_TIMESTEPS", "MAX_WALL_MINUTES", "FILTER_KEYS",
            "AlgoEntry", "Cell", "Claim", "Defaults", "EnvEntry", "EvalSpec", "Expectation", "LoadedSuite",
            "Outputs", "Resources", "SaveMode", "Suite", "SuiteError", "Traits", "VecEnvMode", "cell_key",
-           "did_you_mean", "json_schema", "load_suite", "matches_only", "merge_resources", "one_line",
+           "did_you_mean", "json_schema", "load_suite", "load_suite_text", "matches_only", "merge_resources", "one_line",
            "parse_only", "select", "names"]
 
 
@@ -115,6 +115,12 @@ def load_suite(path: str | Path, overrides: Sequence[str] = ()) -> LoadedSuite:
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SuiteError(file, [Problem("", f"cannot read the file: {e}")]) from None
+    return load_suite_text(text, file, overrides)
+
+
+def load_suite_text(text: str, file: str, overrides: Sequence[str] = ()) -> LoadedSuite:
+    """:func:`load_suite` of a suite's YAML ``text``, named ``file`` in its problems (a file not written yet:
+    ``bench run --env ... --algo ...``'s)."""
     data, lines = _read_yaml(text, file)
     if not isinstance(data, dict):
         raise SuiteError(
