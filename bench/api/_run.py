@@ -93,8 +93,7 @@ def resolved_hyperparams(loaded: Any) -> list[HyperparamRow]:
     rows: list[HyperparamRow] = []
     for j, a in enumerate(suite.algorithms):
         for i, e in enumerate(suite.envs):
-            cell = first.get((loaded.labels.get(a.display, a.display) if hasattr(loaded, "labels") else a.display,
-                              e.key))
+            cell = first.get((getattr(loaded, "labels", {}).get(a.display, a.display), e.key))  # a variant's own
             if cell is None:
                 continue
             over_name = e.key if e.key in a.env_hyperparams else e.id
