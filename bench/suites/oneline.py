@@ -24,11 +24,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def zoo_budget(algo: str, env: str) -> int | None:
-    """rl-baselines3-zoo's ``n_timesteps`` for ``algo`` on ``env`` (the budget its values were tuned for), if any."""
-    from bench.algos.registry import ALGOS
+    """rl-baselines3-zoo's ``n_timesteps`` for ``algo`` on ``env`` (the budget its values were tuned for), if any:
+    the default ``bench tune --algo --env`` takes too (:func:`bench.tune.targets.target_from_flags`)."""
+    from bench.algos.registry import ZOO_TIMESTEPS
 
-    spec = ALGOS.get(algo)
-    return None if spec is None else spec.zoo_timesteps.get(env)
+    return ZOO_TIMESTEPS.get(algo, {}).get(env)
 
 
 def suite_name(env: str, algo: str, impl: str, timesteps: int | None, seeds: int) -> str:
