@@ -145,6 +145,62 @@ def test_several_problems_give_one_line_each(tmp_path):
     assert any(ln.startswith(f"{f}:3: defaults.timesteps") for ln in e.value.lines), e.value.lines
 
 
+FOUR_MISTAKES = """\
+name: four
+seeds: 1
+defaults: {timesteps: -100}
+envs:
+  - id: CartPol-v1
+    treshold: 475
+algorithms:
+  - algo: ppoo
+    impl: bench
+"""
+
+
+def test_every_stage_s_problems_in_one_pass(tmp_path):
+    """Schema (a bad budget, a typo'd key, an unknown algorithm) and registry (an unknown env id) problems
+    come out of one run, one line each: the env id used to show only once the schema's were fixed."""
+    f = tmp_path / "four.yaml"
+    f.write_text(FOUR_MISTAKES)
+    db = tmp_path / "r" / "bench.db"
+    res = CliRunner().invoke(app, ["run", str(f), "--store", f"sqlite:///{db}"])
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.splitlines()
+    assert len(lines) == 4, lines
+    for where, words in [("3: defaults.timesteps", "greater than 0 (got -100)"),
+                         ("6: envs[0].treshold", "unknown key; allowed: id, kwargs"),
+                         ("8: algorithms[0].algo", "unknown algorithm; allowed: reinforce"),
+                         ("5: envs[0].id", "unknown environment; did you mean CartPole-v1")]:
+        assert any(ln.startswith(f"{f}:{where}: ") and words in ln for ln in lines), (where, lines)
+    assert not db.parent.exists() and "Traceback" not in res.output
+
+
+def test_every_bad_override_in_one_pass(tmp_path):
+    """Two bad --set values (one the schema refuses, one only the algorithm's hyperparameters do) give two
+    lines in one run; an override that cannot be read, or names no place, is a line beside them."""
+    f = tmp_path / "good.yaml"
+    f.write_text(GOOD)
+    db = tmp_path / "r" / "bench.db"
+    sets = ["--set", "algorithms[0].hyperparams.learning_rate=-1", "--set", "defaults.timesteps=abc"]
+    res = CliRunner().invoke(app, ["run", str(f), *sets, "--store", f"sqlite:///{db}"])
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.splitlines()
+    assert lines == [f"{f}: --set defaults.timesteps: input should be a valid integer, unable to parse string as an "
+                     "integer (got 'abc')",
+                     f"{f}: --set algorithms[0].hyperparams.learning_rate: input should be greater than 0 (got -1)"], lines
+    res = CliRunner().invoke(app, ["run", str(f), *sets, "--set", "nonsense", "--set", "algorithms[4].label=x",
+                                   "--store", f"sqlite:///{db}"])
+    assert res.exit_code == 2 and len(res.stderr.splitlines()) == 4, res.stderr
+    assert "'nonsense' is not PATH=VALUE" in res.stderr and "algorithms has 1 item(s)" in res.stderr
+    # With the schema passing, a bad value resolved beside an unknown env is named in the same pass.
+    res = CliRunner().invoke(app, ["run", str(f), "--set", "envs[0].id=CartPol-v1", "--set",
+                                   "algorithms[0].hyperparams.n_steps=-64", "--store", f"sqlite:///{db}"])
+    assert res.exit_code == 2 and len(res.stderr.splitlines()) == 2, res.stderr
+    assert "envs[0].id: unknown environment" in res.stderr and "hyperparams.n_steps" in res.stderr
+    assert not db.parent.exists()
+
+
 def test_bad_suite_from_a_real_process(tmp_path):
     """The installed entry point, as a user runs it: exit 2, no traceback, no store."""
     f = tmp_path / "bad.yaml"

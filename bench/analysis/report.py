@@ -379,23 +379,46 @@ def _variant_section(db: ReadModel, data: an.Data, name: str, variant: str, *, a
         if log:
             log(f"variant suite {name!r}: no runs of other suites on its envs to set it beside")
         return None
-    both = _only(an.load(db, [name, *base], anchors=anchors, diagnostics=[]), envs)
-    scored = an.score(both)
-    dm = mx.decision_matrix(scored, both.sensitivity, recs=ans.recommend(scored, track_record=False))
-    ours = set(mine["label"])
+    # The base first: a run both sides hold (a cell a --set variant left as it was, under the base's label) is
+    # read once, as the base's.
+    both = _only(an.load(db, [*base, name], anchors=anchors, diagnostics=[]), envs)
+    ours = set(mine["label"]) - set(data.runs.loc[data.runs["suite"].isin(base), "label"])
+    mark = lambda r: r["label"].isin(ours)  # noqa: E731
     # Each side named by what it is: the variant, and the suites whose runs it varies.
-    sides = [(", ".join(base), _only(both, envs, lambda r: ~r["label"].isin(ours))),
-             (variant, _only(both, envs, lambda r: r["label"].isin(ours)))]
+    sides = [(", ".join(base), _only(both, envs, lambda r: ~mark(r))), (variant, _only(both, envs, mark))]
+    budgets = {side: _budgets(d) for side, d in sides}
+    note = ""
+    if len(set(map(frozenset, budgets.values()))) > 1:
+        # Runs are compared at one budget per env (bench.analysis.readmodel._pool): a variant of the budget
+        # would set one side aside. Each side is then read, scored and shown at its own budget.
+        sides = [(side, _only(an.load(db, suites, anchors=anchors, diagnostics=[]), envs, keep))
+                 for (side, _), suites, keep in zip(sides, (base, [name]), (lambda r: ~mark(r), None))]
+        note = ("The two sides ran at other budgets (" + "; ".join(
+            f"{side}: {', '.join(f'{e} {t:,} steps' for e, t in sorted(b))}" for side, b in budgets.items())
+            + "), and runs are compared at one budget per env: each side has its own matrix, at its own budget.")
+        blocks = [(side, d) for side, d in sides]
+    else:
+        blocks = [("", both)]
+    decision = []
+    for side, d in blocks:
+        scored = an.score(d)
+        dm = mx.decision_matrix(scored, d.sensitivity, recs=ans.recommend(scored, track_record=False))
+        decision += [dict(category=cat + (f" · {side}" if side else ""), envs=", ".join(e),
+                          criteria=mx.criteria_of(dm, cat), rows=mx.decision_rows(dm, cat))
+                     for cat, e in an.categories(scored).items()]
     answers = []
     for side, d in sides:
         for row in ans.recommendation_rows(ans.recommend(an.score(d))):
             if row.get("envs"):
                 answers.append(dict(row, side=side))
-    return dict(
-        name=name, variant=variant, envs=", ".join(envs), base=", ".join(base), answers=answers,
-        decision=[dict(category=cat, envs=", ".join(e), criteria=mx.criteria_of(dm, cat),
-                       rows=mx.decision_rows(dm, cat))
-                  for cat, e in an.categories(scored).items()])
+    return dict(name=name, variant=variant, envs=", ".join(envs), base=", ".join(base), answers=answers,
+                decision=decision, note=note)
+
+
+def _budgets(data: an.Data) -> set[tuple[str, int]]:
+    """The (env, budget) pairs of ``data``'s done runs."""
+    done = data.runs[data.runs["status"] == "done"]
+    return {(str(e), int(t)) for e, t in zip(done["env"], done["timesteps"])}
 
 
 def parity_table_rows(envs: list[Any], algo: str = "") -> list[dict[str, str]]:

@@ -5,7 +5,8 @@ Services:
 
 - :func:`plan_run`, :func:`run_suite`: a suite checked against a store (what would run), then run, with
   callbacks for progress; the result's :meth:`SuiteRun.frame` is one row per cell run. :func:`status`:
-  where each of its cells stands.
+  where each of its cells stands. :func:`oneline_suite`, :func:`write_oneline_suite`: the suite of a
+  one-line run (``bench run --env ID --algo NAME``), checked, then written beside the store.
 - :func:`plan_tune`, :func:`tune`, :func:`export_best`: tuning studies checked, run (resuming), and their
   best configurations written as a suite.
 - :func:`report`: a suite's (or a store's) self-contained HTML report.
@@ -36,6 +37,7 @@ from __future__ import annotations
 from bench.api._common import (REFERENCE_DIR, BadInput, Reference, cache_dir, reference, reference_dir,
                                results_store, writable)
 from bench.api._frames import SCORE_FRAME_COLUMNS, diagnostics, episodes, evaluations, runs, scores
+from bench.api._oneline import ONELINE_IMPLS, OneLineSuite, oneline_choices, oneline_suite, write_oneline_suite
 from bench.api._recommend import Answer, recommend
 from bench.api._results import (EXPORT_FORMATS, EXPORT_WHAT, NothingToExport, ParityResult, export,
                                 export_scores, import_packs, pack_suite, parity, report)
@@ -54,15 +56,15 @@ from bench.storage.urls import DEFAULT_URL, check_url, describe_url, redact, url
 from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 
 __all__ = [
-    "ACTIONS", "DEFAULT_URL", "EXPORT_FORMATS", "EXPORT_WHAT", "IMPLS", "OBS", "PRIORITIES", "REFERENCE_DIR",
-    "REWARDS", "SCORE_FRAME_COLUMNS", "SPEED_ALGOS", "SPEED_KERNELS", "STATES", "TUNE_ALGOS",
+    "ACTIONS", "DEFAULT_URL", "EXPORT_FORMATS", "EXPORT_WHAT", "IMPLS", "OBS", "ONELINE_IMPLS", "PRIORITIES",
+    "REFERENCE_DIR", "REWARDS", "SCORE_FRAME_COLUMNS", "SPEED_ALGOS", "SPEED_KERNELS", "STATES", "TUNE_ALGOS",
     "Answer", "BadInput", "CellStatus", "Evaluation", "GroupStatus", "HyperparamRow", "LoadedPolicy",
-    "NothingToExport", "PackError", "ParityResult", "PolicyError", "Reference", "RunPlan", "StoreError", "SuiteRun",
-    "SuiteStatus", "TunePlan",
+    "NothingToExport", "OneLineSuite", "PackError", "ParityResult", "PolicyError", "Reference", "RunPlan",
+    "StoreError", "SuiteRun", "SuiteStatus", "TunePlan",
     "cache_dir", "check_url", "contended_keys", "describe_url", "diagnostics", "duration", "envs", "episodes",
     "evaluate", "evaluations", "export", "export_best", "export_scores", "hyperparams_lines", "import_packs",
-    "load_policy", "median_steps", "pack_suite", "parity", "plan_run", "plan_tune", "progress_line", "recommend",
-    "record_env_facts", "redact", "reference", "reference_dir", "report", "resolved_hyperparams", "results_store",
-    "run_outputs", "run_suite", "runs", "scores", "speed", "status", "suite_schema", "tune", "url_secret",
-    "video_missing", "writable",
+    "load_policy", "median_steps", "oneline_choices", "oneline_suite", "pack_suite", "parity", "plan_run",
+    "plan_tune", "progress_line", "recommend", "record_env_facts", "redact", "reference", "reference_dir", "report",
+    "resolved_hyperparams", "results_store", "run_outputs", "run_suite", "runs", "scores", "speed", "status",
+    "suite_schema", "tune", "url_secret", "video_missing", "writable", "write_oneline_suite",
 ]

@@ -94,7 +94,7 @@ def resolved_hyperparams(loaded: Any) -> list[HyperparamRow]:
     rows: list[HyperparamRow] = []
     for j, a in enumerate(suite.algorithms):
         for i, e in enumerate(suite.envs):
-            cell = first.get((a.display, e.key))
+            cell = first.get((getattr(loaded, "labels", {}).get(a.display, a.display), e.key))  # a variant's own
             if cell is None:
                 continue
             over_name = e.key if e.key in a.env_hyperparams else e.id
@@ -113,7 +113,7 @@ def resolved_hyperparams(loaded: Any) -> list[HyperparamRow]:
                     src = "zoo"
                 else:
                     src = "default"
-                rows.append(HyperparamRow(a.display, e.key, name, value, src))
+                rows.append(HyperparamRow(cell.label, e.key, name, value, src))
     return rows
 
 
@@ -124,6 +124,9 @@ def hyperparams_lines(loaded: Any, shown: set[tuple[str, str]]) -> list[str]:
     import textwrap
 
     out = ["overrides: " + "; ".join(o.text for o in loaded.overrides)] if loaded.overrides else []
+    if getattr(loaded, "variant_of", None) is not None:
+        out.append(f"a variant of suite {loaded.variant_of}, which the store holds with another grid: stored "
+                   f"beside it as {loaded.suite.name} (its runs are kept; --replace replaces its grid instead)")
     rows = [r for r in resolved_hyperparams(loaded) if (r.label, r.env) in shown]
     for label, env in dict.fromkeys((r.label, r.env) for r in rows):
         out.append(f"{label} on {env}:")
@@ -217,13 +220,42 @@ class SuiteRun:
                                      "wall_s", "error"])
 
 
+def _variant(loaded: Any, url: str) -> Any:
+    """``loaded`` as the variant its overrides make (:mod:`bench.suites.variants`) where ``url``'s store holds
+    the suite's name with another grid; else as it is. Reads the store only; one that cannot be read (none
+    yet, unreachable) holds no grid here, and :func:`run_suite` says why when it opens it."""
+    from bench.storage.schema import StoreError
+    from bench.storage.store import Store
+    from bench.suites.variants import as_variant, is_other_grid
+
+    if not loaded.overrides:
+        return loaded
+    try:
+        db = Store(url, readonly=True)
+    except StoreError:
+        return loaded
+    try:
+        stored = db.grid(loaded.suite.name)
+    except Exception:  # noqa: BLE001 - a store that cannot be read here is reported by the run that writes it
+        stored = None
+    finally:
+        db.dispose()
+    return as_variant(loaded, stored) if is_other_grid(loaded, stored) else loaded
+
+
 def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = None,
              overrides: list[str] | tuple[str, ...] = (), workers: int | None = None, executor: str = "local",
-             address: str | None = None, outputs: Any = None) -> RunPlan:
+             address: str | None = None, outputs: Any = None, replace: bool = False,
+             text: str | None = None) -> RunPlan:
     """Check ``suite`` (a YAML file) and the ``store`` URL (default ``sqlite:///results/bench.db``), select the
     cells ``only`` names (e.g. ``"env=CartPole-v1,algo=ppo"``), and estimate their cost. Writes nothing.
 
-    :param overrides: ``PATH=VALUE`` changes to the file (``bench run --set``), checked as the file is.
+    :param overrides: ``PATH=VALUE`` changes to the file (``bench run --set``), checked as the file is. Where the
+        store already holds the suite's name with another grid, the run is a *variant* of it, stored beside it
+        under a name of its own (``small.timesteps-60000.3f9a1c``; :mod:`bench.suites.variants`), unless ``replace``.
+    :param replace: the grid is to replace the stored one of the suite's name (:func:`run_suite`), never a variant.
+    :param text: the suite's YAML, where ``suite`` names a file not written yet (a one-line run's,
+        :func:`bench.api.oneline_suite`).
     :param outputs: the cells' :class:`bench.suites.suite.Outputs` (saved policies, TensorBoard, W&B);
         default: policies beside a SQLite store, else under ``results/policies``.
     :raises BadInput: the suite, ``only``, the URL or the executor options are wrong (one line each).
@@ -234,10 +266,10 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
 
     from bench.run.saving import policies_dir
     from bench.suites.cost import estimate
-    from bench.suites.suite import Outputs, SuiteError, load_suite, parse_only, select
+    from bench.suites.suite import Outputs, SuiteError, load_suite, load_suite_text, parse_only, select
 
     try:
-        loaded = load_suite(Path(suite), overrides)
+        loaded = load_suite(Path(suite), overrides) if text is None else load_suite_text(text, str(suite), overrides)
     except SuiteError as e:
         raise BadInput(e.lines) from None
     try:
@@ -247,7 +279,12 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
     url = store_url(store)
     if outputs is None:
         outputs = Outputs(policies=str(policies_dir(url).resolve()))
-    cells = [dataclasses.replace(c, outputs=outputs) for c in select(loaded.cells, filt)]
+    named = loaded.cells
+    if not replace:
+        loaded = _variant(loaded, url)
+    # --only names labels as the file does; a variant's own labels work too.
+    mine = {c.key: c for c in loaded.cells}
+    cells = [dataclasses.replace(mine[c.key], outputs=outputs) for c in (select(named, filt) or select(loaded.cells, filt))]
     if not cells:
         raise BadInput(f"--only: {only!r} matches none of the {len(loaded.cells)} cells of {suite}")
     if executor not in ("local", "ray"):
@@ -296,9 +333,11 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
     from bench.storage.schema import SuiteConflict
     from bench.storage.store import Store
     from bench.storage.vocabulary import contended_done
+    from bench.suites.variants import stored_spec
 
     plan = suite if isinstance(suite, RunPlan) else plan_run(
-        suite, store, only=only, overrides=overrides, workers=workers, executor=executor, address=address)
+        suite, store, only=only, overrides=overrides, workers=workers, executor=executor, address=address,
+        replace=replace)
     if plan.cost.needs_confirmation() and not yes:
         raise BadInput(f"{plan.loaded.path}: the cells to run would take {plan.cost.line()}; to start it, run again "
                        "with --yes (or lower the budgets)")
@@ -316,8 +355,12 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
         except RayUnavailable as e:
             raise BadInput(f"--address: {e}") from None
     db = Store(plan.url)
+    if plan.loaded.variant_of is not None and log is not None:
+        log(f"{plan.loaded.path}: suite {plan.loaded.variant_of} is in the store with another grid, so this run "
+            f"with --set is its variant {plan.name}, stored beside it (the runs of {plan.loaded.variant_of} are "
+            "kept, `bench report` sets the two side by side; --replace replaces its grid instead)")
     try:
-        db.register(plan.name, str(plan.loaded.path), plan.loaded.suite.model_dump(mode="json"),
+        db.register(plan.name, str(plan.loaded.path), stored_spec(plan.loaded),
                     plan.loaded.env_meta, plan.loaded.cells, replace=replace)
     except SuiteConflict as e:
         raise BadInput(f"{plan.loaded.path}: name: {e}") from None
@@ -509,6 +552,7 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
         rows = db.rows([c.key for c in loaded.cells])
     finally:
         db.dispose()
+    loaded = _variant(loaded, url)  # a run with these overrides is stored as this variant: named as it is
     cells: list[CellStatus] = []
     counts: dict[str, int] = {}
     now = time.time()

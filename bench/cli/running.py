@@ -40,8 +40,13 @@ class Remeasure(str, Enum):
     contended = "contended"
 
 
+def _choices(flag: str):
+    """Shell completion (``bench --install-completion``) of a one-line run's ``flag``."""
+    return lambda incomplete: [v for v in api.oneline_choices(flag) if v.startswith(incomplete)]
+
+
 def run(
-    suite: Path = typer.Argument(..., help="Suite YAML file."),
+    suite: Optional[Path] = typer.Argument(None, help="Suite YAML file (or --env and --algo: a one-line run)."),
     store: str = StoreOpt,
     workers: Optional[int] = typer.Option(
         None, "--workers", min=1,
@@ -74,12 +79,29 @@ def run(
     yes: bool = typer.Option(False, "--yes", help="Start a suite whose estimated cost needs confirming (over 1,000 "
                              "CPU-hours, or over 1e8 steps per run on an env with no time scale)."),
     overrides: Optional[list[str]] = SetOpt,
+    env: Optional[str] = typer.Option(None, "--env", help="One-line run, no suite file: this env id (with --algo).",
+                                      autocompletion=_choices("--env")),
+    algo: Optional[str] = typer.Option(None, "--algo", help="One-line run: this algorithm.",
+                                       autocompletion=_choices("--algo")),
+    impl: Optional[str] = typer.Option(None, "--impl", help="One-line run: bench (default), sb3 or numpy.",
+                                       autocompletion=_choices("--impl")),
+    seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="One-line run: seeds 0..N-1 (default 3)."),
+    timesteps: Optional[int] = typer.Option(None, "--timesteps", min=1, help="One-line run: budget in env steps "
+                                            "(default: rl-baselines3-zoo's for the algorithm on the env)."),
 ) -> None:
-    """Run a suite: every env × algorithm × seed cell, skipping cells already done."""
+    """Run a suite: every env × algorithm × seed cell, skipping cells already done.
+
+    Without a suite file, --env and --algo make one (a one-line run): it is written beside the store
+    (``results/bench.db`` → ``results/bench.suites/``; --dry-run prints it instead) and run like any suite.
+    """
     _keep_secret(store)
     try:
-        plan = api.plan_run(suite, store, only=only, overrides=overrides or (), workers=workers,
-                            executor=executor.value, address=address)
+        made = _oneline(suite, env, algo, impl, seeds, timesteps, store, overrides or ())
+        plan = api.plan_run(made.path if made else suite, store, only=only, overrides=overrides or (),
+                            workers=workers, executor=executor.value, address=address, replace=replace,
+                            text=made.text if made else None)
+        if made and not dry_run:
+            api.write_oneline_suite(made, check=True)
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
     url = _check_url(plan.url)
@@ -92,6 +114,8 @@ def run(
             err.print(_styled("yellow", "warning", f": the store's host {host} is this machine's loopback; Ray workers "
                               "on other hosts will not reach it (give the address other hosts see)"))
     if dry_run:
+        if made:
+            print(made.text + f"# (dry run: not written; without --dry-run it goes to {made.path})")
         _dry_run(plan, remeasure is not None)
         return
 
@@ -106,6 +130,9 @@ def run(
     lock = threading.Lock()
 
     def on_start(r, todo) -> None:
+        if made:  # the suite is registered: its file is written now, never for a run refused before
+            err.print(f"{made.path}: the suite of these flags (`bench run {made.path}` runs it again)", soft_wrap=True)
+            api.write_oneline_suite(made)
         err.print(_styled(
             "bold", r.suite,
             f": {r.cells} cells — {r.done_before} done already"
@@ -181,6 +208,21 @@ def _outputs(plan) -> None:
     for what, where in plan.outputs().items():
         hint = f" (tensorboard --logdir {where})" if what == "tensorboard" else ""
         out.print(f"{what + ':':<12} {where}{hint}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _oneline(suite, env, algo, impl, seeds, timesteps, store, overrides):
+    """A one-line run's suite (:func:`bench.api.oneline_suite`), or None with a suite file."""
+    given = [f for f, v in (("--env", env), ("--algo", algo), ("--impl", impl), ("--seeds", seeds),
+                            ("--timesteps", timesteps)) if v is not None]
+    if suite is not None:
+        if given:
+            raise api.BadInput(f"{given[0]}: for a one-line run, which takes no suite file (got {suite} and "
+                               f"{', '.join(given)}); allowed: a suite file, or --env ID --algo NAME")
+        return None
+    if env is None or algo is None:
+        raise api.BadInput(f"{'--env' if env is None else '--algo'}: missing; allowed: a suite file (bench run "
+                           "SUITE.yaml), or a one-line run with --env ID and --algo NAME (`bench envs` lists ids)")
+    return api.oneline_suite(env, algo, impl=impl, seeds=seeds, timesteps=timesteps, store=store, overrides=overrides)
 
 
 def _dry_run(plan, remeasure: bool) -> None:

@@ -189,6 +189,15 @@ class Store:
                     [dict(suite=name, key=k, label=v) for k, v in links],
                 )
 
+    def grid(self, name: str) -> list[tuple[str, str]] | None:
+        """The stored grid of suite ``name``, sorted ``(key, label)`` pairs as :meth:`register` compares them;
+        ``None`` where the store holds no suite of that name."""
+        with self.engine.connect() as c:
+            if c.execute(sa.select(suites.c.name).where(suites.c.name == name)).first() is None:
+                return None
+            return sorted((r.key, r.label) for r in c.execute(
+                sa.select(suite_cells.c.key, suite_cells.c.label).where(suite_cells.c.suite == name)))
+
     def rows(self, keys: Sequence[str]) -> dict[str, Any]:
         """Run rows by key (only those that exist)."""
         out: dict[str, Any] = {}

@@ -117,6 +117,10 @@ class LoadedSuite:
     plugins: dict[str, Any] = field(default_factory=dict)
     #: The command line's ``--set PATH=VALUE`` overrides, applied before validation (:mod:`.overrides`).
     overrides: tuple[Override, ...] = ()
+    #: A variant (:mod:`.variants`): the suite of the file's name that it varies, and its labels renamed
+    #: (the file's label → the variant's); ``None`` and empty otherwise.
+    variant_of: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 def _with_key(cell: Cell) -> Cell:

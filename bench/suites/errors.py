@@ -20,18 +20,33 @@ class SuiteError(Exception):
     """One or more problems with a suite file; ``lines`` has one line each."""
 
     def __init__(self, file: str, problems: list[Problem], lines_of: dict[str, int] | None = None,
-                 overridden: Iterable[str] = ()):
+                 overridden: Iterable[str] = (), flags: dict[str, str] | None = None):
+        """:param flags: path → the command-line flag that gave its value (``bench run --env``): a problem at or
+        under the path is named by the flag alone, as the user wrote it (:mod:`bench.suites.oneline`)."""
         self.file = file
         self.problems = problems
+        self.lines_of = lines_of or {}
+        self.overridden = tuple(overridden)
         seen: set[str] = set()
         self.lines: list[str] = []
-        set_paths = tuple(overridden)
+        set_paths = self.overridden
+
+        def under(path: str, o: str) -> bool:
+            return path == o or path.startswith((o + ".", o + "["))
+
         for p in problems:
-            if p.path and any(p.path == o or p.path.startswith((o + ".", o + "[")) for o in set_paths):
-                where = f"{file}: --set"  # the value came from the command line: named as it was given there
-            else:
-                where = f"{file}:{_line_for(p.path, lines_of or {})}:" if p.path else f"{file}:"
             got = f" (got {_show(p.value)})" if p.has_value else ""
+            flag = next((f for o, f in (flags or {}).items() if p.path and under(p.path, o)), None)
+            if p.path and any(under(p.path, o) for o in set_paths):
+                where = f"{file}: --set"  # the value came from the command line: named as it was given there
+            elif flag is not None:
+                text = one_line(f"{flag}: {p.message}{got}")
+                if text not in seen:
+                    seen.add(text)
+                    self.lines.append(text)
+                continue
+            else:
+                where = f"{file}:{_line_for(p.path, self.lines_of)}:" if p.path else f"{file}:"
             text = one_line(f"{where} {p.path + ': ' if p.path else ''}{p.message}{got}")
             if text not in seen:
                 seen.add(text)

@@ -51,6 +51,7 @@ from bench.suites.errors import (
     one_line,
 )
 from bench.suites.overrides import Override, OverrideError, apply_overrides, parse_override
+from bench.suites.partial import env_id_problem, hyperparam_problems, unvalidated_problems
 from bench.suites.problems import Problem
 from bench.suites.schema import (
     BENCH_ONLY,
@@ -91,7 +92,7 @@ __all__ = ["ALGOS", "AVAILABLE", "IMPLS", "OFF_POLICY_ACTIONS", "BENCH_ONLY", "N
            "MAX_MEMORY_MB", "MAX_NODES", "MAX_STRING", "MAX_TIMESTEPS", "MAX_WALL_MINUTES", "FILTER_KEYS",
            "AlgoEntry", "Cell", "Claim", "Defaults", "EnvEntry", "EvalSpec", "Expectation", "LoadedSuite",
            "Outputs", "Resources", "SaveMode", "Suite", "SuiteError", "Traits", "VecEnvMode", "cell_key",
-           "did_you_mean", "json_schema", "load_suite", "matches_only", "merge_resources", "one_line",
+           "did_you_mean", "json_schema", "load_suite", "load_suite_text", "matches_only", "merge_resources", "one_line",
            "parse_only", "select", "names"]
 
 
@@ -114,32 +115,44 @@ def load_suite(path: str | Path, overrides: Sequence[str] = ()) -> LoadedSuite:
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SuiteError(file, [Problem("", f"cannot read the file: {e}")]) from None
+    return load_suite_text(text, file, overrides)
+
+
+def load_suite_text(text: str, file: str, overrides: Sequence[str] = ()) -> LoadedSuite:
+    """:func:`load_suite` of a suite's YAML ``text``, named ``file`` in its problems (a file not written yet:
+    ``bench run --env ... --algo ...``'s)."""
     data, lines = _read_yaml(text, file)
     if not isinstance(data, dict):
         raise SuiteError(
             file, [Problem("", f"a suite must be a mapping with name, seeds, envs and algorithms, not a {type(data).__name__}")]
         )
-    try:
-        sets = tuple(parse_override(o) for o in overrides)
-    except OverrideError as e:
-        raise SuiteError(file, [Problem("", str(e))]) from None
+    # Every stage goes on past the problems of the one before, so that one pass names them all: an
+    # override that cannot be read or names no place is left out, and the rest is checked without it.
+    unread: list[Problem] = []
+    parsed: list[Override] = []
+    for o in overrides:
+        try:
+            parsed.append(parse_override(o))
+        except OverrideError as e:
+            unread.append(Problem("", str(e)))
+    sets = tuple(parsed)
     set_paths = [o.path for o in sets]
     if sets:
-        if bad := apply_overrides(data, list(sets)):
-            raise SuiteError(file, bad, lines, set_paths)
-        if problems := _check_values(data):
-            raise SuiteError(file, problems, lines, set_paths)
+        unread += apply_overrides(data, list(sets))
+        if problems := _check_values(data):  # NaN, 2^70: named here once, not again by the schema
+            raise SuiteError(file, unread + problems, lines, set_paths)
     try:
         suite = Suite.model_validate(data)
     except ValidationError as e:
-        # Go on past the schema's errors to what can still be checked, so that one pass names them all.
-        raise SuiteError(file, _problems_from_pydantic(e) + _unvalidated_problems(data), lines, set_paths) from None
+        # Go on past the schema's errors to what can still be checked (env ids, hyperparameters).
+        raise SuiteError(file, unread + _problems_from_pydantic(e) + unvalidated_problems(data), lines,
+                         set_paths) from None
     n_cells = len(suite.envs) * len(suite.algorithms) * len(suite.seed_list)
     if n_cells > MAX_CELLS:
         raise SuiteError(file, [Problem("seeds", f"the grid has {len(suite.envs)} envs × {len(suite.algorithms)} "
                                                  f"algorithms × {len(suite.seed_list)} seeds = {n_cells:,} cells; "
                                                  f"allowed: at most {MAX_CELLS:,}")], lines)
-    problems: list[Problem] = []
+    problems: list[Problem] = list(unread)
     cells, env_meta, plugins = _expand(suite, problems)
     if suite.tune is not None:
         problems.extend(check_tune(suite, {**PARAMS, **{n: p.params for n, p in plugins.items()}}))
@@ -173,33 +186,6 @@ def _reaching(sets: tuple[Override, ...], suite: Suite, cell: Cell) -> tuple[str
     return tuple(out)
 
 
-def _unvalidated_problems(data: dict[str, Any]) -> list[Problem]:
-    """What can be checked of a suite the schema refused: the hyperparameter names of each algorithm
-    entry (an unknown algorithm elsewhere must not hide a typo such as ``learning_rat``), each against
-    its algorithm's names, or against every algorithm's where its own is unknown. The schema's own
-    checks stay the schema's; this adds only what it cannot see (hyperparameters are free-form there)."""
-    problems: list[Problem] = []
-    algos = data.get("algorithms")
-    for j, a in enumerate(algos if isinstance(algos, list) else []):
-        if not isinstance(a, dict) or a.get("impl") == "python":
-            continue  # a plugin's names are its own model's, checked once it loads
-        algo = a.get("algo")
-        names = list(PARAMS[algo].model_fields) if isinstance(algo, str) and algo in PARAMS else \
-            sorted({n for m in PARAMS.values() for n in m.model_fields})
-        blocks = [("hyperparams", a.get("hyperparams"))]
-        env_hp = a.get("env_hyperparams")
-        if isinstance(env_hp, dict):
-            blocks += [(f"env_hyperparams.{k}", v) for k, v in env_hp.items()]
-        for where, block in blocks:
-            for key in block if isinstance(block, dict) else []:
-                if isinstance(key, str) and key not in names:
-                    whose = f"for {algo}" if isinstance(algo, str) and algo in PARAMS else "for any algorithm"
-                    problems.append(Problem(f"algorithms[{j}].{where}.{key}",
-                                            f"unknown hyperparameter {whose}; allowed: {', '.join(names)}"
-                                            f"{did_you_mean(key, names)}"))
-    return problems
-
-
 def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str, dict[str, Any]], dict[str, Any]]:
     # Imported here: the env registry pulls in gymnasium, which the schema alone does not need.
     from bench import envs
@@ -225,27 +211,8 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
             problems.append(Problem(f"{path}.id", f"listed twice {what}(also envs[{seen_ids[ek]}])", e.id, True))
             continue
         seen_ids[ek] = i
-        try:
-            exists = envs.env_exists(ek)
-        except KeyError as err:  # the module of module:EnvId cannot be imported
-            problems.append(Problem(f"{path}.id", str(err.args[0]), e.id, True))
-            continue
-        if not exists:
-            extra = envs.missing_extra(ek)
-            if extra is not None:
-                problems.append(Problem(f"{path}.id", extra, e.id, True))
-                continue
-            near = envs.close_matches(ek)
-            hint = f"did you mean {', '.join(near)}? " if near else ""
-            problems.append(
-                Problem(
-                    f"{path}.id",
-                    f"unknown environment; {hint}allowed: a registered Gymnasium id (`bench envs` lists the built-in "
-                    "registry), or module:EnvId for an env that your module registers",
-                    e.id,
-                    True,
-                )
-            )
+        if (unknown := env_id_problem(path, ek, e.id)) is not None:
+            problems.append(unknown)
             continue
         try:
             spec = envs.get_spec(ek)
@@ -374,14 +341,19 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                                         "for every implementation; allowed: envs[i].vec_env or defaults.vec_env",
                                         block["vec_env"], True))
 
-    if problems:
-        return [], env_meta, {}
-
+    # Cells are resolved past the problems above, for every env and entry that can still be resolved, so
+    # that a bad hyperparameter value shows in the same pass as an unknown env beside it.
     cells: list[Cell] = []
     for j, a in enumerate(suite.algorithms):
-        for i, e in enumerate(suite.envs):
-            ek = keys[i]
-            assert ek is not None  # no problems so far: every env has its key
+        if a.impl == "python" and j not in plugins:
+            continue  # its plugin did not load (named above): nothing to resolve it with
+        usable = [i for i, e in enumerate(suite.envs) if keys[i] is not None
+                  and (e.timesteps or suite.defaults.timesteps) is not None]
+        if not usable:  # every env is named above as unusable: what its hyperparameters show alone
+            problems.extend(hyperparam_problems(j, a.model_dump()))
+        for i in usable:
+            e, ek = suite.envs[i], keys[i]
+            assert ek is not None
             # A variant's own entry wins over its id's (which applies to every variant of the id).
             over = a.env_overrides(e)
             over_name = ek if ek in a.env_hyperparams else e.id
@@ -505,7 +477,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                                     f"envs have {' and '.join(kinds)} actions only; allowed for {a.algo}: a suite with "
                                     f"an env of {need} actions", a.algo, True))
     problems.extend(_same_cells(suite.algorithms, cells))
-    return cells, env_meta, {suite.algorithms[j].algo: p for j, p in plugins.items()}
+    return [] if problems else cells, env_meta, {suite.algorithms[j].algo: p for j, p in plugins.items()}
 
 
 def _same_cells(algorithms: list[AlgoEntry], cells: list[Cell]) -> list[Problem]:
