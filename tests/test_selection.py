@@ -147,3 +147,34 @@ def test_runs_on_a_machine_only_one_label_used_move_no_time_answer(base):
     extra["auc_time_norm"] = 0.99  # it would lead every time row, were it compared with anything
     got, want = _parts(_with(base, extra)), _parts(base)
     assert [g for g in got if g[1] == "time"] == [w for w in want if w[1] == "time"]
+
+
+def test_depends_on_the_env_counts_an_env_as_ahead_only_after_holm_over_the_claims_envs():
+    """Issue 63, defect 8: the trpo-vs-ppo claim's CPU-per-step check had per-env p 0.039 and 0.047 in opposite
+    directions; over its 3 envs Holm makes them 0.12 and 0.14, so no env is significantly ahead either way."""
+    from bench.analysis.claims import significantly_ahead
+
+    per_env = [("CartPole-v1", +0.2, 0.039), ("LunarLander-v3", -0.1, 0.047), ("Acrobot-v1", +0.05, 0.6)]
+    assert significantly_ahead(per_env) == set()
+    assert significantly_ahead([("a", +0.2, 0.001), ("b", -0.1, 0.004), ("c", 0.0, 0.9)]) == {1.0, -1.0}
+
+
+def test_a_speed_probe_between_two_machine_groups_moves_no_other_pairs_time_comparison(base):
+    """Issue 63, defect 5: machines are classed per pair and env from the two sides' runs alone, so a run of a
+    third label whose probe falls between two groups cannot join them for ppo-bench against trpo-bench."""
+    from bench.analysis import choices
+    from bench.analysis.criteria import CRITERIA
+
+    crit = CRITERIA["time efficiency"]
+    runs = base.runs.copy()
+    slow = runs["seed"] % 2 == 1  # half of every label's runs on a machine 25% slower by its probe
+    runs.loc[slow, "probe_ms"] = 12.5
+    two = analysis.Scored(runs, base.curves, base.traits, base.horizons)
+    bridge = runs[(runs["label"] == "a2c-bench") & (runs["seed"] == 0)].copy()
+    bridge["key"], bridge["seed"], bridge["probe_ms"] = bridge["key"] + "-bridge", 99, 11.2
+    bridged = _with(two, bridge)
+    for env in THREE:
+        (la, da), (lb, db) = (choices._env_differences(s, crit, env) for s in (two, bridged))
+        i, j = la.index("ppo-bench"), la.index("trpo-bench")
+        k, m = lb.index("ppo-bench"), lb.index("trpo-bench")
+        assert da[i, j] == db[k, m]

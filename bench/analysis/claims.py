@@ -24,7 +24,7 @@ Further rules (issue 40):
 
 - **Depends on the env.** A directional expectation whose per-env effects disagree significantly
   (Cochran's Q of the per-env mean differences rejects homogeneity at :data:`~bench.analysis.scoring.ALPHA`
-  and some envs are significantly ahead in each direction) is **depends on the env**, whatever the
+  and some envs are significantly ahead in each direction, their per-env p Holm-adjusted over the claim's envs) is **depends on the env**, whatever the
   aggregate says: no one direction describes the next env.
 - **Equivalence** (``A ≈ B``): two one-sided tests per env within ±:data:`EQUIVALENCE_MARGIN`. Holds when
   every env is equivalent; does not hold when some env is shown *outside* the margin (a one-sided test
@@ -234,6 +234,14 @@ def _scope(runs: pd.DataFrame, a: str, b: str, col: str, envs: list[str], x: lis
     return out
 
 
+def significantly_ahead(per_env: list[tuple[str, float, float]]) -> set[float]:
+    """The directions (+1, −1) of the per-env effects ``(env, difference, p)`` that are significant once their p
+    are Holm-adjusted over the claim's envs: a claim over k envs tests k of them, so "ahead on some env in each
+    direction" is a family of k tests (issue 63)."""
+    adjusted = generalise.holm([pv for _, _, pv in per_env])
+    return {float(np.sign(d)) for (_, d, _), a in zip(per_env, adjusted) if a is not None and a < scoring.ALPHA and d != 0}
+
+
 def _heterogeneity(x: list[np.ndarray], y: list[np.ndarray]) -> float:
     """Cochran's Q test of equal per-env mean differences (χ² on k − 1 df): its p-value; NaN below 2 envs."""
     from bench.analysis import distributions as dist
@@ -288,8 +296,7 @@ def check(runs: pd.DataFrame, expectation: dict[str, str], envs: list[str], *, n
     out.verdict, out.why = verdict(test.p_value, effect, lo, hi, 1.0 if sign == ">" else -1.0)
     if len(envs) > 1:
         out.p_heterogeneity = _heterogeneity(x, y)
-        ahead = {np.sign(d) for _, d, pv in per_env if pv < scoring.ALPHA and d != 0}
-        if out.p_heterogeneity < scoring.ALPHA and ahead == {-1.0, 1.0}:
+        if out.p_heterogeneity < scoring.ALPHA and significantly_ahead(per_env) == {-1.0, 1.0}:
             out.verdict = DEPENDS
             out.why = (f"the per-env effects disagree (Cochran's Q p = {out.p_heterogeneity:.2g}; significant on "
                        "envs in both directions): no one direction holds for the next env")
