@@ -35,6 +35,8 @@ RECORDED: dict[str, tuple[int, str]] = {
     "suites/reference/minatar.yaml": (105, "6b47cf3518313968"),
     "suites/reference/minatar-seaquest.yaml": (35, "4c7622a2e3d7c1be"),
     "suites/reference/minigrid.yaml": (140, "d8d850f706b6477f"),
+    "suites/reference/minigrid-pixels.yaml": (105, "8f23d195f4a78e9e"),
+    "suites/reference/box2d-pixels.yaml": (24, "ae3a7c79a058d0cb"),
     "suites/reference/mujoco-reinforce.yaml": (3, "77652e16a1bf490f"),
     "suites/reference/mujoco.yaml": (90, "0fd7dc0798bfbd1b"),
     "suites/reference/off-policy.yaml": (55, "7ef8be6e4bfbb3ec"),

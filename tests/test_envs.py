@@ -29,6 +29,8 @@ EXPECTED_IDS = [
     "Swimmer-v5",
     "BipedalWalker-v3",
     "CarRacing-v3",
+    "bench/LunarLanderContinuous-Pixels-v3",
+    "bench/BipedalWalker-Pixels-v3",
     "PointMaze_UMaze-v3",
     "FetchReach-v4",
     "highway-fast-v0",
@@ -38,6 +40,9 @@ EXPECTED_IDS = [
     "MiniGrid-Unlock-v0",
     "MiniGrid-LavaGapS5-v0",
     "MiniGrid-KeyCorridorS3R1-v0",
+    "bench/MiniGrid-DoorKey-5x5-Pixels-v0",
+    "bench/MiniGrid-Unlock-Pixels-v0",
+    "bench/MiniGrid-LavaGapS5-Pixels-v0",
     "ALE/Breakout-v5",
     "ALE/Pong-v5",
     "MinAtar/Breakout-v1",
@@ -102,7 +107,8 @@ def test_registry_traits():
     assert envs.REGISTRY["ALE/Breakout-v5"].threshold == 31.8 and pong.threshold == 9.3
     assert [s.id for s in envs.list_specs() if s.reward == "sparse"] == [
         "MountainCar-v0", "MountainCarContinuous-v0", "PointMaze_UMaze-v3", "FetchReach-v4", "MiniGrid-DoorKey-5x5-v0",
-        "MiniGrid-Unlock-v0", "MiniGrid-LavaGapS5-v0", "MiniGrid-KeyCorridorS3R1-v0", "MinAtar/Freeway-v1"]
+        "MiniGrid-Unlock-v0", "MiniGrid-LavaGapS5-v0", "MiniGrid-KeyCorridorS3R1-v0", "bench/MiniGrid-DoorKey-5x5-Pixels-v0",
+        "bench/MiniGrid-Unlock-Pixels-v0", "bench/MiniGrid-LavaGapS5-Pixels-v0", "MinAtar/Freeway-v1"]
     mcc = envs.REGISTRY["MountainCarContinuous-v0"]
     assert (mcc.family, mcc.action, mcc.obs, mcc.threshold) == ("classic", "continuous", "vector", 90.0)
 
@@ -467,3 +473,57 @@ def test_fetch_envs_build_under_mujoco_4():
     assert slide.shape == (1,) and np.isfinite(slide).all()
     _, reward, *_ = env.step(np.zeros(4, np.float32))
     assert reward in (-1.0, 0.0) and obs["desired_goal"].shape == (3,)
+
+
+# -- the same tasks as pixels (issue 68) ----------------------------------------------------------------
+@pytest.mark.parametrize("pixels, task", sorted(__import__("bench.envs.pixels", fromlist=["x"]).MINIGRID_PIXELS.items()))
+def test_minigrid_as_pixels_is_the_same_task_through_its_rgb_view(pixels, task):
+    """Same rewards and ends as the vector version under the same actions; the learner sees MiniGrid's RGB view
+    of the agent's 7×7 tiles, 8 pixels a tile, channel-first uint8."""
+    pytest.importorskip("minigrid")
+    px, vec = envs.make_env(pixels), envs.make_env(task)
+    assert px.observation_space.shape == (3, 56, 56) and px.observation_space.dtype == np.uint8
+    o, _ = px.reset(seed=3)
+    vec.reset(seed=3)
+    assert o.shape == (3, 56, 56) and o.dtype == np.uint8 and o.max() > 0
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        a = int(rng.integers(px.action_space.n))
+        got, want = px.step(a)[1:4], vec.step(a)[1:4]
+        assert got == want
+        if got[1] or got[2]:
+            px.reset(), vec.reset()
+    assert envs.get_spec(pixels).obs == "pixels" and envs.get_spec(task).obs == "vector"
+
+
+@pytest.mark.parametrize("pixels", ["bench/LunarLanderContinuous-Pixels-v3", "bench/BipedalWalker-Pixels-v3"])
+def test_box2d_drawn_repeats_each_action_twice_and_draws_once(pixels):
+    """The rendered task's reward is the task's over the 2 repeated frames; one frame is drawn per agent step; the
+    learner sees 4 stacked grey 84×84 frames."""
+    from bench.envs.pixels import RENDERED
+
+    task, skip = RENDERED[pixels]
+    px = envs.make_env(pixels)
+    raw = gym.make(task)
+    assert px.observation_space.shape == (4, 84, 84) and px.observation_space.dtype == np.uint8
+    px.reset(seed=1)
+    raw.reset(seed=1)
+    drawn = []
+    u = px.unwrapped
+    real = u.render
+    u.render = lambda: drawn.append(1) or real()
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a = rng.uniform(-1, 1, px.action_space.shape).astype(np.float32)
+        o, r, term, trunc, _ = px.step(a)
+        want = 0.0
+        for _ in range(skip):
+            _, rr, t2, tr2, _ = raw.step(a)
+            want += rr
+            if t2 or tr2:
+                break
+        assert r == pytest.approx(want) and o.shape == (4, 84, 84)
+        if term or trunc:
+            break
+    assert len(drawn) == 20
+    assert envs.get_spec(pixels).horizon == gym.spec(task).max_episode_steps // skip

@@ -71,5 +71,8 @@ __all__ = [
 # The language-model-style tasks (bench/Sort-v0, bench/Add-v0, bench/Preference-v0): registered on import,
 # so any process that builds envs through bench knows them.
 from bench.envs.sequence import register as _register_sequence_tasks  # noqa: E402
+# The pixel versions of MiniGrid and Box2D tasks (issue 68): their own bench/ ids, registered the same way.
+from bench.envs.pixels import register as _register_pixel_versions  # noqa: E402
 
 _register_sequence_tasks()
+_register_pixel_versions()

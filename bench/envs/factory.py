@@ -19,6 +19,7 @@ import numpy as np
 
 from bench.envs.checks import bad_action, bad_shape, float_box, raised, returned
 from bench.envs.families import ChannelFirstFrames, adapt
+from bench.envs.pixels import RENDERED
 from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, make_raw, require
 from bench.envs.vector import SameStepSyncVectorEnv, VectorEpisodeMonitor, make_vector_backend, vec_env_problem
 
@@ -231,6 +232,10 @@ def make_env(env_id: str, *, recorder: RecorderLike | None = None, training: boo
     render = {"render_mode": render_mode} if render_mode is not None else {}
     if gspec.id in FRAME_SKIP:
         return _continuous_frames(env_id, FRAME_SKIP[gspec.id], recorder, render)
+    if gspec.id in RENDERED:  # drawn, repeated, grey and 84×84 by its entry point (bench.envs.pixels)
+        env = make_raw(env_id)
+        env = EpisodeMonitor(env, recorder, env_id) if recorder is not None else env
+        return gym.wrappers.FrameStackObservation(env, 4)
     if not is_atari(gspec):
         env = adapt(gspec, make_raw(env_id, **render))
         return EpisodeMonitor(env, recorder, env_id) if recorder is not None else env

@@ -135,6 +135,10 @@ REGISTRY: dict[str, EnvSpec] = {
         # (each action repeated 2 frames, grayscale 84×84, 4 stacked); the horizon is in agent steps (1,000
         # frames / 2).
         EnvSpec("CarRacing-v3", "box2d", "continuous", "pixels", "dense", 500, 900.0, _GYM),
+        # Two Box2D tasks drawn (bench.envs.pixels): 2 frames per action, grey 84×84, 4 stacked, as CarRacing; the
+        # horizon in agent steps (1,000 and 1,600 frames / 2). Same rewards and bars as the vector versions.
+        EnvSpec("bench/LunarLanderContinuous-Pixels-v3", "box2d", "continuous", "pixels", "dense", 500, 200.0, _GYM),
+        EnvSpec("bench/BipedalWalker-Pixels-v3", "box2d", "continuous", "pixels", "dense", 800, 300.0, _GYM),
         # gymnasium-robotics (optional extra `robotics`). Sparse: reward 1 while the ball is within 0.45 of the
         # goal, else 0; the task continues after the goal is reached (the package's default), so a return counts
         # the steps spent at the goal. No published threshold: 200 is a chosen bar, "at the goal for two thirds
@@ -177,6 +181,11 @@ REGISTRY: dict[str, EnvSpec] = {
         EnvSpec("MiniGrid-Unlock-v0", "minigrid", "discrete", "vector", "sparse", 288, 0.8, _MINIGRID),
         EnvSpec("MiniGrid-LavaGapS5-v0", "minigrid", "discrete", "vector", "sparse", 100, 0.8, _MINIGRID),
         EnvSpec("MiniGrid-KeyCorridorS3R1-v0", "minigrid", "discrete", "vector", "sparse", 270, 0.8, _MINIGRID),
+        # The same three tasks seen as pixels (bench.envs.pixels): MiniGrid's own RGB image of the agent's view,
+        # 56×56, channel-first. Same rewards, step limits and bars as the vector versions.
+        EnvSpec("bench/MiniGrid-DoorKey-5x5-Pixels-v0", "minigrid", "discrete", "pixels", "sparse", 250, 0.8, _MINIGRID),
+        EnvSpec("bench/MiniGrid-Unlock-Pixels-v0", "minigrid", "discrete", "pixels", "sparse", 288, 0.8, _MINIGRID),
+        EnvSpec("bench/MiniGrid-LavaGapS5-Pixels-v0", "minigrid", "discrete", "pixels", "sparse", 100, 0.8, _MINIGRID),
         # Atari: no Gymnasium threshold. The bar is the professional human games tester's
         # score, Mnih et al. 2015 (Nature DQN), Extended Data Table 2: Breakout 31.8
         # (checked against a transcription of that table: random 1.7, human 31.8),
