@@ -33,6 +33,8 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 import numpy as np
 import torch
 
+from bench.algos.resume import ResumeError, TrainState, restore_all, snapshot_all
+
 
 def linear(value: float, kind: str, progress_remaining: float) -> float:
     """A schedule's value: ``constant``, or ``linear`` decay to 0 (SB3 / zoo ``lin_X``)."""
@@ -92,10 +94,23 @@ class Rollouts:
     def __init__(self, timesteps: int, batch: int):
         self.batch = batch
         self.n_iters = math.ceil(timesteps / batch)
+        self.it = 0  # iterations done
 
     def __iter__(self) -> Iterator[float]:
-        for it in range(self.n_iters):
-            yield 1.0 - it / self.n_iters
+        while self.it < self.n_iters:
+            yield 1.0 - self.it / self.n_iters
+            self.it += 1
+
+    def position(self) -> dict[str, int]:
+        """Where the budget stands after an update (for a checkpoint)."""
+        return {"done": self.it + 1}
+
+    def seek(self, pos: Mapping[str, Any]) -> None:
+        self.it = int(pos["done"])
+
+    def more(self) -> bool:
+        """Whether an iteration is left after the current one."""
+        return self.it + 1 < self.n_iters
 
 
 class Steps:
@@ -119,6 +134,15 @@ class Steps:
         while self.done < self.timesteps and not self.stopped:
             yield 1.0 - self.done / self.timesteps
 
+    def position(self) -> dict[str, Any]:
+        return {"done": self.done, "stopped": self.stopped}
+
+    def seek(self, pos: Mapping[str, Any]) -> None:
+        self.done, self.stopped = int(pos["done"]), bool(pos["stopped"])
+
+    def more(self) -> bool:
+        return self.done < self.timesteps and not self.stopped
+
 
 #: ``update(schedule) -> diagnostics``: one iteration's collection and update; ``None`` when there was
 #: nothing to update on (the run ends there, and nothing is reported for it).
@@ -126,10 +150,28 @@ Update = Callable[[Schedule], "Mapping[str, float] | None"]
 
 
 def drive(budget: Rollouts | Steps, p: Any, update: Update, recorder: Any, *, policy: Callable[[], Any],
-          optimizers: Sequence[Any] = ()) -> None:
+          optimizers: Sequence[Any] = (), state: TrainState | None = None) -> None:
     """Run ``update`` once per iteration of ``budget``: set the learning rate of ``optimizers`` from
     ``p``'s schedule first, report the update's diagnostics and then ``policy()`` (the deterministic
-    policy, for evaluation and saving) through ``recorder`` after it."""
+    policy, for evaluation and saving) through ``recorder`` after it.
+
+    With ``state`` (what the algorithm holds across updates, :class:`~bench.algos.resume.TrainState`) and a
+    recorder with ``checkpoints`` (:mod:`bench.run.checkpoints`), the run starts from the last checkpoint
+    when there is one, and takes one after each update that reaches the next ``checkpoint_every`` steps
+    (never after the last: a finished run needs none)."""
+    ck = getattr(recorder, "checkpoints", None)
+    if ck is not None and state is not None and state.unsupported() is None:
+        saved = ck.load()
+        if saved is not None:
+            try:
+                restore_all(state, saved, budget, recorder)
+            except ResumeError as e:
+                ck.refuse(str(e))
+        ck.start(recorder.steps)
+    else:
+        if ck is not None:
+            ck.off(state.unsupported() if state is not None else "its algorithm keeps no checkpoint state")
+        ck = None
     for progress in budget:
         sched = schedule_at(p, progress)
         for opt in optimizers:
@@ -140,3 +182,6 @@ def drive(budget: Rollouts | Steps, p: Any, update: Update, recorder: Any, *, po
             break
         recorder.diagnostics(diag)
         recorder.after_update(policy())
+        if ck is not None and ck.due(recorder.steps) and budget.more():
+            with recorder.paused():  # not training time, as evaluation is not
+                ck.save(snapshot_all(state, budget, recorder), recorder.steps)  # type: ignore[arg-type]
