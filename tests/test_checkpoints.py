@@ -43,6 +43,16 @@ CASES = {
 TIMESTEPS, EVERY = 1500, 500
 
 
+class CountingRecorder(Recorder):
+    """Counts the updates this process made (a restored recorder's ``updates`` counts the earlier ones too)."""
+
+    made = 0
+
+    def after_update(self, policy=None):
+        self.made += 1
+        super().after_update(policy)
+
+
 class Stop(BaseException):
     """Ends the run in-process right after a checkpoint is written, as a kill there would."""
 
@@ -61,7 +71,7 @@ def _train(case: str, *, checkpoints: Checkpoints | None = None, timesteps: int 
     hp = dict(hp)
     env_id = hp.pop("env", ENV)
     s = spec(algo)
-    rec = Recorder(eval=EvalConfig(every=600, episodes=2), save="best",
+    rec = CountingRecorder(eval=EvalConfig(every=600, episodes=2), save="best",
                    evaluate=lambda pol, n: envs.evaluate_policy(env_id, pol, n, seed=10))
     rec.checkpoints = checkpoints
     s.trainer(impl)(env_id, s.params.model_validate(hp), seed=5, timesteps=timesteps, recorder=rec)
@@ -90,6 +100,7 @@ def test_a_run_stopped_after_a_checkpoint_continues_to_the_uninterrupted_runs_re
     continued = _train(case, checkpoints=ck)
     assert ck.note["resumed_from_step"] == saved["steps"] and "off" not in ck.note
     assert _record(continued) == whole
+    assert continued.made == whole["updates"] - saved["meta"]["recorder"]["updates"] > 0  # continued, not redone
     assert len(continued.ep_return) > len(np.flatnonzero(np.asarray(whole["ep_step"]) <= saved["steps"])) > 0
     assert continued.clock() > 0 and continued.ep_wall == sorted(continued.ep_wall)  # the clocks go on, not back
 
@@ -285,3 +296,27 @@ def test_bench_run_after_kill_9_continues_the_cell_from_its_checkpoint(tmp_path)
     whole, _ = record_cell(cell)
     ep = store.episodes_of(cell.key)
     assert ep["ret"].tolist() == whole.ep_return and ep["step"].tolist() == whole.ep_step
+
+
+def test_an_env_that_replays_to_another_state_is_refused(tmp_path):
+    """The replayed episode is checked against the saved env's generator state (here: changed in the manifest)."""
+    folder = _checkpointed(tmp_path)
+    manifest = json.loads((folder / MANIFEST).read_text())
+    env = next(e for e in manifest["meta"]["envs"] if e["steps"] > 0)
+    env["rng_now"]["state"]["state"] += 1
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match=r"env \d replayed its episode of \d+ steps to another state"):
+        _train("ppo", checkpoints=Checkpoints(folder, EVERY, "k"))
+
+
+def test_a_run_that_cannot_be_continued_bit_for_bit_takes_no_checkpoint_and_says_why(tmp_path):
+    from bench.algos.registry import spec
+
+    ck = Checkpoints(tmp_path / "ck", 200, "k")
+    rec = Recorder()
+    rec.checkpoints = ck
+    s = spec("ppo")
+    p = s.params.model_validate({"n_steps": 64, "n_envs": 2, "batch_size": 64, "n_epochs": 1, "vec_env": "vector"})
+    s.trainer("bench")(ENV, p, seed=1, timesteps=512, recorder=rec)
+    assert "vec_env other than sync" in ck.note["off"] and ck.note["taken"] == 0
+    assert not (tmp_path / "ck").exists()

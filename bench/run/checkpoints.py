@@ -72,8 +72,11 @@ class Checkpoints:
 
     # -- the driver's side ------------------------------------------------------
     def start(self, steps: int) -> None:
-        """Training starts (or continues) at ``steps``: the next checkpoint is due at the next multiple of ``every``."""
+        """Training starts (or continues, from a checkpoint put back) at ``steps``: the next checkpoint is due at
+        the next multiple of ``every``."""
         self.note.pop("off", None)
+        if steps > 0 and "resumed_from_step" not in self.note:
+            self.note["resumed_from_step"] = int(steps)
         self._next = (steps // self.every + 1) * self.every
 
     def off(self, why: str | None) -> None:
@@ -111,7 +114,7 @@ class Checkpoints:
         for f in self.folder.iterdir():  # the older checkpoint's files, now that the manifest names the new ones
             if f.name not in (MANIFEST, *files.values()) and not f.name.startswith("."):
                 f.unlink(missing_ok=True)
-        self.start(steps)
+        self._next = (steps // self.every + 1) * self.every
         self.note["taken"] += 1
 
     def load(self) -> Snapshot | None:
@@ -142,7 +145,6 @@ class Checkpoints:
                                                     "or truncated after it was written)"))
         tensors = self._tensors(self.folder / manifest["files"]["tensors"], blobs["tensors"])
         arrays = self._arrays(self.folder / manifest["files"]["arrays"], blobs["arrays"])
-        self.note["resumed_from_step"] = int(manifest.get("steps", 0))
         return Snapshot(tensors, arrays, manifest["meta"])
 
     def _tensors(self, path: Path, data: bytes) -> dict[str, Any]:
