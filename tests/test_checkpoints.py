@@ -309,14 +309,31 @@ def test_an_env_that_replays_to_another_state_is_refused(tmp_path):
         _train("ppo", checkpoints=Checkpoints(folder, EVERY, "k"))
 
 
-def test_a_run_that_cannot_be_continued_bit_for_bit_takes_no_checkpoint_and_says_why(tmp_path):
+def _ppo(folder: Path, **hp) -> Checkpoints:
     from bench.algos.registry import spec
 
-    ck = Checkpoints(tmp_path / "ck", 200, "k")
+    ck = Checkpoints(folder, 200, "k")
     rec = Recorder()
     rec.checkpoints = ck
     s = spec("ppo")
-    p = s.params.model_validate({"n_steps": 64, "n_envs": 2, "batch_size": 64, "n_epochs": 1, "vec_env": "vector"})
-    s.trainer("bench")(ENV, p, seed=1, timesteps=512, recorder=rec)
+    p = s.params.model_validate({"n_steps": 64, "n_envs": 2, "batch_size": 64, "n_epochs": 1, **hp})
+    s.trainer("bench")(ENV, p, seed=1, timesteps=640, recorder=rec)
+    return ck
+
+
+def test_a_run_that_cannot_be_continued_bit_for_bit_takes_no_checkpoint_and_says_why(tmp_path, monkeypatch):
+    ck = _ppo(tmp_path / "ck", vec_env="vector")
     assert "vec_env other than sync" in ck.note["off"] and ck.note["taken"] == 0
     assert not (tmp_path / "ck").exists()
+    # An episode longer than a tape keeps (an env without a time limit): the checkpoints stop.
+    import bench.algos.resume as resume
+
+    monkeypatch.setattr(resume, "MAX_TAPE", 5)
+    ck = _ppo(tmp_path / "long")
+    assert "past 5 steps" in ck.note["off"] and ck.note["taken"] == 0
+
+
+def test_a_checkpoint_that_cannot_be_written_does_not_fail_the_run(tmp_path):
+    (tmp_path / "file").write_text("")
+    ck = _ppo(tmp_path / "file" / "ck")  # its folder cannot be made
+    assert ck.note["taken"] == 0 and ck.note["error"].startswith(("NotADirectoryError", "FileExistsError"))

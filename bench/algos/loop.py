@@ -183,5 +183,10 @@ def drive(budget: Rollouts | Steps, p: Any, update: Update, recorder: Any, *, po
         recorder.diagnostics(diag)
         recorder.after_update(policy())
         if ck is not None and ck.due(recorder.steps) and budget.more():
-            with recorder.paused():  # not training time, as evaluation is not
-                ck.save(snapshot_all(state, budget, recorder), recorder.steps)  # type: ignore[arg-type]
+            why = state.unsupported()  # type: ignore[union-attr]
+            if why is not None:  # an episode too long to keep: no more checkpoints (the last one stays valid)
+                ck.off(why)
+                ck = None
+            else:
+                with recorder.paused():  # not training time, as evaluation is not
+                    ck.save(snapshot_all(state, budget, recorder), recorder.steps)  # type: ignore[arg-type]
