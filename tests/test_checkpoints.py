@@ -34,7 +34,9 @@ CASES = {
     "trpo": ("trpo", "bench", {"n_steps": 128, "n_envs": 2, "batch_size": 64, "n_critic_updates": 2}),
     "reinforce": ("reinforce", "bench", {"n_envs": 2, **LINEAR}),
     "ac_mc": ("ac_mc", "bench", {"n_envs": 2}),
+    "ac_td": ("ac_td", "bench", {}),
     "grpo": ("grpo", "bench", {"group_size": 4, "groups_per_update": 2, **LINEAR}),
+    "rloo": ("rloo", "bench", {"group_size": 4, "groups_per_update": 2}),
     "reinforce-numpy": ("reinforce", "numpy", {"n_envs": 2, **LINEAR}),
     # Continuous actions, normalised observations and rewards, gSDE's noise (drawn at each rollout's start).
     "ppo-pendulum": ("ppo", "bench", {"n_steps": 128, "n_envs": 2, "batch_size": 64, "n_epochs": 2,
@@ -94,7 +96,7 @@ def test_a_run_stopped_after_a_checkpoint_continues_to_the_uninterrupted_runs_re
         _train(case, checkpoints=StopAfterSave(folder, EVERY, "k"))
     saved = json.loads((folder / MANIFEST).read_text())
     assert EVERY <= saved["steps"] < TIMESTEPS
-    if CASES[case][0] in ("ppo", "a2c", "npg", "trpo"):  # n-step rollouts: the checkpoint fell inside an
+    if CASES[case][0] in ("ppo", "a2c", "ac_td", "npg", "trpo"):  # n-step rollouts: the checkpoint fell inside an
         assert any(e["steps"] > 0 for e in saved["meta"]["envs"])  # episode, whose replay is tested too
     ck = Checkpoints(folder, EVERY, "k")
     continued = _train(case, checkpoints=ck)

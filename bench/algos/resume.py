@@ -41,6 +41,9 @@ import torch
 VERSION = 1
 #: The env modules whose randomness is the unwrapped env's ``np_random`` (so a tape can put them back).
 TAPED_MODULES = ("gymnasium.envs.", "bench.envs.")
+#: The longest episode a tape keeps (an env without a time limit would otherwise keep every action of the
+#: run); past it the tape lets go, and the run takes no more checkpoints (the last one taken stays).
+MAX_TAPE = 1_000_000
 
 
 class Snapshot(NamedTuple):
@@ -71,6 +74,7 @@ class EnvTape(gym.Wrapper):
         self.rng_state: dict[str, Any] | None = None
         self.actions: list[np.ndarray] = []
         self.last_obs: Any = None
+        self.too_long = False  # an episode went past MAX_TAPE steps
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self.seed, self.actions = seed, []
@@ -81,7 +85,10 @@ class EnvTape(gym.Wrapper):
         return obs, info
 
     def step(self, action: Any):
-        self.actions.append(np.array(action, copy=True))
+        if len(self.actions) < MAX_TAPE:
+            self.actions.append(np.array(action, copy=True))
+        elif not self.too_long:
+            self.too_long, self.actions = True, []
         out = self.env.step(action)
         self.last_obs = out[0]
         return out
@@ -204,8 +211,11 @@ class TrainState:
             return self._why
         if self.envs is not None:
             why = _env_problem(self.envs)
-            if why is None and _tapes(self.envs) is None:
+            tapes = _tapes(self.envs) if why is None else None
+            if why is None and tapes is None:
                 why = "its envs were built without tapes (checkpoints were off when they were made)"
+            if tapes is not None and any(t.too_long for t in tapes):
+                why = f"an episode went past {MAX_TAPE:,} steps, more than a checkpoint keeps to replay"
             return why
         return None
 

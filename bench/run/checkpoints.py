@@ -98,7 +98,6 @@ class Checkpoints:
         """Write ``snap``, taken after the update that reached ``steps``; then remove the older one's files."""
         import torch
 
-        self.folder.mkdir(parents=True, exist_ok=True)
         buf = io.BytesIO()
         torch.save(snap.tensors, buf)
         tensors = buf.getvalue()
@@ -106,14 +105,20 @@ class Checkpoints:
         np.savez(buf, allow_pickle=False, **snap.arrays)
         arrays = buf.getvalue()
         files = {"tensors": f"tensors-{steps}.pt", "arrays": f"arrays-{steps}.npz"}
-        _write(self.folder / files["tensors"], tensors)
-        _write(self.folder / files["arrays"], arrays)
         manifest = {"format": FORMAT, "key": self.key, "steps": steps, "files": files,
                     "sha256": {"tensors": _sha(tensors), "arrays": _sha(arrays)}, "meta": snap.meta}
-        _write(self.folder / MANIFEST, json.dumps(manifest, sort_keys=True).encode())
-        for f in self.folder.iterdir():  # the older checkpoint's files, now that the manifest names the new ones
-            if f.name not in (MANIFEST, *files.values()) and not f.name.startswith("."):
-                f.unlink(missing_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _write(self.folder / files["tensors"], tensors)
+            _write(self.folder / files["arrays"], arrays)
+            _write(self.folder / MANIFEST, json.dumps(manifest, sort_keys=True).encode())
+            for f in self.folder.iterdir():  # the older checkpoint's files, now that the manifest names the new ones
+                if f.name not in (MANIFEST, *files.values()):
+                    f.unlink(missing_ok=True)
+        except OSError as e:  # a full disk must not fail the run: it goes on without (its last checkpoint stays)
+            self.note["error"] = " ".join(f"{type(e).__name__}: {e}".split())
+            self._next = float("inf")  # type: ignore[assignment]
+            return
         self._next = (steps // self.every + 1) * self.every
         self.note["taken"] += 1
 
