@@ -23,6 +23,10 @@ Two budgets, because two families of algorithms spend steps two ways (SB3 draws 
 
 A3C's workers share one step counter across processes, claimed before each rollout; they use
 :func:`schedule_at` for their learning rate but not this loop, which runs in one process.
+
+The driver also owns mid-run checkpoints: given the algorithm's :class:`~bench.algos.resume.TrainState`,
+it puts a run's last checkpoint back before the first update and takes one when due
+(:func:`drive`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from bench.algos.resume import ResumeError, TrainState, restore_all, snapshot_all
+from bench.algos.resume import Checkpointing, TrainState
 
 
 def linear(value: float, kind: str, progress_remaining: float) -> float:
@@ -159,19 +163,7 @@ def drive(budget: Rollouts | Steps, p: Any, update: Update, recorder: Any, *, po
     recorder with ``checkpoints`` (:mod:`bench.run.checkpoints`), the run starts from the last checkpoint
     when there is one, and takes one after each update that reaches the next ``checkpoint_every`` steps
     (never after the last: a finished run needs none)."""
-    ck = getattr(recorder, "checkpoints", None)
-    if ck is not None and state is not None and state.unsupported() is None:
-        saved = ck.load()
-        if saved is not None:
-            try:
-                restore_all(state, saved, budget, recorder)
-            except ResumeError as e:
-                ck.refuse(str(e))
-        ck.start(recorder.steps)
-    else:
-        if ck is not None:
-            ck.off(state.unsupported() if state is not None else "its algorithm keeps no checkpoint state")
-        ck = None
+    checkpoints = Checkpointing.begin(state, budget, recorder)  # None where the run takes none
     for progress in budget:
         sched = schedule_at(p, progress)
         for opt in optimizers:
@@ -182,11 +174,5 @@ def drive(budget: Rollouts | Steps, p: Any, update: Update, recorder: Any, *, po
             break
         recorder.diagnostics(diag)
         recorder.after_update(policy())
-        if ck is not None and ck.due(recorder.steps) and budget.more():
-            why = state.unsupported()  # type: ignore[union-attr]
-            if why is not None:  # an episode too long to keep: no more checkpoints (the last one stays valid)
-                ck.off(why)
-                ck = None
-            else:
-                with recorder.paused():  # not training time, as evaluation is not
-                    ck.save(snapshot_all(state, budget, recorder), recorder.steps)  # type: ignore[arg-type]
+        if checkpoints is not None:
+            checkpoints.after_update()

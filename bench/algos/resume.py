@@ -315,3 +315,47 @@ def snapshot_all(state: TrainState, budget: Any, recorder: Any) -> Snapshot:
     snap.meta.update(budget=budget.position(), recorder=meta)
     return snap
 
+
+class Checkpointing:
+    """The driver's side of a run's checkpoints: the last one put back before the first update
+    (:meth:`begin`), one taken after each update that reaches the next interval (:meth:`after_update`).
+    ``recorder.checkpoints`` (:class:`bench.run.checkpoints.Checkpoints`) reads and writes the files."""
+
+    def __init__(self, state: TrainState, budget: Any, recorder: Any, files: Any):
+        self.state, self.budget, self.recorder, self.files = state, budget, recorder, files
+        self.stopped = False
+
+    @classmethod
+    def begin(cls, state: TrainState | None, budget: Any, recorder: Any) -> "Checkpointing | None":
+        """Continue from the last checkpoint if there is one; ``None`` where the run takes none (no
+        ``recorder.checkpoints``, or a run that cannot be continued bit for bit, which its note says).
+
+        :raises Exception: the checkpoint files' own refusal (``files.refuse``) of one that does not fit."""
+        files = getattr(recorder, "checkpoints", None)
+        if files is None:
+            return None
+        why = state.unsupported() if state is not None else "its algorithm keeps no checkpoint state"
+        if why is not None or state is None:
+            files.off(why)
+            return None
+        saved = files.load()
+        if saved is not None:
+            try:
+                restore_all(state, saved, budget, recorder)
+            except ResumeError as e:
+                files.refuse(str(e))
+        files.start(recorder.steps)
+        return cls(state, budget, recorder, files)
+
+    def after_update(self) -> None:
+        """Take a checkpoint when one is due, unless the budget is spent (a finished run needs none)."""
+        rec = self.recorder
+        if self.stopped or not (self.files.due(rec.steps) and self.budget.more()):
+            return
+        why = self.state.unsupported()
+        if why is not None:  # an episode too long to keep: no more checkpoints (the last one stays valid)
+            self.files.off(why)
+            self.stopped = True
+            return
+        with rec.paused():  # not training time, as evaluation is not
+            self.files.save(snapshot_all(self.state, self.budget, rec), rec.steps)
