@@ -85,7 +85,8 @@ def _record(rec: Recorder) -> dict:
     return {"steps": rec.steps, "updates": rec.updates, "ep_step": rec.ep_step, "ep_return": rec.ep_return,
             "ep_length": rec.ep_length, "diag": rec.diag, "evals": [e[:1] + e[2:] for e in rec.evals],
             "best": None if rec.best is None else (rec.best["step"], rec.best["eval_return"],
-                                                    rec.best["checkpoint"]["files"])}
+                                                    rec.best["checkpoint"]["files"]),
+            "final": rec.final_checkpoint()["files"]}  # the policy `save: final` keeps
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

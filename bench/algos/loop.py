@@ -163,7 +163,7 @@ def drive(budget: Rollouts | Steps, p: Any, update: Update, recorder: Any, *, po
     recorder with ``checkpoints`` (:mod:`bench.run.checkpoints`), the run starts from the last checkpoint
     when there is one, and takes one after each update that reaches the next ``checkpoint_every`` steps
     (never after the last: a finished run needs none)."""
-    checkpoints = Checkpointing.begin(state, budget, recorder)  # None where the run takes none
+    checkpoints = Checkpointing.begin(state, budget, recorder, policy)  # None where the run takes none
     for progress in budget:
         sched = schedule_at(p, progress)
         for opt in optimizers:

@@ -326,9 +326,12 @@ class Checkpointing:
         self.stopped = False
 
     @classmethod
-    def begin(cls, state: TrainState | None, budget: Any, recorder: Any) -> "Checkpointing | None":
+    def begin(cls, state: TrainState | None, budget: Any, recorder: Any,
+              policy: Callable[[], Any]) -> "Checkpointing | None":
         """Continue from the last checkpoint if there is one; ``None`` where the run takes none (no
         ``recorder.checkpoints``, or a run that cannot be continued bit for bit, which its note says).
+        ``policy()`` is the driver's: a continued run keeps it as its last policy, as the checkpointed
+        run had (its final policy, should no update follow).
 
         :raises Exception: the checkpoint files' own refusal (``files.refuse``) of one that does not fit."""
         files = getattr(recorder, "checkpoints", None)
@@ -344,6 +347,8 @@ class Checkpointing:
                 restore_all(state, saved, budget, recorder)
             except ResumeError as e:
                 files.refuse(str(e))
+            if getattr(recorder, "save", "none") != "none":
+                recorder.last_policy = policy()
         files.start(recorder.steps)
         return cls(state, budget, recorder, files)
 
