@@ -19,14 +19,16 @@ last one back before the first update of a run that has one. What it holds of tr
   is checked: the env's last observation and its generator's state must equal those saved, else the
   checkpoint is refused rather than continued from a different env.
 
-The budget's position and the recorder's progress (episodes, diagnostics, evaluations, clocks) are the
-driver's and the recorder's to add. Taking a checkpoint reads state only: it draws no random numbers.
+:class:`Checkpointing` (the driver's side) adds the budget's position and the recorder's progress
+(episodes, diagnostics, evaluations, clocks). Taking a checkpoint reads state only: it draws no random
+numbers.
 
 Where it cannot be bit for bit, no checkpoint is taken and a killed run starts again from step 0
 (:meth:`TrainState.unsupported` says why): envs stepped outside this process (``vec_env`` other than
 ``sync``), envs whose randomness is not the Gymnasium ``np_random`` they reset from (Atari's emulator,
 MinAtar, third-party families: only Gymnasium's own envs and this project's are known to keep it there),
-and the language-model (``sequence``) policy.
+and the language-model (``sequence``) policy. A3C, whose workers update asynchronously, SB3 and plugins
+hand the driver no state and take none either.
 """
 
 from __future__ import annotations
