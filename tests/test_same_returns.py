@@ -129,3 +129,27 @@ def test_a_seed_records_what_it_recorded_before_the_skeleton(key):
     env_id = s.SEQUENCE_ENV["id"] if key.startswith("bench/") else key.split("/")[0]
     got = s.run_cell(_cells(env_id)[key])
     assert got == RECORD[key], f"{key}: the run recorded other returns, lengths or diagnostics than the record"
+
+
+#: Checkpointed in the default tier: one algorithm of each collector (n-step rollouts, whole episodes, groups).
+CHECKPOINTED = {f"CartPole-v1/{a}/bench" for a in ("ppo", "a2c", "reinforce", "grpo")}
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("key", [pytest.param(k, marks=(
+    ([] if k in CHECKPOINTED else [pytest.mark.heavy]) + (_NUMPY_SIMD if k.endswith("/numpy") else [])))
+    for k in sorted(DEFAULT)])
+def test_taking_checkpoints_leaves_a_seeds_record_as_it_was(key, tmp_path):
+    """Mid-run checkpoints every 500 steps (``checkpoint_every``, bench.run.checkpoints) read the run's state
+    and draw no random numbers: the run records what the record holds."""
+    from bench.run.checkpoints import Checkpoints
+    from bench.run.runner import make_recorder, record_cell
+
+    s = _script()
+    cell = _cells("CartPole-v1")[key]
+    recorder = make_recorder(cell)
+    recorder.checkpoints = ck = Checkpoints(tmp_path, 500, cell.key)
+    recorder, error = record_cell(cell, recorder=recorder)
+    assert error is None
+    assert ck.note["taken"] >= 1 and "off" not in ck.note  # checkpoints were taken
+    assert s.digest(recorder) == RECORD[key]["sha256"], f"{key}: checkpoints changed what the run recorded"

@@ -39,6 +39,7 @@ from bench.algos.collect import Rollout, rollout_collector
 from bench.algos.common import FlatParams, explained_variance, gae, grad_noise_ratio, setup
 from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
 from bench.algos.npkernel import ActorCriticKernel, standardize
+from bench.algos.resume import TrainState
 from bench.algos.policy import ActorCritic, PGStats
 from bench.algos.hyperparams import A2CParams
 from bench.storage.record import RecorderProtocol
@@ -160,6 +161,8 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
                                                         p.grad_noise_chunks, gen)
         return diag
 
+    state = TrainState(modules={"policy": policy}, optimizers={"optimizer": optimizer}, norm=norm, rng=rng,
+                       generators={"minibatch": gen}, envs=envs, holder=collector)  # for checkpoints (resume.py)
     drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
-          optimizers=[optimizer])
+          optimizers=[optimizer], state=state)
     envs.close()

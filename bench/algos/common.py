@@ -25,6 +25,7 @@ import torch.nn as nn
 from bench.envs import make_vec_env
 
 from bench.algos.policy import ActorCritic, make_policy
+from bench.algos.resume import tape_envs
 
 def pin_one_thread() -> None:
     """One torch thread and one BLAS thread (NumPy's, which the NumPy kernel uses) for
@@ -150,6 +151,8 @@ def setup(env_id: str, p: Any, seed: int, recorder: Any, *, share_features: bool
     device = pick_device(p.device)
     rng = seed_everything(seed)
     envs = make_vec_env(env_id, p.n_envs, recorder=recorder, vec_env=p.vec_env)
+    if getattr(recorder, "checkpoints", None) is not None:  # the episodes in progress, for a checkpoint
+        tape_envs(envs)
     norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma,
                       obs=p.normalize_obs, reward=p.normalize_reward)
     policy = make_policy(envs, p, share_features=share_features).to(device)

@@ -36,6 +36,7 @@ from bench.algos.checkpoint import savable
 from bench.algos.collect import Group, GroupCollector
 from bench.algos.common import Normalizer, episode_cap, pick_device, seed_everything
 from bench.algos.loop import Schedule, Steps, drive
+from bench.algos.resume import TrainState
 from bench.algos.hyperparams import GRPOParams
 from bench.algos.policy import ActorCritic, make_policy
 from bench.algos.sequence_policy import SequenceActorCritic, episode_scores, reward_model_parameters, sft_reference
@@ -254,6 +255,9 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
         diag.update(episode_scores(envs))  # a sequence task's exact match and scores; none elsewhere
         return diag
 
+    # For checkpoints (resume.py): no episode is in progress between updates (each group resets with a seed).
+    state = TrainState(modules={"policy": policy, "reference": ref}, optimizers={"adam": optimizer}, norm=norm,
+                       rng=rng, unsupported="the sequence policy's terms are not kept" if p.policy == "sequence" else None)
     drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
-          optimizers=[optimizer])
+          optimizers=[optimizer], state=state)
     envs.close()

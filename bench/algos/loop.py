@@ -23,6 +23,10 @@ Two budgets, because two families of algorithms spend steps two ways (SB3 draws 
 
 A3C's workers share one step counter across processes, claimed before each rollout; they use
 :func:`schedule_at` for their learning rate but not this loop, which runs in one process.
+
+The driver also owns mid-run checkpoints: given the algorithm's :class:`~bench.algos.resume.TrainState`,
+it puts a run's last checkpoint back before the first update and takes one when due
+(:func:`drive`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import torch
+
+from bench.algos.resume import Checkpointing, TrainState
 
 
 def linear(value: float, kind: str, progress_remaining: float) -> float:
@@ -92,10 +98,23 @@ class Rollouts:
     def __init__(self, timesteps: int, batch: int):
         self.batch = batch
         self.n_iters = math.ceil(timesteps / batch)
+        self.it = 0  # iterations done
 
     def __iter__(self) -> Iterator[float]:
-        for it in range(self.n_iters):
-            yield 1.0 - it / self.n_iters
+        while self.it < self.n_iters:
+            yield 1.0 - self.it / self.n_iters
+            self.it += 1
+
+    def position(self) -> dict[str, int]:
+        """Where the budget stands after an update (for a checkpoint)."""
+        return {"done": self.it + 1}
+
+    def seek(self, pos: Mapping[str, Any]) -> None:
+        self.it = int(pos["done"])
+
+    def more(self) -> bool:
+        """Whether an iteration is left after the current one."""
+        return self.it + 1 < self.n_iters
 
 
 class Steps:
@@ -119,6 +138,15 @@ class Steps:
         while self.done < self.timesteps and not self.stopped:
             yield 1.0 - self.done / self.timesteps
 
+    def position(self) -> dict[str, Any]:
+        return {"done": self.done, "stopped": self.stopped}
+
+    def seek(self, pos: Mapping[str, Any]) -> None:
+        self.done, self.stopped = int(pos["done"]), bool(pos["stopped"])
+
+    def more(self) -> bool:
+        return self.done < self.timesteps and not self.stopped
+
 
 #: ``update(schedule) -> diagnostics``: one iteration's collection and update; ``None`` when there was
 #: nothing to update on (the run ends there, and nothing is reported for it).
@@ -126,10 +154,16 @@ Update = Callable[[Schedule], "Mapping[str, float] | None"]
 
 
 def drive(budget: Rollouts | Steps, p: Any, update: Update, recorder: Any, *, policy: Callable[[], Any],
-          optimizers: Sequence[Any] = ()) -> None:
+          optimizers: Sequence[Any] = (), state: TrainState | None = None) -> None:
     """Run ``update`` once per iteration of ``budget``: set the learning rate of ``optimizers`` from
     ``p``'s schedule first, report the update's diagnostics and then ``policy()`` (the deterministic
-    policy, for evaluation and saving) through ``recorder`` after it."""
+    policy, for evaluation and saving) through ``recorder`` after it.
+
+    With ``state`` (what the algorithm holds across updates, :class:`~bench.algos.resume.TrainState`) and a
+    recorder with ``checkpoints`` (:mod:`bench.run.checkpoints`), the run starts from the last checkpoint
+    when there is one, and takes one after each update that reaches the next ``checkpoint_every`` steps
+    (never after the last: a finished run needs none)."""
+    checkpoints = Checkpointing.begin(state, budget, recorder, policy)  # None where the run takes none
     for progress in budget:
         sched = schedule_at(p, progress)
         for opt in optimizers:
@@ -140,3 +174,5 @@ def drive(budget: Rollouts | Steps, p: Any, update: Update, recorder: Any, *, po
             break
         recorder.diagnostics(diag)
         recorder.after_update(policy())
+        if checkpoints is not None:
+            checkpoints.after_update()

@@ -39,6 +39,7 @@ from bench.algos.checkpoint import savable
 from bench.algos.collect import rollout_collector
 from bench.algos.common import FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio, setup
 from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
+from bench.algos.resume import TrainState
 from bench.algos.npkernel import ActorCriticKernel
 from bench.algos.policy import ActorCritic, CategoricalPd, GaussianPd, Pd
 from bench.algos.hyperparams import NPGParams
@@ -302,8 +303,10 @@ def train_natural(env_id: str, p: Any, step_fn: PolicyStep, prefix: str, *, seed
             diag["grad/noise_ratio"] = noise
         return diag
 
+    state = TrainState(modules={"policy": policy}, optimizers={"critic": optimizer}, norm=norm, rng=rng,
+                       generators={"minibatch": gen}, envs=envs, holder=collector)  # for checkpoints (resume.py)
     drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
-          optimizers=[optimizer])
+          optimizers=[optimizer], state=state)
     envs.close()
 
 

@@ -33,6 +33,7 @@ from bench.algos.collect import Rollout, rollout_collector
 from bench.algos.common import FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio, setup
 from bench.algos.loop import Rollouts, Schedule, drive, linear, torch_generator
 from bench.algos.npkernel import ActorCriticKernel, standardize
+from bench.algos.resume import TrainState
 from bench.algos.policy import PGStats
 from bench.algos.hyperparams import PPOParams
 from bench.algos.sequence_policy import PolicyTerms, policy_terms
@@ -212,6 +213,10 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
                                                         p.grad_noise_chunks, gen)
         return diag
 
+    # What a mid-run checkpoint keeps (bench.algos.resume); the language-model policy's terms are not kept.
+    state = TrainState(modules={"policy": policy}, optimizers={"adam": optimizer}, norm=norm, rng=rng,
+                       generators={"minibatch": gen}, envs=envs, holder=collector,
+                       unsupported="the sequence policy's terms are not kept" if p.policy == "sequence" else None)
     drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
-          optimizers=[optimizer])
+          optimizers=[optimizer], state=state)
     envs.close()

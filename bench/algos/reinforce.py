@@ -41,6 +41,7 @@ from bench.algos.checkpoint import savable
 from bench.algos.collect import EpisodeCollector
 from bench.algos.common import episode_cap, explained_variance, grad_noise_ratio, setup
 from bench.algos.loop import Schedule, Steps, drive, torch_generator
+from bench.algos.resume import TrainState
 from bench.algos.hyperparams import REINFORCEParams
 from bench.storage.record import RecorderProtocol
 
@@ -178,6 +179,8 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
         return diag
 
+    state = TrainState(modules={"policy": policy}, optimizers={"adam": optimizer}, norm=norm, rng=rng,
+                       generators={"minibatch": gen}, envs=envs, holder=collector)  # for checkpoints (resume.py)
     drive(budget, p, update, recorder, policy=lambda: savable(collector.policy_fn(), policy, norm),
-          optimizers=[optimizer])
+          optimizers=[optimizer], state=state)
     envs.close()

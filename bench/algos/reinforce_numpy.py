@@ -43,6 +43,7 @@ import numpy as np
 
 from bench.algos.common import Normalizer, episode_cap, explained_variance, step_sub_envs
 from bench.algos.loop import Schedule, Steps, drive
+from bench.algos.resume import TrainState, tape_envs
 from bench.algos.hyperparams import REINFORCEParams
 from bench.algos.saved_files import RESAVE, Refused, arrays
 from bench.envs import make_vec_env
@@ -298,6 +299,8 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
     p = params
     rng = np.random.default_rng(seed)
     envs = make_vec_env(env_id, p.n_envs, recorder=recorder, vec_env=p.vec_env)
+    if getattr(recorder, "checkpoints", None) is not None:  # the episodes in progress, for a checkpoint
+        tape_envs(envs)
     norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma, obs=p.normalize_obs,
                       reward=p.normalize_reward)
     space = envs.single_action_space
@@ -366,7 +369,20 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
             diag["policy/log_std"] = float(policy.log_std.mean())
         return diag
 
-    drive(budget, p, update, recorder, policy=lambda: policy_fn(policy, norm, space))
+    def arrays() -> dict[str, np.ndarray]:  # what a checkpoint keeps of this module's own state (resume.py)
+        out = {"obs": obs, "w_value": w_value, "adam_t": np.asarray(optimizer.t)}
+        for i, (q, m, v) in enumerate(zip(optimizer.params, optimizer.m, optimizer.v)):
+            out.update({f"param{i}": q, f"m{i}": m, f"v{i}": v})
+        return out
+
+    def put(saved: dict[str, np.ndarray]) -> None:
+        nonlocal obs, w_value
+        obs, w_value, optimizer.t = saved["obs"], saved["w_value"], int(saved["adam_t"])
+        for i, (q, m, v) in enumerate(zip(optimizer.params, optimizer.m, optimizer.v)):
+            q[...], m[...], v[...] = saved[f"param{i}"], saved[f"m{i}"], saved[f"v{i}"]  # in place: shared arrays
+
+    state = TrainState(norm=norm, rng=rng, envs=envs, extra=(arrays, put))
+    drive(budget, p, update, recorder, policy=lambda: policy_fn(policy, norm, space), state=state)
     envs.close()
 
 

@@ -29,7 +29,7 @@ from bench.run.loggers import open_sinks
 from bench.run.progress import Heartbeat, StallWatch
 from bench.run.probe import cpu_probe_ms
 from bench.run.provenance import accelerator_meta, iso_time, run_metadata, stepping_meta
-from bench.run.saving import finish_outputs
+from bench.run.saving import finish_outputs, policies_dir
 from bench.suites.suite import Cell
 
 # Every worker uses one torch/BLAS thread: runs are parallel across processes,
@@ -100,6 +100,7 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None, reco
     ``heartbeat`` is called between updates (:class:`Heartbeat` sends them from a
     thread instead, independent of update length; :func:`run_cell` uses that).
     """
+    from bench.run.checkpoints import CheckpointError
     from bench.storage.record import BudgetReached
 
     if recorder is None:
@@ -110,6 +111,8 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None, reco
     except BudgetReached:  # the equal-compute budget ended the run at an update boundary: a finished run
         return recorder, None
     except EnvError as e:  # names the env, the step and what was wrong: the whole story
+        return recorder, str(e)
+    except CheckpointError as e:  # names the file and why it was refused
         return recorder, str(e)
     except LimitStop:  # the run's LimitWatch stopped it; the caller records the watch's reason
         return recorder, "stopped by its limit"
@@ -186,9 +189,21 @@ def _store(url: str):
     return _STORES[url]
 
 
+def checkpoints_of(cell: Cell, store_url: str | None) -> Any:
+    """The cell's mid-run checkpoints (:class:`bench.run.checkpoints.Checkpoints`) beside the store's saved
+    policies, or ``None`` when its suite takes none (``checkpoint_every``) or there is no store."""
+    if not cell.checkpoint_every or store_url is None:
+        return None
+    from bench.run.checkpoints import Checkpoints, checkpoint_dir
+
+    return Checkpoints(checkpoint_dir(policies_dir(store_url, cell.outputs.policies), cell.key),
+                       cell.checkpoint_every, cell.key)
+
+
 def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None,
                  store_url: str | None = None,
-                 give_up: Callable[[Any, str], None] | None = None) -> tuple[Any, str | None, float]:
+                 give_up: Callable[[Any, str], None] | None = None,
+                 checkpoints: Any = None) -> tuple[Any, str | None, float]:
     """Train one cell and turn what it recorded into a RunResult; returns ``(result, error or None,
     start time)``. ``beat(steps, cpu_s)`` (env steps and training CPU seconds so far) is called every
     :data:`HEARTBEAT_EVERY_S` seconds from a thread. With ``store_url``, the policies the cell keeps
@@ -197,9 +212,11 @@ def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None,
     The cell's per-run limits are watched from here (:class:`bench.run.limits.LimitWatch`): a run past one
     returns as failed, its error naming the limit, with what it recorded until then. Where its training does
     not return after the stop, ``give_up(result, reason)`` is called from the watch's thread with what it
-    recorded so far (to write it), and then this process is killed."""
+    recorded so far (to write it), and then this process is killed. With ``checkpoints``
+    (:func:`checkpoints_of`), the run continues from the last one there is and takes them as it goes."""
     started = time.time()
     recorder = make_recorder(cell)  # pins the threads the probe then runs with
+    recorder.checkpoints = checkpoints
     probe_start = cpu_probe_ms()  # outside the run's clocks, which the recorder starts below
 
     def abandon(why: str) -> None:
@@ -232,6 +249,8 @@ def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None,
     # How fast this machine was for a fixed piece of work as the run started and ended (bench.run.probe):
     # the CPU's name alone does not tell machines apart.
     result.meta["cpu_probe_ms"] = {"start": probe_start, "end": cpu_probe_ms()}
+    if checkpoints is not None:  # how many it took, the step it continued from, or why it took none
+        result.meta["checkpoints"] = dict(checkpoints.note)
     finish_outputs(cell, recorder, result, error, store_url)
     return result, error, started
 
@@ -255,12 +274,15 @@ def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False,
     # and `bench run`; and, when the steps have not grown for a while, that the run is stalled: the beat
     # comes from a thread, so it goes on whether or not training does.
     watch = StallWatch()
+    ck = checkpoints_of(cell, store_url)
     result, error, started = measure_cell(
         cell, lambda steps, cpu: store.heartbeat(cell.key, attempt, steps, cpu, watch.note(steps)), store_url=store_url,
-        give_up=lambda result, why: store.finish(cell.key, attempt, "failed", result, why))
+        give_up=lambda result, why: store.finish(cell.key, attempt, "failed", result, why), checkpoints=ck)
     status = "failed" if error else "done"
     if not store.finish(cell.key, attempt, status, result, error):
         return Outcome(cell.key, "skipped", error="lost ownership of the run (another runner took it over)")
+    if ck is not None and not (error or "").startswith("checkpoint "):  # recorded: its checkpoint is spent (one
+        ck.clear()  # that was refused stays, for its owner to look at, as the error line says)
     return Outcome(cell.key, status, error, result.summary, time.time() - started)
 
 

@@ -116,6 +116,10 @@ class Recorder:
     sink: ScalarSink | None = None
     #: Which budget ended the run: ``cpu_seconds`` when :attr:`cpu_limit` did, else ``timesteps``.
     stopped_by: str = "timesteps"
+    #: Where the run's mid-run checkpoints go and come from (:class:`bench.run.checkpoints.Checkpoints`), or
+    #: ``None``: the training driver takes them; the recorder only gives and takes back its progress
+    #: (:meth:`progress`, :meth:`load_progress`).
+    checkpoints: Any = None
 
     #: Global env steps (transitions over all vectorised envs) taken so far.
     steps: int = 0
@@ -150,6 +154,7 @@ class Recorder:
         self.last_policy: PolicyFn | None = None
         self.best: dict[str, Any] | None = None  # {"step", "eval_return", "checkpoint"}
         self._sunk = 0  # diagnostics rows already mirrored to the sink
+        self._wall_before = self._cpu_before = 0.0  # the clocks of a run continued from a checkpoint, until then
 
     # -- clocks -------------------------------------------------------------
     @contextmanager
@@ -169,7 +174,7 @@ class Recorder:
 
     def clock(self) -> float:
         """Training wall-clock seconds since the run started (evaluation excluded)."""
-        return time.perf_counter() - self._t0 - self._paused
+        return self._wall_before + time.perf_counter() - self._t0 - self._paused
 
     def cpu_seconds(self) -> float:
         """Training process CPU seconds since the run started (evaluation excluded).
@@ -180,7 +185,7 @@ class Recorder:
         when the core is shared (caches, memory bandwidth): a contended run is
         flagged, and ``bench run --remeasure contended`` measures it again.
         """
-        return time.process_time() - self._cpu0 - self._paused_cpu + self.child_cpu_s
+        return self._cpu_before + time.process_time() - self._cpu0 - self._paused_cpu + self.child_cpu_s
 
     def contention(self) -> dict[str, float | None]:
         """What the machine was like during the run: the load averages at its start and now,
@@ -292,6 +297,60 @@ class Recorder:
         if wall > 0:
             out["time/fps"] = self.steps / wall
         self.sink.scalars(self.steps, out)
+
+    # -- mid-run checkpoints -------------------------------------------------
+    def progress(self) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
+        """What the run has recorded so far, as ``(arrays, JSON values, tensors)``, for a checkpoint: its
+        episodes, diagnostics and evaluations, step and update counts, clocks, the next evaluation and the
+        policy kept at the best one (its files' bytes, as ``uint8`` tensors)."""
+        import torch  # a checkpoint's only bytes are tensors (torch.load(weights_only=True) reads them back)
+
+        keys = list(dict.fromkeys(r[1] for r in self.diag))  # each key once, as an index: rows are many
+        index = {k: i for i, k in enumerate(keys)}
+        arrays = {"ep_step": np.asarray(self.ep_step, np.int64), "ep_wall": np.asarray(self.ep_wall, np.float64),
+                  "ep_cpu": np.asarray(self.ep_cpu, np.float64), "ep_return": np.asarray(self.ep_return, np.float64),
+                  "ep_length": np.asarray(self.ep_length, np.int64),
+                  "diag_step": np.asarray([r[0] for r in self.diag], np.int64),
+                  "diag_key": np.asarray([index[r[1]] for r in self.diag], np.int32),
+                  "diag_value": np.asarray([r[2] for r in self.diag], np.float64),
+                  "evals": np.asarray(self.evals, np.float64).reshape(-1, 5)}
+        meta: dict[str, Any] = {"steps": self.steps, "updates": self.updates, "wall_s": self.clock(),
+                                "cpu_s": self.cpu_seconds() - self.child_cpu_s, "child_cpu_s": self.child_cpu_s,
+                                "next_eval": self._next_eval, "best": None, "diag_keys": keys}
+        tensors: dict[str, Any] = {}
+        if self.best is not None:
+            ck = self.best["checkpoint"]
+            meta["best"] = {"step": self.best["step"], "eval_return": self.best["eval_return"],
+                            "format": ck["format"], "files": sorted(ck["files"])}
+            for suffix, data in ck["files"].items():
+                tensors[f"best.{suffix}"] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        return arrays, meta, tensors
+
+    def load_progress(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any],
+                      tensors: Mapping[str, Any]) -> None:
+        """Continue from :meth:`progress`: the recorded columns and counts are put back, and the clocks go on
+        from the checkpoint's (the time the killed process spent after it is not the run's: it is redone)."""
+        self.steps, self.updates = int(meta["steps"]), int(meta["updates"])
+        self.ep_step = [int(x) for x in arrays["ep_step"]]
+        self.ep_wall = [float(x) for x in arrays["ep_wall"]]
+        self.ep_cpu = [float(x) for x in arrays["ep_cpu"]]
+        self.ep_return = [float(x) for x in arrays["ep_return"]]
+        self.ep_length = [int(x) for x in arrays["ep_length"]]
+        keys = [str(k) for k in meta["diag_keys"]]
+        self.diag = [(int(s), keys[k], float(v)) for s, k, v in zip(arrays["diag_step"], arrays["diag_key"],
+                                                                      arrays["diag_value"])]
+        self.evals = [(int(r[0]), float(r[1]), float(r[2]), float(r[3]), int(r[4])) for r in arrays["evals"]]
+        self._next_eval = None if meta["next_eval"] is None else int(meta["next_eval"])
+        self._sunk = len(self.diag)  # mirrored before the kill
+        best = meta["best"]
+        self.best = None if best is None else {
+            "step": int(best["step"]), "eval_return": float(best["eval_return"]),
+            "checkpoint": {"format": best["format"],
+                           "files": {s: tensors[f"best.{s}"].numpy().tobytes() for s in best["files"]}}}
+        self.child_cpu_s = float(meta["child_cpu_s"])
+        self._t0, self._cpu0 = time.perf_counter(), time.process_time()
+        self._paused = self._paused_cpu = 0.0
+        self._wall_before, self._cpu_before = float(meta["wall_s"]), float(meta["cpu_s"])
 
     def align_episodes(self) -> None:
         """Drop a last episode that was only partly appended (the columns' lengths differ): a run stopped by

@@ -62,6 +62,10 @@ class Cell:
     #: Which policies to keep (:data:`SaveMode`); deliberately not in :meth:`identity`: saving reads the policy
     #: and changes nothing the run computes or records, so a run is the same experiment with it on or off.
     save: str = field(default="none", compare=False)
+    #: Env steps between mid-run checkpoints (:mod:`bench.run.checkpoints`), ``None``: none. Not in :meth:`identity`:
+    #: taking one draws no random numbers and changes nothing the run computes, and a continued run records
+    #: the returns the uninterrupted one would have.
+    checkpoint_every: int | None = field(default=None, compare=False)
     #: Where the run's files go besides the store (``bench run``'s options); not in :meth:`identity` either.
     outputs: Outputs = field(default_factory=Outputs, compare=False)
     #: Per-run limits (:mod:`bench.run.limits`), enforced by every executor; not in :meth:`identity` either: they

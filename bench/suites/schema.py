@@ -126,6 +126,13 @@ class Defaults(_Strict):
                     "final (after the last update) or best (also the one at the best periodic evaluation; needs "
                     "eval). Not part of the cell key: saving changes nothing a run computes.",
     )
+    checkpoint_every: int | None = Field(
+        None, gt=0, le=MAX_TIMESTEPS,
+        description="Save a run's training state every this many env steps (at the end of an update), beside the "
+                    "store's saved policies, so that a run killed midway continues from it with the returns it would "
+                    "have had (the project's own algorithms, A3C excepted: docs/recorded.md); off when absent. Not "
+                    "part of the cell key.",
+    )
     diag_points: int = Field(
         DIAG_POINTS, ge=0, le=1_000_000,
         description="Per-update diagnostics are stored as at most this many points per key per run, each the mean "
@@ -232,6 +239,8 @@ class AlgoEntry(_Strict):
     )
     resources: Resources | None = Field(None, description="Ray resources per run of this algorithm; not part of the key.")
     save: SaveMode | None = Field(None, description="Overrides defaults.save for this label (none | final | best).")
+    checkpoint_every: int | None = Field(None, gt=0, le=MAX_TIMESTEPS,
+                                         description="Overrides defaults.checkpoint_every for this label's runs.")
     max_wall_minutes: float | None = Field(None, gt=0, le=MAX_WALL_MINUTES, allow_inf_nan=False,
                                            description="Overrides defaults.max_wall_minutes for this entry's runs.")
     max_memory_mb: int | None = Field(None, gt=0, le=MAX_MEMORY_MB,

@@ -460,6 +460,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     entry=plugin.entry if plugin is not None else None,
                     plugin_version=plugin.version if plugin is not None else None,
                     save=save,
+                    checkpoint_every=a.checkpoint_every or suite.defaults.checkpoint_every,
                     max_wall_minutes=(a.max_wall_minutes if a.max_wall_minutes is not None
                                       else suite.defaults.max_wall_minutes),
                     max_memory_mb=a.max_memory_mb if a.max_memory_mb is not None else suite.defaults.max_memory_mb,
