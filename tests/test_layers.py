@@ -421,3 +421,19 @@ def test_the_size_check_catches_a_long_module(planted: Path):
     assert long_modules(planted) == [f"bench.envs.planted: {MAX_LINES + 1} lines"]
     (planted / "envs" / "planted.py").write_text(f"{LONG_MODULE_REASON} a reason.\n" + "x = 1\n" * MAX_LINES)
     assert long_modules(planted) == []
+
+
+def test_the_pure_statistics_load_nothing_heavy():
+    """Importing the pure statistics loads no SQLAlchemy, Arrow or torch, and nothing of bench but themselves
+    (issue 65): ``bench.analysis``'s re-exports of scoring and answers are made on first use. ``machines`` works on
+    pandas frames, and pandas 3 loads Arrow, so it is left out of this list."""
+    import subprocess
+    import sys as _sys
+
+    pure = [m for m, part in PARTS if part == "pure" and m != "bench.analysis.machines"]
+    code = (f"import sys; import {', '.join(pure)}; "
+            "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'pyarrow', 'torch', 'pandas'}); "
+            f"other = sorted(m for m in sys.modules if m.startswith('bench.') and m not in {pure!r} "
+            "and m != 'bench.analysis'); print(heavy, other)")
+    out = subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[] []", out

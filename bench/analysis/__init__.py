@@ -12,14 +12,36 @@ normalisation anchors, scores, the decision matrix, recommendations and the repo
 - :mod:`.report`: figures and the self-contained HTML page (template ``report.html.j2``).
 
 This package reads the store and never runs anything: it imports neither the
-runner nor an algorithm. :mod:`.scoring`'s names are re-exported here, so
-``from bench import analysis; analysis.load(url)`` works as before the split.
+runner nor an algorithm. :mod:`.scoring`'s and :mod:`.answers`' names are re-exported here on first use, so
+``from bench import analysis; analysis.load(url)`` works as before the split, while importing one of the pure
+statistics modules (``bench.analysis.stats``, ``.selection``, ``.metrics`` ...) loads none of them, nor SQLAlchemy,
+Arrow or torch (``tests/test_layers.py`` checks it).
 """
 
-from bench.analysis import answers as _answers
-from bench.analysis import scoring as _scoring
-from bench.analysis.answers import *  # noqa: F401,F403 - recommendations (moved out of scoring)
-from bench.analysis.scoring import *  # noqa: F401,F403 - the old bench.analysis module's API, unchanged
-from bench.analysis.matrix import decision_matrix  # noqa: F401 - moved out of scoring: marked by the answers
+from __future__ import annotations
 
-__all__ = list(_scoring.__all__) + list(_answers.__all__) + ["decision_matrix"]
+import importlib
+import importlib.util
+
+#: Where each re-exported name lives: the old ``bench.analysis`` module's API.
+_FROM = ("bench.analysis.scoring", "bench.analysis.answers")
+
+
+def __getattr__(name: str):
+    # `from bench.analysis import stats` asks for the attribute before the submodule is loaded: a submodule is
+    # itself, never a reason to load scoring.
+    if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name == "decision_matrix":  # moved out of scoring: marked by the answers
+        from bench.analysis.matrix import decision_matrix
+
+        return decision_matrix
+    for module in _FROM:
+        mod = importlib.import_module(module)
+        if name in getattr(mod, "__all__", ()):
+            return getattr(mod, name)
+    raise AttributeError(f"module 'bench.analysis' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {n for m in _FROM for n in importlib.import_module(m).__all__} | {"decision_matrix"})

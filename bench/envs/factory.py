@@ -19,7 +19,7 @@ import numpy as np
 
 from bench.envs.checks import bad_action, bad_shape, float_box, raised, returned
 from bench.envs.families import ChannelFirstFrames, adapt
-from bench.envs.pixels import RENDERED
+from bench.envs.pixels import RENDERED, ActionRepeat
 from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, make_raw, require
 from bench.envs.vector import SameStepSyncVectorEnv, VectorEpisodeMonitor, make_vector_backend, vec_env_problem
 
@@ -138,65 +138,6 @@ class EpisodicLife(gym.Wrapper):
         self._game_over = False
         self._lives = self._ale_lives()
         return obs, info
-
-
-class ActionRepeat(gym.Wrapper):
-    """Each action repeated for ``skip`` frames: the rewards summed, the last frame's observation returned.
-
-    rl-baselines3-zoo's ``FrameSkip`` for CarRacing (``rl_zoo3/wrappers.py``): no max-pooling, which on Atari
-    removes sprites that flicker between frames; CarRacing draws every object on every frame.
-
-    Frames before the last are not rendered where the env draws its observation inside ``step()`` with
-    ``_render("state_pixels")`` (Gymnasium's CarRacing), because that drawing is nearly all of its step's CPU
-    time and those observations are dropped. The drawing has no effect on the dynamics or the rewards, so
-    every returned observation, reward and flag is the one the fully rendered env gives
-    (``tests/test_envs.py``). When an episode ends on a frame that was not drawn, that frame is drawn after
-    the step with the score it would have shown (``step()`` draws before charging the frame's 0.1).
-    """
-
-    def __init__(self, env: gym.Env, skip: int) -> None:
-        super().__init__(env)
-        if skip < 1:
-            raise ValueError(f"skip must be >= 1, got {skip}")
-        self.skip = skip
-        self._score_shown = 0.0  # the score a dropped frame would have drawn (``_note_score``)
-        u = env.unwrapped
-        self._drawn_in_step = callable(getattr(type(u), "_render", None)) and u.render_mode != "human"
-
-    def step(self, action):
-        u = self.env.unwrapped
-        may_skip = self._drawn_in_step and hasattr(u, "reward")  # CarRacing sets its score in reset()
-        total = 0.0
-        for i in range(self.skip):
-            undrawn = may_skip and i < self.skip - 1
-            if undrawn:  # an instance attribute shadows the method for this frame only
-                u._render = self._note_score  # type: ignore[attr-defined]
-            try:
-                obs, reward, terminated, truncated, info = self.env.step(action)
-            finally:
-                if undrawn:
-                    del u._render  # type: ignore[attr-defined]
-            total += float(reward)
-            if terminated or truncated:
-                if undrawn:
-                    obs = self._draw_as_in_step(u)
-                break
-        return obs, total, terminated, truncated, info
-
-    def _note_score(self, mode: str) -> np.ndarray:
-        """Stands in for the env's ``_render`` on a dropped frame: notes the score it would have drawn."""
-        u = self.env.unwrapped
-        self._score_shown = u.reward
-        return u.state.copy()  # the last drawn frame: a valid observation, never returned
-
-    def _draw_as_in_step(self, u: Any) -> np.ndarray:
-        after = u.reward
-        u.reward = self._score_shown
-        try:
-            u.state = u._render("state_pixels")
-        finally:
-            u.reward = after
-        return u.state
 
 
 # -- factories ---------------------------------------------------------------------
