@@ -46,6 +46,17 @@ class WrongShape(_Base):
         return np.zeros(4, np.float32), reward
 
 
+class StrObservation(_Base):
+    def go_wrong(self, obs, reward):
+        return np.array(["a", "b", "c"]), reward
+
+
+class StrObservationAtReset(_Base):
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.array(["a", "b", "c"]), {}
+
+
 class Raises(_Base):
     def go_wrong(self, obs, reward):
         raise ValueError("the simulator\nexploded")
@@ -89,6 +100,6 @@ class Fault(_Base):
         raise RuntimeError(self.text)
 
 
-for _cls in (NanReward, InfObservation, WrongShape, Raises, DictObs, TupleObs, Fault):
+for _cls in (NanReward, InfObservation, WrongShape, StrObservation, StrObservationAtReset, Raises, DictObs, TupleObs, Fault):
     if f"{_cls.__name__}-v0" not in gym.registry:
         gym.register(f"{_cls.__name__}-v0", entry_point=_cls, max_episode_steps=50)

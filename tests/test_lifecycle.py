@@ -313,6 +313,13 @@ def test_status_shows_a_live_run_without_progress_as_stalled(tmp_path):
     ("WrongShape-v0", "env bad_envs:WrongShape-v0 returned an observation of shape (4,) at step 5; its observation "
                       "space says (3,)"),
     ("Raises-v0", "env bad_envs:Raises-v0 raised ValueError: the simulator exploded at step 5"),
+    # Strings used to end the run with NumPy's "the resolved dtypes are not compatible with add.reduce".
+    ("StrObservation-v0", "env bad_envs:StrObservation-v0 returned an observation of dtype <U1 at step 5; its "
+                          "observation space is Box(-10.0, 10.0, (3,), float32) (allowed: arrays of numbers: bool, "
+                          "integer or float)"),
+    ("StrObservationAtReset-v0", "env bad_envs:StrObservationAtReset-v0 returned an observation of dtype <U1 at its "
+                                 "first reset; its observation space is Box(-10.0, 10.0, (3,), float32) (allowed: "
+                                 "arrays of numbers: bool, integer or float)"),
 ])
 def test_an_env_fault_names_the_env_the_step_and_the_quantity(env, message):
     """A NaN reward used to read "Diverged: non-finite loss/policy = nan at step 152 at record.py:164"."""
@@ -342,6 +349,47 @@ def test_the_vector_monitor_checks_the_same_in_one_batch():
         venv.step(np.zeros(2, np.int64))
     with pytest.raises(EnvError, match=r"^env NanReward-v0 returned reward nan at step 9$"):
         venv.step(np.zeros(2, np.int64))
+
+
+def test_the_vector_monitor_refuses_observations_that_are_not_numbers():
+    """A vector env of the user's own (not gymnasium's, which would fail to batch strings) is checked too."""
+    import gymnasium as gym
+    import numpy as np
+
+    from bench.envs.checks import EnvError
+    from bench.envs.vector import VectorEpisodeMonitor
+    from bench.storage.record import Recorder
+
+    class Words(gym.vector.VectorEnv):
+        num_envs = 2
+        single_observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+        single_action_space = gym.spaces.Discrete(2)
+        observation_space = gym.vector.utils.batch_space(single_observation_space, 2)
+        action_space = gym.vector.utils.batch_space(single_action_space, 2)
+
+        def __init__(self, at):
+            self.at, self.t = at, 0
+
+        def obs(self):
+            return np.full((2, 3), "x") if self.t == self.at else np.zeros((2, 3), np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            self.t = 0
+            return self.obs(), {}
+
+        def step(self, actions):
+            self.t += 1
+            return self.obs(), np.ones(2), np.zeros(2, bool), np.zeros(2, bool), {}
+
+    venv = VectorEpisodeMonitor(Words(at=3), Recorder(), "Words-v0")
+    venv.reset(seed=0)
+    venv.step(np.zeros(2, np.int64))
+    venv.step(np.zeros(2, np.int64))
+    with pytest.raises(EnvError, match=r"^env Words-v0 returned an observation of dtype <U1 at step 5; its observation "
+                                       r"space is Box\(-1.0, 1.0, \(3,\), float32\) \(allowed: arrays of numbers"):
+        venv.step(np.zeros(2, np.int64))
+    with pytest.raises(EnvError, match=r"^env Words-v0 returned an observation of dtype <U1 at the reset after step 4;"):
+        VectorEpisodeMonitor(Words(at=0), venv.recorder, "Words-v0").reset(seed=0)
 
 
 def test_a_non_finite_action_is_the_policy_s(monkeypatch):
