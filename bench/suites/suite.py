@@ -491,6 +491,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     max_wall_minutes=(a.max_wall_minutes if a.max_wall_minutes is not None
                                       else suite.defaults.max_wall_minutes),
                     max_memory_mb=a.max_memory_mb if a.max_memory_mb is not None else suite.defaults.max_memory_mb,
+                    time_scale_us=env_meta[ek].get("time_scale_us"),
                 )
                 cells.append(_with_key(cell))
     for j, a in enumerate(suite.algorithms):
