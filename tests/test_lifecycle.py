@@ -242,10 +242,11 @@ def test_limits_leave_cell_keys_as_they_were(tmp_path, monkeypatch):
     limited = load_suite(_suite(tmp_path, algos % ", max_memory_mb: 500", defaults=", max_wall_minutes: 30"))
     assert [c.key for c in limited.cells] == keys
     assert [(c.max_wall_minutes, c.max_memory_mb) for c in limited.cells] == [(30, 500), (30, None)]
-    assert [(c.max_wall_minutes, c.max_memory_mb) for c in plain.cells] == [(None, None), (None, None)]
+    # Without limits of the suite's: the default wall-clock one (CartPole-v1's 3,000 steps: the 60-min floor).
+    assert [(c.max_wall_minutes, c.max_memory_mb, c.wall_limit_default) for c in plain.cells] == [(60, None, True)] * 2
 
 
-@pytest.mark.parametrize("field, value", [("max_wall_minutes", 0), ("max_memory_mb", -1), ("max_wall_minutes", ".nan"),
+@pytest.mark.parametrize("field, value", [("max_wall_minutes", -1), ("max_memory_mb", 0), ("max_memory_mb", -1), ("max_wall_minutes", ".nan"),
                                           ("max_memory_mb", "'lots'")])
 def test_bad_limits_are_one_line(tmp_path, field, value):
     f = _suite(tmp_path, "  - {algo: ppo, impl: bench}\n", defaults=f", {field}: {value}")
