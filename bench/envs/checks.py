@@ -72,7 +72,8 @@ def non_numeric(obs: Any) -> bool:
 
 def bad_dtype(env_id: str, obs: Any, space: gym.Space, step: int, *, reset: bool = False) -> EnvError:
     """``env X returned an observation of dtype <U1 at step 5; its observation space is Box(…): …``."""
-    dtype = getattr(obs, "dtype", None) or np.asarray(obs).dtype
+    dtype = getattr(obs, "dtype", None)
+    dtype = np.asarray(obs).dtype if dtype is None else dtype  # (a dtype without fields is falsy: no `or`)
     at = (f"at the reset after step {step:,}" if step else "at its first reset") if reset else f"at step {step:,}"
     return EnvError(f"env {env_id} returned an observation of dtype {dtype} {at}; its observation space is {space} "
                     "(allowed: arrays of numbers: bool, integer or float)")
