@@ -5,6 +5,8 @@
 - ``nox -s benchmark``: speed benchmarks with pytest-benchmark (ratios measured side by side).
 - ``nox -s fuzz``: the property-based fuzz test with its larger ``fuzz`` profile (5,000 suite and
   store-URL examples, 150 report examples; about 4 minutes on 2 cores). CI runs the ``ci`` profile (about a minute).
+- ``nox -s extras``: the tests of the optional extras the test extra leaves out for their size (W&B offline,
+  envpool), with those extras installed, so that they run instead of skipping.
 - ``nox -s docs``: the documentation site (MkDocs, ``mkdocs.yml``) into ``site/``, with ``--strict`` as CI builds it.
 - ``nox -s wheel``: the distribution (``onpolicy-bench``) built as a wheel and installed, with its dependencies, into
   a fresh virtualenv, whose ``bench --version`` then runs outside the checkout.
@@ -41,6 +43,17 @@ def heavy(session: nox.Session) -> None:
     """The long end-to-end checks that the default tier leaves out for CI's time (docs/testing.md)."""
     _install(session)
     session.run("pytest", "-m", "heavy", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session(python="3.11")
+def extras(session: nox.Session) -> None:
+    """W&B's offline run and envpool's stepping: their tests skip in the default tier, whose test extra leaves the
+    packages out for their size (measured 2026-12-07 on a 2-core machine, docs/testing.md: wandb 0.31 adds 64 MB
+    and its test takes 39 s; envpool 1.2.5 adds 741 MB with its assets and a 53 s install)."""
+    session.install("-e", ".[test,wandb,envpool]")
+    session.run("python", "-c", "import envpool, wandb")  # installed, so the tests below cannot skip
+    session.run("pytest", "tests/test_loggers.py", "tests/test_vec_env.py", "-k", "wandb or envpool", "-rs",
+                "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session(python="3.11")

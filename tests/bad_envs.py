@@ -46,6 +46,30 @@ class WrongShape(_Base):
         return np.zeros(4, np.float32), reward
 
 
+class StrObservation(_Base):
+    def go_wrong(self, obs, reward):
+        return np.array(["a", "b", "c"]), reward
+
+
+class StrObservationAtReset(_Base):
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.array(["a", "b", "c"]), {}
+
+
+class Sleeps(_Base):
+    """Sleeps ``sleep_s`` seconds in its ``at``-th step (a stuck env: the run stops stepping, its heartbeat goes on)."""
+
+    def __init__(self, at=5, sleep_s=3.0):
+        self.bad_at, self.sleep_s = at, float(sleep_s)
+
+    def go_wrong(self, obs, reward):
+        import time
+
+        time.sleep(self.sleep_s)
+        return obs, reward
+
+
 class Raises(_Base):
     def go_wrong(self, obs, reward):
         raise ValueError("the simulator\nexploded")
@@ -89,6 +113,6 @@ class Fault(_Base):
         raise RuntimeError(self.text)
 
 
-for _cls in (NanReward, InfObservation, WrongShape, Raises, DictObs, TupleObs, Fault):
+for _cls in (NanReward, InfObservation, WrongShape, StrObservation, StrObservationAtReset, Sleeps, Raises, DictObs, TupleObs, Fault):
     if f"{_cls.__name__}-v0" not in gym.registry:
         gym.register(f"{_cls.__name__}-v0", entry_point=_cls, max_episode_steps=50)

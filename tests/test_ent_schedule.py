@@ -30,21 +30,32 @@ def test_schedule_values_by_hand(schedule, rate, want):
 
 @pytest.mark.parametrize("algo, over, steps", [
     ("ppo", {"n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1}, 512),
+    ("ppo", {"n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1, "kernel": "torch"}, 512),
     ("a2c", {"n_envs": 2}, 200),
+    ("a2c", {"n_envs": 2, "kernel": "torch"}, 200),
     ("ac_td", {}, 100),
     ("reinforce", {"n_envs": 2, "n_steps": 50}, 600),
     ("ac_mc", {"n_envs": 2, "n_steps": 50}, 600),
 ])
 def test_each_algorithm_with_an_entropy_term_follows_the_schedule(algo, over, steps):
-    rec = Recorder()
-    p = resolve(algo, "CartPole-v1", {**over, "ent_coef": 0.02, "ent_schedule": "linear"})
-    TRAIN[algo]("CartPole-v1", p, seed=0, timesteps=steps, recorder=rec)
+    """The scheduled weight is recorded, and it is the one the loss uses: against a constant weight of the
+    same start, the first update is the same and a later one is not."""
+    def train(**extra):
+        rec = Recorder()
+        TRAIN[algo]("CartPole-v1", resolve(algo, "CartPole-v1", {**over, **extra}), seed=0, timesteps=steps,
+                    recorder=rec)
+        return rec
+
+    rec = train(ent_coef=0.02, ent_schedule="linear")
     c = [v for _, k, v in rec.diag if k == "train/ent_coef"]
     assert len(c) >= 2 and c[0] == pytest.approx(0.02) and all(a > b for a, b in zip(c, c[1:])) and c[-1] > 0
     # constant (the default) records nothing extra and keeps the old behaviour
-    rec = Recorder()
-    TRAIN[algo]("CartPole-v1", resolve(algo, "CartPole-v1", over), seed=0, timesteps=steps, recorder=rec)
-    assert not any(k == "train/ent_coef" for _, k, _ in rec.diag)
+    const = train(ent_coef=0.02)
+    assert not any(k == "train/ent_coef" for _, k, _ in const.diag)
+    scheduled = [d for d in rec.diag if d[1] != "train/ent_coef"]
+    first = min(u for u, _, _ in const.diag)
+    assert [d for d in scheduled if d[0] == first] == [d for d in const.diag if d[0] == first]
+    assert scheduled != const.diag, "the run trained as with a constant weight: the loss ignores the schedule"
 
 
 def test_schedule_fields_are_validated():

@@ -607,7 +607,29 @@ def test_case11_a_full_disk_is_one_line(tmp_path, tmpfs):
     m = tmpfs("small", size="160k")
     f = tiny(tmp_path, seeds="2000")
     p = bench("run", str(f), "--store", f"sqlite:///{m / 'b.db'}", cwd=tmp_path, timeout=120)
-    one_line(p, "full", rc=1)
+    # The store's path and the fix; it was "the results store at … failed: OperationalError: database or disk is full".
+    one_line(p, f"the disk holding the results store at sqlite:///{m / 'b.db'} is full (database or disk is full); "
+                "free space on it, or give --store a store on another disk", rc=1)
+
+
+def test_case11_what_counts_as_a_full_disk():
+    import errno
+    from types import SimpleNamespace as NS
+
+    import sqlalchemy as sa
+
+    from bench.storage.urls import disk_full
+
+    def wrapped(orig):
+        return sa.exc.OperationalError("INSERT ...", {}, orig)
+
+    assert disk_full(wrapped(Exception("database or disk is full")))  # SQLite's SQLITE_FULL
+    pg = type("DiskFull", (Exception,), {"sqlstate": "53100"})("could not extend file \"base/5/16384\"")
+    assert disk_full(wrapped(pg))  # PostgreSQL's disk_full (psycopg 3 names it sqlstate)
+    assert disk_full(OSError(errno.ENOSPC, "No space left on device", "/x/bench.policies/a.pt"))
+    assert not disk_full(wrapped(Exception("database is locked")))
+    assert not disk_full(OSError(errno.EACCES, "Permission denied"))
+    assert not disk_full(wrapped(NS()))
 
 
 # --------------------------------------------------------------------------- #

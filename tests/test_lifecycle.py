@@ -242,10 +242,11 @@ def test_limits_leave_cell_keys_as_they_were(tmp_path, monkeypatch):
     limited = load_suite(_suite(tmp_path, algos % ", max_memory_mb: 500", defaults=", max_wall_minutes: 30"))
     assert [c.key for c in limited.cells] == keys
     assert [(c.max_wall_minutes, c.max_memory_mb) for c in limited.cells] == [(30, 500), (30, None)]
-    assert [(c.max_wall_minutes, c.max_memory_mb) for c in plain.cells] == [(None, None), (None, None)]
+    # Without limits of the suite's: the default wall-clock one (CartPole-v1's 3,000 steps: the 60-min floor).
+    assert [(c.max_wall_minutes, c.max_memory_mb, c.wall_limit_default) for c in plain.cells] == [(60, None, True)] * 2
 
 
-@pytest.mark.parametrize("field, value", [("max_wall_minutes", 0), ("max_memory_mb", -1), ("max_wall_minutes", ".nan"),
+@pytest.mark.parametrize("field, value", [("max_wall_minutes", -1), ("max_memory_mb", 0), ("max_memory_mb", -1), ("max_wall_minutes", ".nan"),
                                           ("max_memory_mb", "'lots'")])
 def test_bad_limits_are_one_line(tmp_path, field, value):
     f = _suite(tmp_path, "  - {algo: ppo, impl: bench}\n", defaults=f", {field}: {value}")
@@ -304,6 +305,69 @@ def test_status_shows_a_live_run_without_progress_as_stalled(tmp_path):
     db.dispose()
 
 
+def test_the_stall_time_follows_the_env_s_time_scale(tmp_path, monkeypatch):
+    from bench.run.progress import STALL_AFTER_S, stall_after_s
+    from bench.suites.suite import load_suite
+
+    assert stall_after_s(None) == stall_after_s(300.0) == STALL_AFTER_S == 600  # CartPole-v1's scale: the floor
+    assert stall_after_s(19_000.0) == pytest.approx(65_536 * 0.019)  # CarRacing-v3's: 21 min
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent))
+    f = tmp_path / "s.yaml"
+    f.write_text("name: x\nseeds: 1\ndefaults: {timesteps: 1000}\nenvs: [{id: CartPole-v1}, "
+                 "{id: 'bad_envs:Sleeps-v0', threshold: 1, time_scale_us: 100000}]\nalgorithms: [{algo: a2c, impl: bench}]\n")
+    cells = {c.env_id: c for c in load_suite(f).cells}
+    assert cells["CartPole-v1"].time_scale_us == 300.0  # the registry's
+    assert cells["bad_envs:Sleeps-v0"].time_scale_us == 100_000  # the suite's: 0.1 s a step
+    assert stall_after_s(cells["bad_envs:Sleeps-v0"].time_scale_us) == pytest.approx(6553.6)
+
+
+@pytest.mark.heavy  # two in-process runs of a few seconds, and a process's first run_metadata (5 s on a busy machine)
+def test_a_run_stuck_in_its_env_is_stalled_while_it_is_and_not_after(tmp_path, monkeypatch):
+    """An env that sleeps 3 s in its 20th step: the run's heartbeat thread beats on, so only its steps tell. Here
+    the floor of the stall time is 1 s and the heartbeat 0.2 s (the runs': 10 min and 10 s). The same env with a
+    time scale of 1 s a step (a stall time of 65,536 s) is never stalled: the stall time is the env's."""
+    import threading
+
+    from bench.api import status
+    from bench.run import progress, runner
+    from bench.storage.owners import this_owner
+    from bench.storage.store import Store
+    from bench.suites.suite import load_suite
+
+    monkeypatch.setattr(progress, "STALL_AFTER_S", 1.0)
+    monkeypatch.setattr(runner, "HEARTBEAT_EVERY_S", 0.2)
+    f = tmp_path / "s.yaml"
+    f.write_text("name: x\nseeds: 1\ndefaults: {timesteps: 64}\nenvs:\n"
+                 "  - {id: 'bad_envs:Sleeps-v0', kwargs: {at: 20, sleep_s: 3}, threshold: 1}\n"
+                 "  - {id: 'bad_envs:Sleeps-v0', kwargs: {at: 20, sleep_s: 3.01}, threshold: 1, time_scale_us: 1e6}\n"
+                 "algorithms: [{algo: a2c, impl: bench, hyperparams: {n_envs: 1, n_steps: 8}}]\n")
+    loaded = load_suite(f)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    db = Store(url)
+    db.register(loaded.suite.name, str(f), loaded.suite.model_dump(mode="json"), loaded.env_meta, loaded.cells)
+    out: dict = {}
+    threads = [threading.Thread(target=lambda c=c: out.update({c.env_id: runner.run_cell(url, c, this_owner())}))
+               for c in loaded.cells]
+    for t in threads:
+        t.start()
+    notes: dict[str, set] = {c.env_id: set() for c in loaded.cells}
+    deadline = time.monotonic() + 60
+    while any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+        time.sleep(0.25)
+        for c in status(f, url).cells:
+            if c.state == "stalled":
+                notes[c.env_id].add(c.error)
+    for t in threads:
+        t.join(30)
+    fast, slow = (c.env_id for c in loaded.cells)
+    assert any(n.startswith("stalled: no env step for ") and "(at step 19)" in n for n in notes[fast]), notes
+    assert not notes[slow], notes
+    assert {k: o.status for k, o in out.items()} == {fast: "done", slow: "done"}, out
+    rows = db.rows([c.key for c in loaded.cells])
+    assert all(r.status == "done" and r.error is None for r in rows.values())  # the note clears
+    db.dispose()
+
+
 # --------------------------------------------------------------------------- #
 # Errors that name the cause: the env's faults are the env's
 # --------------------------------------------------------------------------- #
@@ -313,6 +377,13 @@ def test_status_shows_a_live_run_without_progress_as_stalled(tmp_path):
     ("WrongShape-v0", "env bad_envs:WrongShape-v0 returned an observation of shape (4,) at step 5; its observation "
                       "space says (3,)"),
     ("Raises-v0", "env bad_envs:Raises-v0 raised ValueError: the simulator exploded at step 5"),
+    # Strings used to end the run with NumPy's "the resolved dtypes are not compatible with add.reduce".
+    ("StrObservation-v0", "env bad_envs:StrObservation-v0 returned an observation of dtype <U1 at step 5; its "
+                          "observation space is Box(-10.0, 10.0, (3,), float32) (allowed: arrays of numbers: bool, "
+                          "integer or float)"),
+    ("StrObservationAtReset-v0", "env bad_envs:StrObservationAtReset-v0 returned an observation of dtype <U1 at its "
+                                 "first reset; its observation space is Box(-10.0, 10.0, (3,), float32) (allowed: "
+                                 "arrays of numbers: bool, integer or float)"),
 ])
 def test_an_env_fault_names_the_env_the_step_and_the_quantity(env, message):
     """A NaN reward used to read "Diverged: non-finite loss/policy = nan at step 152 at record.py:164"."""
@@ -342,6 +413,47 @@ def test_the_vector_monitor_checks_the_same_in_one_batch():
         venv.step(np.zeros(2, np.int64))
     with pytest.raises(EnvError, match=r"^env NanReward-v0 returned reward nan at step 9$"):
         venv.step(np.zeros(2, np.int64))
+
+
+def test_the_vector_monitor_refuses_observations_that_are_not_numbers():
+    """A vector env of the user's own (not gymnasium's, which would fail to batch strings) is checked too."""
+    import gymnasium as gym
+    import numpy as np
+
+    from bench.envs.checks import EnvError
+    from bench.envs.vector import VectorEpisodeMonitor
+    from bench.storage.record import Recorder
+
+    class Words(gym.vector.VectorEnv):
+        num_envs = 2
+        single_observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+        single_action_space = gym.spaces.Discrete(2)
+        observation_space = gym.vector.utils.batch_space(single_observation_space, 2)
+        action_space = gym.vector.utils.batch_space(single_action_space, 2)
+
+        def __init__(self, at):
+            self.at, self.t = at, 0
+
+        def obs(self):
+            return np.full((2, 3), "x") if self.t == self.at else np.zeros((2, 3), np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            self.t = 0
+            return self.obs(), {}
+
+        def step(self, actions):
+            self.t += 1
+            return self.obs(), np.ones(2), np.zeros(2, bool), np.zeros(2, bool), {}
+
+    venv = VectorEpisodeMonitor(Words(at=3), Recorder(), "Words-v0")
+    venv.reset(seed=0)
+    venv.step(np.zeros(2, np.int64))
+    venv.step(np.zeros(2, np.int64))
+    with pytest.raises(EnvError, match=r"^env Words-v0 returned an observation of dtype <U1 at step 5; its observation "
+                                       r"space is Box\(-1.0, 1.0, \(3,\), float32\) \(allowed: arrays of numbers"):
+        venv.step(np.zeros(2, np.int64))
+    with pytest.raises(EnvError, match=r"^env Words-v0 returned an observation of dtype <U1 at the reset after step 4;"):
+        VectorEpisodeMonitor(Words(at=0), venv.recorder, "Words-v0").reset(seed=0)
 
 
 def test_a_non_finite_action_is_the_policy_s(monkeypatch):

@@ -87,6 +87,10 @@ def _suite(tmp_path: Path, algos: str, seeds: str = "[0]") -> Path:
     return f
 
 
+#: An entry that sets no limit.
+NO_LIMIT = '  - {algo: limplug, impl: python, entry: "limplug:train", label: hang, hyperparams: {then: hang}}\n'
+
+
 def _entry(label: str, then: str, limits: str) -> str:
     return (f'  - {{algo: limplug, impl: python, entry: "limplug:train", label: {label}, '
             f'hyperparams: {{then: {then}}}, {limits}}}\n')
@@ -219,6 +223,42 @@ def test_measure_cell_keeps_what_a_stopped_run_recorded(tmp_path, monkeypatch):
     assert [v for _, k, v, _ in result.diagnostics if k == "loss/policy"] == [0.5, 1.5, 2.5, 3.5, 4.5]
     assert [e[0] for e in result.evaluations] == [20, 40]
     assert result.meta["stopped_by"] == "max_wall_minutes"
+
+
+def test_a_run_without_a_limit_of_its_suite_s_is_stopped_by_the_default_one(tmp_path, monkeypatch):
+    """A run that never ends stops at the default wall-clock limit, which says so; here the default is made
+    0.05 min (its multiple 1, its floor 0.05 min) instead of 20 times the estimate and at least 60 min."""
+    from bench.run.runner import measure_cell
+    from bench.suites import cost
+
+    monkeypatch.setattr(cost, "DEFAULT_WALL_MULTIPLE", 1)
+    monkeypatch.setattr(cost, "DEFAULT_WALL_FLOOR_MIN", WALL)
+    _, cells = _load(tmp_path, monkeypatch, NO_LIMIT)
+    cell = cells["hang"]
+    assert (cell.max_wall_minutes, cell.wall_limit_default) == (WALL, True)
+    result, error, _ = measure_cell(cell)
+    assert error == (f"stopped: wall-clock limit of {WALL} min reached (the default: 1 times the run's estimated CPU "
+                     f"time, at least {WALL} min; set max_wall_minutes in the suite to change it, 0 for no limit)")
+    assert result.summary["total_steps"] == 50 and result.meta["stopped_by"] == "max_wall_minutes"
+
+
+def test_the_default_wall_clock_limit_and_how_a_suite_sets_or_removes_it(tmp_path, monkeypatch):
+    from bench.run.limits import needs_own_worker
+    from bench.suites.cost import default_wall_minutes
+
+    scale = SimpleNamespace(timesteps=1_000_000, cpu_seconds=None, algo="ppo", hyperparams={})
+    assert default_wall_minutes(scale, 6900.0) == 2300.0  # ALE/Breakout-v5, 1M steps: 20 × 115 min
+    assert default_wall_minutes(scale, 300.0) == 100.0  # CartPole-v1, 1M steps: 20 × 5 min
+    short = SimpleNamespace(timesteps=100_000, cpu_seconds=None, algo="ppo", hyperparams={})
+    assert default_wall_minutes(short, 300.0) == 60.0  # 100k steps: 20 × 0.5 min, below the floor
+    budget = SimpleNamespace(timesteps=10**9, cpu_seconds=3600.0, algo="ppo", hyperparams={})
+    assert default_wall_minutes(budget, 300.0) == 1200.0  # a CPU budget caps the estimate: 20 × 1 h
+    assert default_wall_minutes(scale, None) is None  # no time scale, no CPU budget: no estimate, no default
+    entries = (NO_LIMIT.replace("label: hang", "label: unset") + _entry("nolimit", "sleep", "max_wall_minutes: 0")
+               + _entry("own", "deaf", "max_wall_minutes: 30"))
+    _, cells = _load(tmp_path, monkeypatch, entries)
+    got = {k: (c.max_wall_minutes, c.wall_limit_default, needs_own_worker(c)) for k, c in cells.items()}
+    assert got == {"unset": (60.0, True, False), "nolimit": (None, False, False), "own": (30, False, True)}
 
 
 def test_the_backstop_fires_only_after_a_run_stayed_past_its_limit():

@@ -52,11 +52,32 @@ def test_continuous_with_normalisation_records_log_std_and_evaluates(kernel):
     assert all(-2000 < m < 0 for _, _, m, _, _ in rec.evals)
 
 
-def test_target_kl_stops_epochs_early():
-    rec = run("CartPole-v1", 512, target_kl=1e-6)
-    # With a tiny target the first minibatch after the first step already exceeds it.
-    clip = [v for _, k, v in rec.diag if k == "policy/clip_fraction"]
-    assert len(clip) == 2  # one mean per update, still recorded
+@pytest.mark.parametrize("kernel", ["numpy", "torch"])
+def test_target_kl_stops_epochs_early(monkeypatch, kernel):
+    """SB3's rule: a minibatch whose KL to the rollout's policy exceeds 1.5 × target_kl ends the update's
+    epochs before it steps. The first minibatch of an update is scored by the policy that collected the
+    rollout (KL 0), so with a tiny target exactly one Adam step is taken per update; without a target all
+    n_epochs × minibatches are."""
+    steps = []
+    real = ppo.fused_adam_step
+
+    def counting(optimizer):
+        step = real(optimizer)
+
+        def counted():
+            steps.append(1)
+            step()
+        return counted
+
+    monkeypatch.setattr(ppo, "fused_adam_step", counting)
+    rec = run("CartPole-v1", 512, target_kl=1e-6, kernel=kernel)  # zoo: 8 envs × 32 steps, one minibatch of 256
+    assert rec.updates == 2 and len(steps) == 2
+    kl = [v for _, k, v in rec.diag if k == "policy/approx_kl"]
+    assert len(kl) == 2 and all(v <= 1.5e-6 for v in kl)  # means over the steps taken, still recorded
+    steps.clear()
+    rec = run("CartPole-v1", 512, kernel=kernel)
+    p = resolve("ppo", "CartPole-v1", {})
+    assert len(steps) == rec.updates * p.n_epochs * (p.n_envs * p.n_steps // p.batch_size) == 40
 
 
 def test_ppo_solves_cartpole_fast():

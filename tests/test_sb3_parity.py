@@ -1,4 +1,4 @@
-"""Own A2C and TRPO against SB3's A2C and sb3-contrib's TRPO, update for update (issue 19).
+"""Own A2C, PPO and TRPO against SB3's A2C and PPO and sb3-contrib's TRPO, update for update (issue 19; PPO issue 67).
 
 Each test builds both implementations from the same hyperparameters (SB3's model exactly as
 :mod:`bench.baselines` builds it), gives them the same weights and the same rollout, runs the
@@ -37,13 +37,13 @@ LAYERS = {
 
 
 def _sb3_model(algo: str, env_id: str, p, n_envs: int):
-    from stable_baselines3 import A2C
+    from stable_baselines3 import A2C, PPO
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import DummyVecEnv
     from sb3_contrib import TRPO
 
     venv = DummyVecEnv([partial(gym.make, env_id) for _ in range(n_envs)])
-    cls = {"a2c": A2C, "trpo": TRPO}[algo]
+    cls = {"a2c": A2C, "ppo": PPO, "trpo": TRPO}[algo]
     continuous = isinstance(venv.action_space, gym.spaces.Box)
     model = cls("MlpPolicy", venv, policy_kwargs=policy_kwargs(p, continuous=continuous), seed=0,
                 device="cpu", **_algo_kwargs(algo, p))
@@ -237,7 +237,7 @@ def a2c_lockstep(env_id: str, updates: int, *, tol: float = 1e-4, over: dict | N
 
 def _lockstep_run(env_id: str, updates: int, tol: float, p, envs, verbose: bool, rng, start: dict | None = None,
                   history: list | None = None, replay: bool = False) -> tuple[dict[str, int], dict[str, float], int]:
-    from stable_baselines3 import A2C
+    from stable_baselines3 import A2C, PPO
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
@@ -762,3 +762,78 @@ def test_normalizer_equals_vecnormalize_step_by_step_but_for_the_final_observati
             gaps.append(np.abs(mine.obs(raw_final[i][None], update=False)[0] - infos[i]["terminal_observation"]).max())
         np.testing.assert_allclose(mine.obs(raw_obs, update=True), obs, rtol=1e-5, atol=1e-6)
     assert len(gaps) == 12 and 0 < max(gaps) < 0.5
+
+
+# --------------------------------------------------------------------------- #
+# PPO
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("env_id, over", [
+    ("CartPole-v1", {}),
+    # Value clipping, an entropy bonus and a gradient norm small enough to clip every step.
+    ("CartPole-v1", {"clip_range_vf": 0.1, "ent_coef": 0.01, "max_grad_norm": 0.05}),
+    ("Pendulum-v1", {"ent_coef": 0.01}),
+    # Target-KL early stop (SB3's rule, 1.5 × target_kl before the step): a large step size makes the
+    # second epoch's KL pass it, so both stop after the first step of the update.
+    ("CartPole-v1", {"learning_rate": 0.05, "target_kl": 0.001}),
+], ids=["cartpole", "cartpole-vfclip-ent-gradclip", "pendulum", "cartpole-target-kl"])
+@pytest.mark.parametrize("kernel", ["numpy", "torch"])
+def test_ppo_updates_equal_sb3s(env_id, over, kernel, monkeypatch):
+    """Two updates of own PPO's training loop (``ppo.train``: epochs, clipping, the early stop, Adam) on
+    made-up rollouts, each followed by SB3's PPO ``train()`` on the same rollout: same weights after each.
+
+    The rollout is the whole minibatch (``batch_size`` = ``n_steps × n_envs``), so that the two shuffles
+    (own torch's, SB3's NumPy's) cannot matter; the epochs are several, so that Adam's state and the
+    clipped ratios of later epochs count.
+    """
+    from bench.algos import ppo
+    from bench.storage.record import Recorder
+
+    T, N = 16, 2
+    p = resolve("ppo", env_id, {"n_envs": N, "n_steps": T, "batch_size": T * N, "n_epochs": 4, "normalize": False,
+                                "kernel": kernel, "clip_range_schedule": "constant", "lr_schedule": "constant"}, over)
+    model = _sb3_model("ppo", env_id, p, N)
+    rng = np.random.default_rng(5)
+    real_collector = ppo.rollout_collector
+    own: dict = {}
+
+    def collector(envs, policy, normalizer, p_, **kw):
+        col = real_collector(envs, policy, normalizer, p_, **kw)
+        _copy_weights(policy, model.policy)
+        own["policy"] = policy
+
+        def collect(n_steps):
+            ro, fill = _rollout(policy, n_steps, N, p.gamma, rng)
+            fill(model.rollout_buffer)
+            return ro
+
+        col.collect = collect
+        return col
+
+    class Compare(Recorder):
+        def after_update(self, policy=None):
+            super().after_update(policy)
+            model.train()
+            _assert_same_weights(own["policy"], model.policy, atol=1e-5, rtol=1e-3)
+            self.compared = getattr(self, "compared", 0) + 1
+
+    steps = []
+    real_adam_step = ppo.fused_adam_step
+
+    def counting_adam_step(optimizer):
+        step = real_adam_step(optimizer)
+
+        def counted():
+            steps.append(1)
+            step()
+        return counted
+
+    monkeypatch.setattr(ppo, "rollout_collector", collector)
+    monkeypatch.setattr(ppo, "fused_adam_step", counting_adam_step)
+    rec = Compare()
+    ppo.train(env_id, p, seed=0, timesteps=2 * T * N, recorder=rec)
+    assert rec.compared == 2
+    # One Adam step per epoch, or, stopped early, one per update; SB3 counts the epochs it began, the stopping
+    # one included. Equal weights then say that SB3 stopped at the same step.
+    stopped = "target_kl" in over
+    assert len(steps) == (2 if stopped else 2 * p.n_epochs)
+    assert model.logger.name_to_value["train/n_updates"] == (4 if stopped else 2 * p.n_epochs)

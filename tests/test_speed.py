@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 
@@ -39,21 +40,33 @@ def test_tiny_side_by_side_run_writes_both_speeds(tmp_path):
     assert meta["torch_threads"] == 1 and meta["blas_threads"] == 1
 
 
-def test_time_to_threshold_is_the_cpu_time_of_the_crossing_episode():
+def test_time_to_threshold_is_the_cpu_time_of_the_crossing_episode(monkeypatch):
     """Each seed's steps and CPU seconds to threshold come from the same (first crossing) episode, for
     both implementations; a threshold no run can reach gives None for both."""
-    from bench.run.speed import compare
+    from bench.analysis.metrics import first_crossing
+    from bench.run import speed
 
-    res = compare("a2c", "CartPole-v1", timesteps=400, rounds=1, sample_seeds=2, sample_timesteps=800,
-                  threshold=12.0, window=2, overrides={"kernel": "numpy"})
-    for steps, secs in ((res.own_steps_to_threshold, res.own_cpu_s_to_threshold),
-                        (res.sb3_steps_to_threshold, res.sb3_cpu_s_to_threshold)):
-        assert len(steps) == len(secs) == 2
-        assert any(n is not None for n in steps)  # random CartPole episodes last ~22 steps: 12 is reached
-        for n, t in zip(steps, secs):
-            assert (n is None) == (t is None)
-            if n is not None:
-                assert 0 < n <= 800 and 0 < t < 60
-    never = compare("a2c", "CartPole-v1", timesteps=400, rounds=1, sample_seeds=1, sample_timesteps=400,
-                    threshold=1e9, window=2)
+    sampled = []  # the recorders of the samples-to-threshold runs, in order: seed 0 own, sb3, seed 1 own, sb3
+    real = speed._timed
+
+    def keep(fn, *args, **kw):
+        out = real(fn, *args, **kw)
+        if kw["timesteps"] == 800:
+            sampled.append(out[1])
+        return out
+
+    monkeypatch.setattr(speed, "_timed", keep)
+    res = speed.compare("a2c", "CartPole-v1", timesteps=400, rounds=1, sample_seeds=2, sample_timesteps=800,
+                        threshold=12.0, window=2, overrides={"kernel": "numpy"})
+    got = list(zip(res.own_steps_to_threshold, res.own_cpu_s_to_threshold, res.sb3_steps_to_threshold,
+                   res.sb3_cpu_s_to_threshold))
+    assert len(got) == 2 and len(sampled) == 4
+    for (own_n, own_t, sb3_n, sb3_t), own, sb3 in zip(got, sampled[0::2], sampled[1::2]):
+        for n, t, rec in ((own_n, own_t, own), (sb3_n, sb3_t, sb3)):
+            i = first_crossing(np.asarray(rec.ep_return), 12.0, 2)
+            assert i is not None  # random CartPole episodes last ~22 steps: 12 is reached
+            assert i < len(rec.ep_cpu) - 1  # the crossing episode is not the last one
+            assert (n, t) == (rec.ep_step[i], rec.ep_cpu[i]) and 0 < n <= 800 and 0 < t < rec.ep_cpu[-1]
+    never = speed.compare("a2c", "CartPole-v1", timesteps=400, rounds=1, sample_seeds=1, sample_timesteps=400,
+                          threshold=1e9, window=2)
     assert never.own_cpu_s_to_threshold == [None] and never.sb3_cpu_s_to_threshold == [None]

@@ -216,3 +216,96 @@ def test_insert_frame_binds_plain_values_nan_as_null_and_skips_rows_already_ther
                              .where(episodes.c.key == k, episodes.c.cpu_s.is_(None))).scalar()
     pd.testing.assert_frame_equal(back, df, check_dtype=False)
     assert nulls == 1  # NULL, not a stored NaN (PostgreSQL keeps NaN as a value)
+
+
+# --------------------------------------------------------------------------- #
+# Dropped connections (issue 67): retried with a bounded backoff, never written twice
+# --------------------------------------------------------------------------- #
+def _terminate_mid_write(db, pg_url, *, times):
+    """Each of the first ``times`` episode inserts of ``db`` (inside ``finish``'s transaction, after its UPDATE)
+    first has its own server process ended by ``pg_terminate_backend`` from a second connection."""
+    import psycopg
+
+    admin = psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True)
+    killed = []
+
+    @sa.event.listens_for(db.engine, "before_cursor_execute")
+    def _kill(conn, cursor, statement, *args):
+        if statement.lstrip().upper().startswith("INSERT INTO EPISODES") and len(killed) < times:
+            pid = conn.connection.dbapi_connection.info.backend_pid
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+                pass  # gone before the insert is sent
+            killed.append(pid)
+
+    return admin, killed
+
+
+@pytest.mark.postgres
+def test_a_connection_ended_mid_write_is_retried_and_the_run_written_once(pg_url, monkeypatch):
+    from bench.storage import store
+
+    monkeypatch.setattr(store, "RETRY_DELAYS_S", (0.05, 0.05, 0.05))
+    db = Store(pg_url)
+    (c,) = make_cells(1)
+    db.register("s", "s.yaml", {}, {}, [c])
+    a = db.claim(c.key, ME)
+    admin, killed = _terminate_mid_write(db, pg_url, times=2)
+    try:
+        assert db.finish(c.key, a, "done", result(n_eps=3))
+    finally:
+        admin.close()
+    assert len(killed) == 2  # two tries ended mid-write; the third wrote
+    row = db.rows([c.key])[c.key]
+    assert (row.status, row.attempt, row.episodes) == ("done", 1, 3)
+    assert list(db.episodes_of(c.key)["ret"]) == [0.0, 1.0, 2.0]  # once
+    assert len(db.evaluations_of(c.key)) == 1
+    db.dispose()
+
+
+@pytest.mark.postgres
+def test_a_connection_that_keeps_dropping_fails_after_the_bounded_retries(pg_url, monkeypatch):
+    from bench.storage import store
+
+    monkeypatch.setattr(store, "RETRY_DELAYS_S", (0.05, 0.05))
+    db = Store(pg_url)
+    (c,) = make_cells(1)
+    db.register("s", "s.yaml", {}, {}, [c])
+    a = db.claim(c.key, ME)
+    admin, killed = _terminate_mid_write(db, pg_url, times=99)
+    try:
+        with pytest.raises(sa.exc.OperationalError) as e:
+            db.finish(c.key, a, "done", result(n_eps=3))
+    finally:
+        admin.close()
+    assert e.value.connection_invalidated and len(killed) == 3  # the try and its 2 retries
+    row = db.rows([c.key])[c.key]
+    assert row.status == "running" and len(db.episodes_of(c.key)) == 0  # nothing of it written
+    db.dispose()
+
+
+def test_a_commit_whose_answer_was_lost_is_not_written_again(store_url, monkeypatch):
+    """The connection drops after the server committed ``finish``'s transaction, before the client heard so:
+    the retry finds the attempt finished as it wrote it, writes nothing again, and reports it written."""
+    from contextlib import contextmanager
+
+    db = Store(store_url)
+    (c,) = make_cells(1)
+    db.register("s", "s.yaml", {}, {}, [c])
+    a = db.claim(c.key, ME)
+    real_begin, lost = db.engine.begin, []
+
+    @contextmanager
+    def begin():
+        with real_begin() as conn:
+            yield conn
+        if not lost:  # committed; then the answer is lost
+            lost.append(1)
+            raise sa.exc.OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"),
+                                          connection_invalidated=True)
+
+    monkeypatch.setattr(db.engine, "begin", begin)
+    assert db.finish(c.key, a, "done", result(n_eps=3))
+    assert lost and list(db.episodes_of(c.key)["ret"]) == [0.0, 1.0, 2.0]
+    assert db.rows([c.key])[c.key].status == "done"
+    db.dispose()

@@ -188,9 +188,36 @@ def test_pendulum_smoke_with_normalisation():
     assert all(np.isfinite(v) for _, k, v in rec.diag if k != "value/explained_variance")
 
 
-def test_sub_sampling_runs():
-    rec = run("CartPole-v1", 1024, n_steps=256, sub_sampling_factor=4)
+def test_sub_sampling_gives_the_policy_step_a_random_kth_of_the_rollout(monkeypatch):
+    """sub_sampling_factor k: the policy step sees every k-th transition of a shuffled rollout (as
+    sb3-contrib), distinct rows of it, neither its first ones nor a fixed stride; the critic still fits the
+    whole rollout."""
+    from bench.algos import npg
+
+    steps, fits = [], []
+    real_step, real_fit = trpo.policy_step, npg.fit_critic
+
+    def step_spy(policy, obs, actions, old_logp, adv, **kw):
+        steps.append(obs.clone())
+        return real_step(policy, obs, actions, old_logp, adv, **kw)
+
+    def fit_spy(policy, critic, optimizer, kern, obs, returns, **kw):
+        fits.append(obs.clone())
+        return real_fit(policy, critic, optimizer, kern, obs, returns, **kw)
+
+    monkeypatch.setattr(trpo, "policy_step", step_spy)
+    monkeypatch.setattr(npg, "fit_critic", fit_spy)
+    rec = run("CartPole-v1", 1024, n_steps=256, sub_sampling_factor=4)  # 2 envs × 256 = 512 per rollout
     assert rec.updates == 2 and diag(rec, "trpo/step_accepted")
+    assert [len(o) for o in steps] == [128, 128] and [len(o) for o in fits] == [512, 512]
+    for sub, whole in zip(steps, fits):
+        rows = {tuple(r) for r in whole.tolist()}
+        assert len(rows) > 500 and len({tuple(r) for r in sub.tolist()}) == 128  # CartPole's states are continuous
+        assert all(tuple(r) in rows for r in sub.tolist())
+        assert not torch.equal(sub, whole[:128]) and not torch.equal(sub, whole[::4])
+    steps.clear()
+    run("CartPole-v1", 1024, n_steps=256)  # the default factor 1: the whole rollout
+    assert [len(o) for o in steps] == [512, 512]
 
 
 def test_trpo_solves_cartpole_fast():

@@ -52,6 +52,7 @@ from bench.run.progress import duration, progress_line
 from bench.run.speed import median_steps
 from bench.storage.packed import PackError
 from bench.storage.schema import StoreError
+from bench.storage.urls import disk_full
 from bench.storage.urls import DEFAULT_URL, check_url, describe_url, redact, url_secret
 from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 

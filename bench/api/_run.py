@@ -562,7 +562,7 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
         if r is not None and state == "running" and is_claimable(r):
             state = "stale"  # its runner died; the next `bench run` re-runs it
         elif r is not None and is_stalled(r):
-            state = "stalled"  # alive, but no env step for STALL_AFTER_S seconds
+            state = "stalled"  # alive, but no env step for a while (bench.run.progress.stall_after_s)
         counts[state] = counts.get(state, 0) + 1
         if r is None:
             cells.append(CellStatus(c.env_id, c.label, c.seed, state))

@@ -109,6 +109,12 @@ def _error_line(e: BaseException) -> str:
     """One line for an error that reached the top (the store's own errors are already one line)."""
     if isinstance(e, api.StoreError):
         text = str(e)
+    elif isinstance(e, (sa.exc.SQLAlchemyError, OSError)) and api.disk_full(e):
+        orig = getattr(e, "orig", None) or e
+        where = (f"the results store at {_STORE_IN_USE}" if isinstance(e, sa.exc.SQLAlchemyError) and _STORE_IN_USE
+                 else getattr(orig, "filename", None) or "what bench writes")
+        text = (f"the disk holding {where} is full ({orig}); free space on it, or give --store a store on another "
+                "disk: runs that finished are kept, and the next bench run re-runs the rest")
     elif isinstance(e, sa.exc.SQLAlchemyError):
         orig = getattr(e, "orig", None) or e
         where = f" at {_STORE_IN_USE}" if _STORE_IN_USE else ""

@@ -294,7 +294,7 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     left)``, from its heartbeats). ``stale``: running, but its owner is dead (on
     this host) or silent for over STALE_AFTER_S seconds; the next ``bench run``
     re-runs it. ``stalled``: running and beating, but its env steps have not grown
-    for STALL_AFTER_S seconds (a hung plugin or env).
+    for 10 minutes, or longer on a slow env (a hung plugin or env).
     """
     _keep_secret(store)
     try:

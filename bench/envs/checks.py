@@ -5,7 +5,9 @@ loss/policy = nan at step 152 at record.py:164"), and one that raised named no s
 (:class:`bench.envs.factory.EpisodeMonitor`, :class:`bench.envs.vector.VectorEpisodeMonitor`), which every
 implementation's env steps pass through, raise :class:`EnvError` instead, naming the env, the step and the
 quantity. The checks are one ``isfinite`` per quantity per step, and only where the quantity can be
-non-finite (float observations and actions; integer frames and token ids cannot).
+non-finite (float observations and actions; integer frames and token ids cannot). An observation that is not
+numbers (strings, objects) is refused too, on reset and on every step, with the space it should belong to: NumPy
+would otherwise fail later, in the algorithm, with "the resolved dtypes are not compatible with add.reduce".
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import numpy as np
 
 
 class EnvError(RuntimeError):
-    """An env returned a non-finite reward, observation or action, an observation of the wrong shape, or raised.
+    """An env returned a non-finite reward, observation or action, an observation of the wrong shape or of a
+    non-numeric dtype, or raised.
 
     The message is one line naming the env (its key), the step (the run's env steps, this one included) and
     the quantity; the runner records it as the run's error as it is.
@@ -53,3 +56,24 @@ def raised(env_id: str, e: BaseException, step: int) -> EnvError:
 def bad_shape(env_id: str, shape: tuple, expected: tuple, step: int) -> EnvError:
     return EnvError(f"env {env_id} returned an observation of shape {shape} at step {step:,}; its observation space "
                     f"says {expected}")
+
+
+#: ``dtype.kind`` of the observations an algorithm can take: bool, signed and unsigned integers, floats.
+NUMERIC_KINDS = "biuf"
+
+
+def non_numeric(obs: Any) -> bool:
+    """Whether ``obs`` is not an array of numbers (strings, Python objects, or no array at all)."""
+    dtype = getattr(obs, "dtype", None)
+    if dtype is None:  # a list or a scalar: what NumPy makes of it
+        dtype = np.asarray(obs).dtype
+    return dtype.kind not in NUMERIC_KINDS
+
+
+def bad_dtype(env_id: str, obs: Any, space: gym.Space, step: int, *, reset: bool = False) -> EnvError:
+    """``env X returned an observation of dtype <U1 at step 5; its observation space is Box(…): …``."""
+    dtype = getattr(obs, "dtype", None)
+    dtype = np.asarray(obs).dtype if dtype is None else dtype  # (a dtype without fields is falsy: no `or`)
+    at = (f"at the reset after step {step:,}" if step else "at its first reset") if reset else f"at step {step:,}"
+    return EnvError(f"env {env_id} returned an observation of dtype {dtype} {at}; its observation space is {space} "
+                    "(allowed: arrays of numbers: bool, integer or float)")

@@ -17,7 +17,7 @@ from typing import Any, Callable, Protocol
 import gymnasium as gym
 import numpy as np
 
-from bench.envs.checks import bad_action, bad_shape, float_box, raised, returned
+from bench.envs.checks import bad_action, bad_dtype, bad_shape, float_box, non_numeric, raised, returned
 from bench.envs.families import ChannelFirstFrames, adapt
 from bench.envs.pixels import RENDERED, ActionRepeat
 from bench.envs.registry import ATARI_FRAME_SKIP, EVAL_STEP_CAP, get_spec, is_atari, make_raw, require
@@ -48,8 +48,8 @@ class EpisodeMonitor(gym.Wrapper):
     nothing that ends episodes early, so it records the true return.
 
     It also checks each step (:mod:`bench.envs.checks`): a non-finite reward, float observation or
-    continuous action, an observation of another shape than its space's, or an exception from the env
-    raises :class:`~bench.envs.checks.EnvError` naming ``env_id``, the step and the quantity.
+    continuous action, an observation of another shape than its space's or not of numbers (on reset too), or an
+    exception from the env raises :class:`~bench.envs.checks.EnvError` naming ``env_id``, the step and the quantity.
     """
 
     def __init__(self, env: gym.Env, recorder: RecorderLike, env_id: str | None = None) -> None:
@@ -66,7 +66,10 @@ class EpisodeMonitor(gym.Wrapper):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._ret = 0.0
         self._len = 0
-        return self.env.reset(seed=seed, options=options)
+        obs, info = self.env.reset(seed=seed, options=options)
+        if non_numeric(obs):
+            raise bad_dtype(self.env_id, obs, self.observation_space, self.recorder.steps, reset=True)
+        return obs, info
 
     def step(self, action):
         # Lean on purpose: this runs on every env step of every run.
@@ -81,6 +84,8 @@ class EpisodeMonitor(gym.Wrapper):
             raise returned(self.env_id, "reward", r, self.recorder.steps + 1)
         if self._shape is not None and getattr(obs, "shape", self._shape) != self._shape:
             raise bad_shape(self.env_id, obs.shape, self._shape, self.recorder.steps + 1)
+        if non_numeric(obs):  # before the sum below, which fails on strings with NumPy's words, not ours
+            raise bad_dtype(self.env_id, obs, self.observation_space, self.recorder.steps + 1)
         # One reduction per step: a sum is finite when every value is (a sum of huge finite values that
         # overflows is checked exactly before anything is said).
         if self._check_obs and not math.isfinite(obs.sum()) and not np.isfinite(obs).all():

@@ -37,7 +37,7 @@ import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
 from gymnasium.vector.utils import batch_space
 
-from bench.envs.checks import bad_action, float_box, raised, returned
+from bench.envs.checks import bad_action, bad_dtype, float_box, non_numeric, raised, returned
 from bench.envs.registry import is_atari, parse_env_key, require
 
 __all__ = ["VEC_ENV_MODES", "VecEnvMode", "vec_env_problem", "VectorEpisodeMonitor", "SameStepSyncVectorEnv",
@@ -112,7 +112,10 @@ class VectorEpisodeMonitor(gym.vector.VectorWrapper):
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         self._ret[:] = 0.0
         self._len[:] = 0
-        return self.env.reset(seed=seed, options=options)
+        obs, info = self.env.reset(seed=seed, options=options)
+        if non_numeric(obs):
+            raise bad_dtype(self.env_id, obs, self.single_observation_space, self.recorder.steps, reset=True)
+        return obs, info
 
     def step(self, actions):
         if self._check_act and not np.isfinite(actions).all():
@@ -123,6 +126,8 @@ class VectorEpisodeMonitor(gym.vector.VectorWrapper):
             raise raised(self.env_id, e, self.recorder.steps + 1) from e
         if not np.isfinite(reward).all():
             raise returned(self.env_id, "reward", reward, self.recorder.steps + 1)
+        if non_numeric(obs):
+            raise bad_dtype(self.env_id, obs, self.single_observation_space, self.recorder.steps + 1)
         if self._check_obs and not np.isfinite(obs).all():
             raise returned(self.env_id, "observation", obs, self.recorder.steps + 1)
         self._ret += reward

@@ -99,12 +99,28 @@ def minutes(m: float) -> str:
     return f"{m:g} min"
 
 
+def wall_reached(cell: Any, elapsed_s: float) -> str | None:
+    """Why the run of ``cell``, running for ``elapsed_s`` wall seconds, must stop for its wall-clock limit, or None.
+    The default limit (``cell.wall_limit_default``: :func:`bench.suites.cost.default_wall_minutes`) says so and how
+    to change it."""
+    wall = getattr(cell, "max_wall_minutes", None)
+    if wall is None or elapsed_s <= wall * 60:
+        return None
+    if getattr(cell, "wall_limit_default", False):
+        from bench.suites.cost import DEFAULT_WALL_FLOOR_MIN, DEFAULT_WALL_MULTIPLE
+
+        return (f"{STOPPED}wall-clock limit of {minutes(wall)} reached (the default: {DEFAULT_WALL_MULTIPLE} times the "
+                f"run's estimated CPU time, at least {minutes(DEFAULT_WALL_FLOOR_MIN)}; set max_wall_minutes in the suite "
+                "to change it, 0 for no limit)")
+    return f"{STOPPED}wall-clock limit of {minutes(wall)} reached"
+
+
 def limit_reached(cell: Any, elapsed_s: float, pid: int) -> str | None:
     """Why the run of ``cell`` (a :class:`bench.suites.suite.Cell`), running for ``elapsed_s`` wall seconds in
     process ``pid``, must stop (its recorded error), or None while it is within its limits."""
-    wall = getattr(cell, "max_wall_minutes", None)
-    if wall is not None and elapsed_s > wall * 60:
-        return f"{STOPPED}wall-clock limit of {minutes(wall)} reached"
+    wall = wall_reached(cell, elapsed_s)
+    if wall is not None:
+        return wall
     mem = getattr(cell, "max_memory_mb", None)
     if mem is not None:
         used = rss_mb(pid)
@@ -114,8 +130,16 @@ def limit_reached(cell: Any, elapsed_s: float, pid: int) -> str | None:
 
 
 def has_limits(cell: Any) -> bool:
-    """Whether ``cell`` sets a per-run limit."""
+    """Whether ``cell`` has a per-run limit (its suite's, or the default wall-clock one)."""
     return getattr(cell, "max_wall_minutes", None) is not None or getattr(cell, "max_memory_mb", None) is not None
+
+
+def needs_own_worker(cell: Any) -> bool:
+    """Whether Ray gives the run of ``cell`` a worker of its own: where its suite sets a limit (a memory limit must
+    not count another run's leftovers), not for the default wall-clock limit alone, which every run has."""
+    if getattr(cell, "max_memory_mb", None) is not None:
+        return True
+    return getattr(cell, "max_wall_minutes", None) is not None and not getattr(cell, "wall_limit_default", False)
 
 
 def is_limit_stop(error: str | None) -> bool:
@@ -142,8 +166,7 @@ class Backstop:
         """The reason to kill the run now, or None. ``pid`` None: the run's memory cannot be read from here
         (a Ray worker on another host), so only its wall time is checked."""
         if pid is None:
-            wall = getattr(cell, "max_wall_minutes", None)
-            why = f"{STOPPED}wall-clock limit of {minutes(wall)} reached" if wall is not None and elapsed_s > wall * 60 else None
+            why = wall_reached(cell, elapsed_s)
         else:
             why = limit_reached(cell, elapsed_s, pid)
         now = time.monotonic()

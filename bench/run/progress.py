@@ -32,10 +32,27 @@ def fraction(steps: int | None, timesteps: int, cpu_s: float | None = None,
     return min(1.0, max(steps / timesteps, by_cpu))
 
 
-#: A running run whose env steps have not grown for this many seconds is ``stalled`` (``bench status``): its
-#: process is alive and beats, but it has not stepped its envs. The longest stretch between two env steps of a
-#: healthy run is one update (a big batch's epochs); ten minutes is far past any in the shipped reference.
+#: A running run whose env steps have not grown for :func:`stall_after_s` seconds is ``stalled`` (``bench status``):
+#: its process is alive and its heartbeat thread beats, but it has not stepped its envs (a plugin or env stuck in a
+#: sleep, a lock or a C call). The longest stretch between two env steps of a healthy run is one update, and an
+#: update takes less than its rollout's worth of the env's time scale (``time_scale_us`` counts a run's updates with
+#: its steps). So the stretch allowed is :data:`STALL_STEPS` steps at the env's time scale, at least this floor
+#: (seconds): for every env of the registry but the pixel ones (CarRacing, highway) the floor is the larger.
 STALL_AFTER_S = 600.0
+#: Steps whose time (at the env's ``time_scale_us``) a run may go without an env step before it is stalled: the
+#: largest rollout (``n_steps × n_envs``) of the shipped suites, BipedalWalker-v3's PPO in
+#: ``suites/reference/continuous-dense.yaml``. The slowest rollout there, CarRacing-v3's 4,096 steps at 19,000 µs,
+#: is 78 s; CarRacing's stall time is 65,536 × 19 ms = 21 min.
+STALL_STEPS = 65_536
+
+
+def stall_after_s(time_scale_us: float | None) -> float:
+    """Seconds without an env step after which a running run is stalled: :data:`STALL_STEPS` steps at its env's
+    ``time_scale_us`` (CPU µs per step; None where the env has none), at least :data:`STALL_AFTER_S`."""
+    derived = STALL_STEPS * time_scale_us / 1e6 if time_scale_us else 0.0
+    return max(STALL_AFTER_S, derived)
+
+
 #: How a running run's ``error`` column starts while it is stalled (written by its own heartbeat).
 STALLED = "stalled:"
 
@@ -44,8 +61,8 @@ class StallWatch:
     """Follows a run's step count from beat to beat and says, once it has not grown for ``after_s``
     seconds, that the run is stalled (the note its heartbeat writes into the run's ``error``)."""
 
-    def __init__(self, after_s: float = STALL_AFTER_S, clock: Callable[[], float] = time.monotonic):
-        self.after_s, self.clock = after_s, clock
+    def __init__(self, after_s: float | None = None, clock: Callable[[], float] = time.monotonic):
+        self.after_s, self.clock = stall_after_s(None) if after_s is None else after_s, clock
         self._steps: int | None = None
         self._since = clock()
 

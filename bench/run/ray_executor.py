@@ -51,7 +51,7 @@ from collections import deque
 from typing import Any, Callable, Iterator
 
 from bench.distribution import install_hint
-from bench.run.limits import WATCH_EVERY_S, Backstop, has_limits
+from bench.run.limits import WATCH_EVERY_S, Backstop, has_limits, needs_own_worker
 from bench.run.pool import Interrupted
 from bench.run.runner import Outcome, THREAD_ENV, run_cell
 from bench.suites.suite import Cell
@@ -178,7 +178,8 @@ def run_ray(
 
     started = connect(address, num_cpus)
     remote = ray.remote(_task)
-    # A run with a limit has a worker to itself, which exits after it (Ray's max_calls, which .options() cannot set).
+    # A run with a limit of its suite's has a worker to itself, which exits after it (Ray's max_calls, which .options()
+    # cannot set); the default wall-clock limit, which every run has, alone does not (bench.run.limits.needs_own_worker).
     alone = ray.remote(max_calls=1)(_task)
     # Fixed thread counts make wall-clock comparable across executors; workers of
     # the same runtime_env are pooled and reused from task to task.
@@ -195,7 +196,7 @@ def run_ray(
             while queue and (max_in_flight is None or len(in_flight) < max_in_flight):
                 cell = queue.popleft()
                 tag = f"ray-{uuid.uuid4().hex[:16]}"
-                ref = (alone if has_limits(cell) else remote).options(
+                ref = (alone if needs_own_worker(cell) else remote).options(
                     name=f"bench {cell.env_id} {cell.label} seed {cell.seed}",
                     num_cpus=cell.resources.get("num_cpus", 1.0),
                     num_gpus=cell.resources.get("num_gpus", 0.0),

@@ -26,7 +26,7 @@ from typing import Any, Callable
 from bench.envs.checks import EnvError
 from bench.run.limits import STOP_GRACE_S, LimitStop, LimitWatch, limit_field
 from bench.run.loggers import open_sinks
-from bench.run.progress import Heartbeat, StallWatch
+from bench.run.progress import Heartbeat, StallWatch, stall_after_s
 from bench.run.probe import cpu_probe_ms
 from bench.run.provenance import accelerator_meta, iso_time, run_metadata, stepping_meta
 from bench.run.saving import finish_outputs, policies_dir
@@ -272,8 +272,9 @@ def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False,
         on_start()
     # Each beat also writes the steps and CPU seconds so far: how far a long run is, for `bench status`
     # and `bench run`; and, when the steps have not grown for a while, that the run is stalled: the beat
-    # comes from a thread, so it goes on whether or not training does.
-    watch = StallWatch()
+    # comes from a thread, so it goes on whether or not training does. How long "a while" is depends on the env's
+    # time scale (bench.run.progress.stall_after_s).
+    watch = StallWatch(stall_after_s(cell.time_scale_us))
     ck = checkpoints_of(cell, store_url)
     result, error, started = measure_cell(
         cell, lambda steps, cpu: store.heartbeat(cell.key, attempt, steps, cpu, watch.note(steps)), store_url=store_url,

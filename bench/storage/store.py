@@ -40,6 +40,15 @@ file lies beside it (no writer has the database open), as ``immutable=1``, so
 that no ``-wal``/``-shm`` files are created either and a store on a read-only
 mount can be read. On PostgreSQL its sessions are read-only transactions.
 
+Dropped connections
+-------------------
+A connection that drops while a run's row is written (a PostgreSQL server restarted or failed over, a proxy or
+firewall cutting idle links, ``pg_terminate_backend``) is retried with a bounded backoff
+(:data:`RETRY_DELAYS_S`) before the error reaches the cell: every write is one transaction, which the server
+rolls back when its connection dies, so a retry writes it once. Where the connection died during ``COMMIT``
+itself, after the server had committed, the retry finds the attempt already finished (or re-measured) as it
+would have written it and writes nothing again. Other errors are not retried.
+
 Whatever cannot be used is a :class:`StoreError` with one line: an in-memory
 SQLite URL (every worker would get its own empty database), a server that does
 not answer within :data:`CONNECT_TIMEOUT_S` seconds (PostgreSQL; a URL's own
@@ -63,6 +72,24 @@ from bench.storage.schema import (RunResult, StoreError, StoreMissing, SuiteConf
                                   migrate, migrations_due, read_frame, runs, suite_cells, suites, write_run_data)
 from bench.storage.urls import (DEFAULT_URL, check_sqlite_file, check_url, describe_url, engine_kwargs, one_line_error,
                                 readonly_engine_args, refuse_foreign, sqlite_path, sqlite_tables, table_names)
+
+#: Seconds to wait before each retry of a write whose connection dropped (module docstring); about 8 s in all,
+#: long enough for a server's restart or a failover to a standby, bounded so a server that is gone fails the cell.
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+
+
+def _retried(write: Any) -> Any:
+    """``write(retry)`` (``retry``: 0 on the first try) again after each :data:`RETRY_DELAYS_S` while it fails
+    with a dropped connection (SQLAlchemy's ``connection_invalidated``); the last such error, or any other, is
+    raised."""
+    for retry, delay in enumerate((*RETRY_DELAYS_S, None)):
+        try:
+            return write(retry)
+        except sa.exc.DBAPIError as e:
+            if not e.connection_invalidated or delay is None:
+                raise
+            time.sleep(delay)
+
 
 class Store:
     """A results store at a SQLAlchemy URL.
@@ -211,20 +238,25 @@ class Store:
     # -- the life of one attempt ----------------------------------------------
     def claim(self, key: str, owner: str) -> int | None:
         """Take a run for ``owner`` if it should be run; returns the new attempt or None."""
-        now = time.time()
-        with self.engine.begin() as c:
-            row = c.execute(sa.select(runs).where(runs.c.key == key)).first()
-            if row is None or not is_claimable(row, now, owner):
-                return None
-            res = c.execute(
-                runs.update()
-                .where(runs.c.key == key, runs.c.attempt == row.attempt, runs.c.status == row.status)
-                .values(
-                    status="running", attempt=row.attempt + 1, owner=owner, error=None,
-                    started_at=now, heartbeat_at=now, finished_at=None, total_steps=None, cpu_s=None,
+        def write(retry: int) -> int | None:
+            now = time.time()
+            with self.engine.begin() as c:
+                row = c.execute(sa.select(runs).where(runs.c.key == key)).first()
+                if retry and row is not None and row.status == "running" and row.owner == owner:
+                    return row.attempt  # the dropped try had committed its claim
+                if row is None or not is_claimable(row, now, owner):
+                    return None
+                res = c.execute(
+                    runs.update()
+                    .where(runs.c.key == key, runs.c.attempt == row.attempt, runs.c.status == row.status)
+                    .values(
+                        status="running", attempt=row.attempt + 1, owner=owner, error=None,
+                        started_at=now, heartbeat_at=now, finished_at=None, total_steps=None, cpu_s=None,
+                    )
                 )
-            )
-            return row.attempt + 1 if res.rowcount == 1 else None
+                return row.attempt + 1 if res.rowcount == 1 else None
+
+        return _retried(write)
 
     def heartbeat(self, key: str, attempt: int, steps: int | None = None, cpu_s: float | None = None,
                   stalled: str | None = None) -> None:
@@ -241,12 +273,16 @@ class Store:
             values["error"] = stalled
         if cpu_s is not None:
             values["cpu_s"] = float(cpu_s)
-        with self.engine.begin() as c:
-            c.execute(
-                runs.update()
-                .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "running")
-                .values(**values)
-            )
+
+        def write(retry: int) -> None:
+            with self.engine.begin() as c:
+                c.execute(
+                    runs.update()
+                    .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "running")
+                    .values(**values)
+                )
+
+        _retried(write)
 
     def finish(self, key: str, attempt: int, status: str, result: RunResult, error: str | None = None) -> bool:
         """Write an attempt's data and final status in one transaction.
@@ -254,44 +290,62 @@ class Store:
         Returns False (and writes nothing) if the attempt no longer owns the run.
         """
         assert status in ("done", "failed")
-        with self.engine.begin() as c:
-            res = c.execute(
-                runs.update()
-                .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "running")
-                .values(status=status, error=error, finished_at=time.time(), meta=json.dumps(result.meta, default=str),
-                        **result.summary)
-            )
-            if res.rowcount != 1:
-                return False  # someone else owns the run now; this attempt changed nothing
-            write_run_data(c, key, result)
-        return True
+
+        def write(retry: int) -> bool:
+            with self.engine.begin() as c:
+                res = c.execute(
+                    runs.update()
+                    .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "running")
+                    .values(status=status, error=error, finished_at=time.time(),
+                            meta=json.dumps(result.meta, default=str), **result.summary)
+                )
+                if res.rowcount != 1:
+                    if retry:  # the dropped try may have committed: then the run is finished as it wrote it
+                        row = c.execute(sa.select(runs.c.attempt, runs.c.status, runs.c.error)
+                                        .where(runs.c.key == key)).first()
+                        return row is not None and tuple(row) == (attempt, status, error)
+                    return False  # someone else owns the run now; this attempt changed nothing
+                write_run_data(c, key, result)
+            return True
+
+        return _retried(write)
 
     def replace_done(self, key: str, attempt: int, result: RunResult, started_at: float) -> bool:
         """Replace a done run's data with a new measurement of the same cell, in one transaction
         (``bench run --remeasure``). The done run stays as it is until this commits, so a
         re-measurement that dies loses nothing. Returns False (and writes nothing) unless the run is
         still done at ``attempt``: another runner replaced or re-ran it meanwhile."""
-        with self.engine.begin() as c:
-            res = c.execute(
-                runs.update()
-                .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "done")
-                .values(attempt=attempt + 1, error=None, started_at=started_at, finished_at=time.time(),
-                        meta=json.dumps(result.meta, default=str), **result.summary)
-            )
-            if res.rowcount != 1:
-                return False
-            write_run_data(c, key, result)
-        return True
+        def write(retry: int) -> bool:
+            with self.engine.begin() as c:
+                res = c.execute(
+                    runs.update()
+                    .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "done")
+                    .values(attempt=attempt + 1, error=None, started_at=started_at, finished_at=time.time(),
+                            meta=json.dumps(result.meta, default=str), **result.summary)
+                )
+                if res.rowcount != 1:
+                    if retry:  # the dropped try may have committed this very re-measurement
+                        row = c.execute(sa.select(runs.c.attempt, runs.c.status, runs.c.started_at)
+                                        .where(runs.c.key == key)).first()
+                        return row is not None and tuple(row) == (attempt + 1, "done", started_at)
+                    return False
+                write_run_data(c, key, result)
+            return True
+
+        return _retried(write)
 
     def release(self, owner: str, status: str = "interrupted", error: str | None = None) -> int:
         """Mark every run this owner still has running as interrupted (or failed)."""
-        with self.engine.begin() as c:
-            res = c.execute(
-                runs.update()
-                .where(runs.c.owner == owner, runs.c.status == "running")
-                .values(status=status, error=error, finished_at=time.time())
-            )
-            return res.rowcount
+        def write(retry: int) -> int:
+            with self.engine.begin() as c:
+                res = c.execute(
+                    runs.update()
+                    .where(runs.c.owner == owner, runs.c.status == "running")
+                    .values(status=status, error=error, finished_at=time.time())
+                )
+                return res.rowcount
+
+        return _retried(write)
 
     # -- reading -------------------------------------------------------------
     def suite_names(self) -> list[str]:

@@ -207,6 +207,21 @@ def readonly_engine_args(url: str) -> tuple[str, dict[str, Any]]:
     }
 
 
+def disk_full(e: BaseException) -> bool:
+    """Whether ``e`` (a SQLAlchemy error, or an OSError) says the disk under the store is full: SQLite's
+    ``SQLITE_FULL`` ("database or disk is full"), PostgreSQL's ``disk_full`` (SQLSTATE 53100, "could not extend
+    file ...: No space left on device") or the OS's ``ENOSPC``."""
+    import errno
+
+    orig = getattr(e, "orig", None) or e
+    if isinstance(orig, OSError) and orig.errno == errno.ENOSPC:
+        return True
+    if getattr(orig, "sqlstate", None) == "53100" or getattr(orig, "pgcode", None) == "53100":
+        return True
+    text = str(orig)
+    return "database or disk is full" in text or "No space left on device" in text
+
+
 def one_line_error(e: BaseException) -> str:
     orig = getattr(e, "orig", None) or e
     text = " ".join(str(orig).split())

@@ -72,6 +72,13 @@ class Cell:
     #: decide whether a run may finish, not what it does, so setting them keeps every key.
     max_wall_minutes: float | None = field(default=None, compare=False)
     max_memory_mb: int | None = field(default=None, compare=False)
+    #: Whether ``max_wall_minutes`` is the default one (:func:`bench.suites.cost.default_wall_minutes`), not the
+    #: suite's: the stop says so, and Ray does not give the run a worker of its own for it.
+    wall_limit_default: bool = field(default=False, compare=False)
+    #: The env's time scale (CPU µs per step, the registry's or the suite's; None where it has none), which sets how
+    #: long the run may go without an env step before ``bench status`` calls it stalled
+    #: (:func:`bench.run.progress.stall_after_s`). Not in :meth:`identity`: it is the env's, not the experiment's.
+    time_scale_us: float | None = field(default=None, compare=False)
     #: The ``--set`` overrides (as typed) that reach this cell, for its run's provenance. Not in
     #: :meth:`identity`: what an override changes (a budget, a hyperparameter) is already there, so one
     #: that changes the experiment changes the key and one that does not (a description) leaves it.

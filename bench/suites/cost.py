@@ -12,6 +12,7 @@ the env's steps, the measured CPU cost of one gradient step of its algorithm
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -56,18 +57,42 @@ class Cost:
         return self.cpu_hours > CONFIRM_CPU_HOURS or self.unknown_max_steps > CONFIRM_UNKNOWN_STEPS
 
 
+#: A run with no ``max_wall_minutes`` of its suite's is stopped after this many times its estimated CPU time
+#: (:func:`cell_cpu_seconds`), and no sooner than :data:`DEFAULT_WALL_FLOOR_MIN`: a run that never ends (a hung
+#: plugin, an env that never steps) ends. Generous on purpose: the time scale is the slowest implementation's mean,
+#: and a run on a shared core takes more wall than CPU time (wall / CPU up to 6 on the project's 2-core machine
+#: at a load of 12), so a healthy run, even a plugin several times slower, is far from it.
+DEFAULT_WALL_MULTIPLE = 20
+DEFAULT_WALL_FLOOR_MIN = 60
+
+
+def cell_cpu_seconds(cell: Any, time_scale_us: float | None) -> float | None:
+    """A cell's estimated CPU seconds: its budget at its env's ``time_scale_us`` (plus an off-policy run's gradient
+    steps), at most its ``cpu_seconds`` budget; that budget alone where the env has no time scale; else None."""
+    if time_scale_us is not None:
+        s = cell.timesteps * float(time_scale_us) / 1e6 + _gradient_seconds(cell)
+        return min(s, cell.cpu_seconds) if cell.cpu_seconds is not None else s
+    return cell.cpu_seconds
+
+
+def default_wall_minutes(cell: Any, time_scale_us: float | None) -> float | None:
+    """The wall-clock limit of a cell whose suite sets none: :data:`DEFAULT_WALL_MULTIPLE` times its estimated CPU
+    time, at least :data:`DEFAULT_WALL_FLOOR_MIN`, rounded up to 0.01 min; None where there is no estimate."""
+    s = cell_cpu_seconds(cell, time_scale_us)
+    if s is None:
+        return None
+    return max(float(DEFAULT_WALL_FLOOR_MIN), math.ceil(DEFAULT_WALL_MULTIPLE * s / 60 * 100) / 100)
+
+
 def estimate(cells: Iterable[Any], env_meta: dict[str, dict[str, Any]]) -> Cost:
     """The cost of ``cells`` (:class:`bench.suites.suite.Cell`), with ``env_meta`` (a loaded suite's:
     env key → its ``time_scale_us``)."""
     seconds, n, unknown, unknown_max, n_unknown = 0.0, 0, {}, 0, 0
     for c in cells:
         n += 1
-        scale = (env_meta.get(c.env_id) or {}).get("time_scale_us")
-        if scale is not None:
-            s = c.timesteps * float(scale) / 1e6 + _gradient_seconds(c)
-            seconds += min(s, c.cpu_seconds) if c.cpu_seconds is not None else s
-        elif c.cpu_seconds is not None:
-            seconds += c.cpu_seconds
+        s = cell_cpu_seconds(c, (env_meta.get(c.env_id) or {}).get("time_scale_us"))
+        if s is not None:
+            seconds += s
         else:
             unknown[c.env_id] = True
             n_unknown += 1

@@ -139,9 +139,11 @@ class Defaults(_Strict):
                     "over its stretch of updates (the stretch's length is stored too); 0 keeps every update.",
     )
     max_wall_minutes: float | None = Field(
-        None, gt=0, le=MAX_WALL_MINUTES, allow_inf_nan=False,
+        None, ge=0, le=MAX_WALL_MINUTES, allow_inf_nan=False,
         description="A run still going after this many wall-clock minutes is stopped and recorded as failed "
-                    "(\"stopped: wall-clock limit of 10 min reached\"). Not part of the cell key.",
+                    "(\"stopped: wall-clock limit of 10 min reached\"); 0: no limit. Unset: 20 times the run's "
+                    "estimated CPU time from its env's time scale, at least 60 min (none where the env has no time "
+                    "scale). Not part of the cell key.",
     )
     max_memory_mb: int | None = Field(
         None, gt=0, le=MAX_MEMORY_MB,
@@ -241,8 +243,9 @@ class AlgoEntry(_Strict):
     save: SaveMode | None = Field(None, description="Overrides defaults.save for this label (none | final | best).")
     checkpoint_every: int | None = Field(None, gt=0, le=MAX_TIMESTEPS,
                                          description="Overrides defaults.checkpoint_every for this label's runs.")
-    max_wall_minutes: float | None = Field(None, gt=0, le=MAX_WALL_MINUTES, allow_inf_nan=False,
-                                           description="Overrides defaults.max_wall_minutes for this entry's runs.")
+    max_wall_minutes: float | None = Field(None, ge=0, le=MAX_WALL_MINUTES, allow_inf_nan=False,
+                                           description="Overrides defaults.max_wall_minutes for this entry's runs "
+                                                       "(0: no limit).")
     max_memory_mb: int | None = Field(None, gt=0, le=MAX_MEMORY_MB,
                                       description="Overrides defaults.max_memory_mb for this entry's runs.")
 

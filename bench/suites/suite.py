@@ -50,6 +50,7 @@ from bench.suites.errors import (
     did_you_mean,
     one_line,
 )
+from bench.suites.cost import default_wall_minutes
 from bench.suites.overrides import Override, OverrideError, apply_overrides, parse_override
 from bench.suites.partial import env_id_problem, hyperparam_problems, unvalidated_problems
 from bench.suites.problems import Problem
@@ -439,6 +440,7 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                                         "SFT reference, which a saved policy does not carry; allowed here: none",
                                         save, True))
                 continue
+            wall = a.max_wall_minutes if a.max_wall_minutes is not None else suite.defaults.max_wall_minutes
             for seed in suite.seed_list:
                 cell = Cell(
                     suite=suite.name,
@@ -461,10 +463,13 @@ def _expand(suite: Suite, problems: list[Problem]) -> tuple[list[Cell], dict[str
                     plugin_version=plugin.version if plugin is not None else None,
                     save=save,
                     checkpoint_every=a.checkpoint_every or suite.defaults.checkpoint_every,
-                    max_wall_minutes=(a.max_wall_minutes if a.max_wall_minutes is not None
-                                      else suite.defaults.max_wall_minutes),
+                    max_wall_minutes=wall or None,  # 0: no limit
                     max_memory_mb=a.max_memory_mb if a.max_memory_mb is not None else suite.defaults.max_memory_mb,
+                    time_scale_us=env_meta[ek].get("time_scale_us"),
                 )
+                if wall is None:  # the suite sets none: the default, from the run's estimated CPU time
+                    default = default_wall_minutes(cell, cell.time_scale_us)
+                    cell = replace(cell, max_wall_minutes=default, wall_limit_default=default is not None)
                 cells.append(_with_key(cell))
     for j, a in enumerate(suite.algorithms):
         acts = ALGOS[a.algo].actions if a.algo in ALGOS and a.impl != "python" else ()
