@@ -24,6 +24,7 @@ quickstart: $(STAMP)
 	@# The report is written even when some cells failed (it lists them); the exit status still says so.
 	$(RUN) $(VENV)/bin/bench run suites/quickstart.yaml; status=$$?; \
 	$(RUN) $(VENV)/bin/bench report quickstart --out reports/quickstart || exit $$?; \
+	echo; $(RUN) $(VENV)/bin/bench recommend --store sqlite:///results/bench.db --obs vector --reward dense --action discrete || exit $$?; \
 	echo; echo "Next:"; \
 	echo "  reports/quickstart/index.html                                 # the report: open it in a browser"; \
 	echo "  $(VENV)/bin/bench recommend                                   # the shipped reference's table"; \
