@@ -243,8 +243,10 @@ def test_sequence_policy_settings_are_checked_in_one_line(tmp_path, algo_line, w
     f.write_text(f"name: s\nseeds: 1\ndefaults: {{timesteps: 4096}}\nenvs: [{{id: CartPole-v1}}]\nalgorithms:\n  - {algo_line}\n")
     with pytest.raises(SuiteError) as e:
         load_suite(f)
+    # One line per problem, every problem in one pass (issue 66): an SB3 label asking for the sequence policy on
+    # CartPole-v1 has two.
     lines = str(e.value).splitlines()
-    assert len(lines) == 1 and words in lines[0], lines
+    assert 1 <= len(lines) <= 2 and any(words in x for x in lines), lines
 
 
 def test_rloo_and_mean_baselines_against_plain_loops():

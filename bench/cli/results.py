@@ -209,14 +209,11 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
             print(textwrap.fill(f"{crit} (sequence tasks, lower is better): {'; '.join(got)}", width=100))
     g = answer.legend
     print(textwrap.fill(
-        f"Can still be best: not shown worse than another label over envs (paired t-tests over envs, Bonferroni over "
-        f"each label's comparisons, α {g['alpha']:g} per row: a 95% set for the next env of the kind; one env makes no "
-        "claim). Ruled out: p of \"it is the best\". Default: the store's single best among the candidates unless the "
-        "row's envs show another ahead at α; regret: mean shortfall to each env's best [t interval over envs; the "
-        "default is picked on those envs, so it is optimistic: 35-90% coverage in simulation]. Track: "
-        "leave-one-env-out, envs whose best was in the set / trials; regret of the default v the single best. "
-        f"Headline test ({g['correction']} over every profile × priority of the store) and details: --verbose, "
-        "docs/statistics.md.", width=100))
+        f"Can still be best: not shown worse than another label over the envs (paired t-tests, Bonferroni over each "
+        f"label's comparisons; a {1 - g['alpha']:.0%} set per row, none from one env). Default: the store's single best "
+        "among them unless the row's envs show another ahead; regret: mean shortfall to each env's best [t interval "
+        "over envs, optimistic]. Track: leave-one-env-out, envs whose best was in the set / trials; regret of the "
+        "default v the single best. Details: --verbose, docs/statistics.md.", width=100))
     if verbose:
         _print_off_policy(answer.off_policy, fmt)
 
