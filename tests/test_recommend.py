@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -502,3 +503,26 @@ def test_recommend_verbose_and_the_old_priority_name(clear, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "priority time\n  can still be best: ppo (bench, sb3)\n" in p.stdout and "track:             0/0" not in p.stdout
     assert "runner-up:         a2c:" in p.stdout and max(len(x) for x in p.stdout.splitlines()) <= 100
+
+
+def test_a_filtered_table_prints_the_full_tables_rows_character_for_character(clear, tmp_path):
+    """Issue 63: one answer however the question is asked. Each row of a filtered call is, line for line, the row of
+    the unfiltered table (the family and the column widths do not depend on the filter)."""
+    def rows(out: str) -> list[str]:
+        lines = out.splitlines()
+        start = next(i for i, x in enumerate(lines) if "────" in x) + 1
+        end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+        blocks: list[list[str]] = []
+        for ln in lines[start:end]:  # a row starts with its action; its folded cells continue on the lines below
+            if re.match(r"^ +(continuous|discrete) ", ln) or not blocks:
+                blocks.append([])
+            blocks[-1].append(ln)
+        return ["\n".join(b) for b in blocks]
+
+    full = bench("recommend", "--store", clear, cwd=tmp_path)
+    assert full.returncode == 0, full.stderr
+    for flags in (["--priority", "time"], ["--action", "discrete", "--obs", "vector", "--reward", "dense"]):
+        part = bench("recommend", "--store", clear, *flags, cwd=tmp_path)
+        assert part.returncode == 0, part.stderr
+        got = rows(part.stdout)
+        assert got and all(r in rows(full.stdout) for r in got), part.stdout
