@@ -193,7 +193,9 @@ def _draw_km(axes: list, c: an.EnvCurves, runs: pd.DataFrame, style: Style, *, b
             continue
         grid = np.r_[0.0, grid]
         for label, g in runs.groupby("label", sort=True):
-            f, lo, hi = survival.kaplan_meier_band(g[col].to_numpy(float), g["solved"].to_numpy(bool), grid, n_boot=500)
+            solved = g["solved"].to_numpy(bool)
+            times = survival.censored_at_budget(g[col].to_numpy(float), solved)  # as the table's medians
+            f, lo, hi = survival.kaplan_meier_band(times, solved, grid, n_boot=500)
             k = int(g["solved"].sum())
             ax.step(grid, f, where="post", **{**style.line(label), "label": f"{label}: {k}/{len(g)} runs solved"}, lw=1.8)
             if bands:
