@@ -396,6 +396,36 @@ def test_dry_run_names_the_source_of_every_resolved_hyperparameter(tmp_path):
         assert {r.name: r.value for r in rows if (r.label, r.env) == (label, env)} == hp
 
 
+def test_dry_run_labels_bench_own_values_as_bench_not_zoo_or_default(tmp_path):
+    """Issue 66: PPO on Pendulum-v1 runs log_std_init 0.5, bench's addition to the zoo's block (ppo.yml has no
+    policy_kwargs there), and normalize {obs: true, reward: false}, bench's continuous-control default where
+    the zoo sets none: both are bench's, neither the zoo's nor SB3's default."""
+    f = tmp_path / "pend.yaml"
+    f.write_text("name: pend\nseeds: 1\ndefaults: {timesteps: 8192}\nenvs:\n  - id: Pendulum-v1\n"
+                 "algorithms:\n  - {algo: ppo, impl: bench}\n  - {algo: a2c, impl: bench}\n")
+    res = _invoke("run", str(f), "--dry-run", "--store", f"sqlite:///{tmp_path / 's.db'}")
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    block = lines[lines.index("ppo-bench on Pendulum-v1:") + 1:lines.index("a2c-bench on Pendulum-v1:")]
+    by_src: dict[str, str] = {}
+    for ln in block:  # a source's values wrap onto lines indented by 11
+        if ln.startswith(" " * 11):
+            by_src[src] += " " + ln.strip()
+        else:
+            src, got = ln.split(":", 1)
+            src = src.strip()
+            by_src[src] = got.strip()
+    assert by_src["bench"] == 'log_std_init=0.5, normalize={"obs": true, "reward": false}', block
+    assert "log_std_init" not in by_src["zoo"] and "gamma=0.9" in by_src["zoo"], block
+    assert "normalize=" not in by_src["default"] and "vf_coef=0.5" in by_src["default"], block
+    # A2C's Pendulum block is the zoo's own, normalize included (a2c.yml `Pendulum-v1`: normalize: true).
+    from bench.api import resolved_hyperparams
+    from bench.suites.suite import load_suite
+
+    src = {(r.label, r.name): r.source for r in resolved_hyperparams(load_suite(f))}
+    assert src[("a2c-bench", "log_std_init")] == src[("a2c-bench", "normalize")] == "zoo"
+
+
 def test_validation_names_every_error_in_one_pass(tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text("name: x\nseeds: 1\ndefaults: {timesteps: 1000, windw: 5}\nenvs:\n  - id: CartPole-v1\nalgorithms:\n"
