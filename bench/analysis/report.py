@@ -298,7 +298,7 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
         generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         store=_describe(data.store_url), suites=data.suites, inventory=inventory, failures=failures,
         provenance=_provenance(data), warnings=warn,
-        notes=data.notes, envs=env_sections, across=across, correction=ans.CORRECTION,
+        notes=data.notes, envs=env_sections, across=across, unanchored=data.unanchored, correction=ans.CORRECTION,
         decision=decision, criteria=[(k, v.meaning) for k, v in an.CRITERIA.items()], sensitivity=an.SENSITIVITY,
         lm_criteria=list(cl.LM_CRITERIA.items()) if view["lm"] else [],
         recs=view["recs"], n_runs=len(data.runs), n_pooled=int(len(runs)),
