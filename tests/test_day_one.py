@@ -426,6 +426,29 @@ def test_dry_run_labels_bench_own_values_as_bench_not_zoo_or_default(tmp_path):
     assert src[("a2c-bench", "log_std_init")] == src[("a2c-bench", "normalize")] == "zoo"
 
 
+def test_run_warns_in_one_line_when_the_random_policy_already_meets_the_threshold(tmp_path):
+    """Issue 66: a suite threshold below the random policy's return means nothing (every run "solves" it);
+    where `bench run` computes the env's anchor it says so, once, and says nothing of a threshold above it."""
+    from bench.api import record_env_facts
+    from bench.storage.store import Store
+    from bench.suites.suite import load_suite
+
+    f = tmp_path / "low.yaml"
+    f.write_text("name: low\nseeds: 1\ndefaults: {timesteps: 2048}\nenvs:\n  - {id: CartPole-v1, threshold: 5}\n"
+                 "  - {id: Acrobot-v1}\nalgorithms:\n  - {algo: reinforce, impl: bench}\n")
+    said: list[str] = []
+    db = Store(f"sqlite:///{tmp_path / 's.db'}")
+    facts = record_env_facts(db, load_suite(f).env_meta, log=said.append)
+    random = facts["CartPole-v1"]["anchor"]["random_return"]
+    assert random > 5 and facts["Acrobot-v1"]["anchor"]["random_return"] < -100  # Acrobot's threshold is -100
+    warned = [s for s in said if s.startswith("warning:")]
+    assert warned == [f"warning: CartPole-v1: the random policy's mean return over "
+                      f"{facts['CartPole-v1']['anchor']['episodes']} episodes, {random:.4g}, already meets the "
+                      "threshold 5, so reaching it means nothing and the env is left out of cross-env scores; set a "
+                      "higher threshold for it"], said
+    db.dispose()
+
+
 def test_validation_names_every_error_in_one_pass(tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text("name: x\nseeds: 1\ndefaults: {timesteps: 1000, windw: 5}\nenvs:\n  - id: CartPole-v1\nalgorithms:\n"

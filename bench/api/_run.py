@@ -25,6 +25,14 @@ def _spaces(env_id: str) -> dict[str, str]:
         env.close()
 
 
+def threshold_warning(env_id: str, random_return: float, threshold: float, episodes: int) -> str:
+    """The one line said where an env's random policy already meets its threshold: every run, however bad,
+    counts as solving it, and the env has no normalised scores (the report leaves it out of them)."""
+    return (f"warning: {env_id}: the random policy's mean return over {episodes} episodes, {random_return:.4g}, "
+            f"already meets the threshold {threshold:g}, so reaching it means nothing and the env is left out of "
+            "cross-env scores; set a higher threshold for it")
+
+
 def record_env_facts(store: Any, env_meta: dict[str, dict[str, Any]],
                      log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """Record in ``store`` what a reader needs of each env of ``env_meta`` (a suite's, as validated:
@@ -58,6 +66,8 @@ def record_env_facts(store: Any, env_meta: dict[str, dict[str, Any]],
             if a is not None:
                 facts["anchor"] = {"random_return": a.random_return, "threshold": a.threshold,
                                    "episodes": a.episodes, "seed": a.seed}
+                if not a.threshold > a.random_return and log:
+                    log(threshold_warning(env_id, a.random_return, a.threshold, a.episodes))
         out[env_id] = facts
     store.put_env_facts(out)
     return out
