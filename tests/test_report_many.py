@@ -81,12 +81,13 @@ def test_a_label_that_would_be_clipped_is_saved_whole(monkeypatch):
     from PIL import Image
 
     png = Image.open(io.BytesIO(base64.b64decode(figures._png(fig))))
-    assert png.size[0] > 4 * figures.DPI + 50  # ...so the page gets the whole label
+    assert png.size[0] > (4 * figures.DPI + 50) * figures.DENSITY  # ...so the page gets the whole label
     fig, (ax,) = figures._figure(plt, 1, 4, 3)
     ax.plot([0, 1], [0, 1])
     fig.canvas.draw()
     assert not figures.touches_edge(fig) and figures.overflow(fig) == 0
-    assert Image.open(io.BytesIO(base64.b64decode(figures._png(fig)))).size == (4 * figures.DPI, 3 * figures.DPI)
+    # At twice the page's pixels per inch (issue 66): the page shows it at 4 × 3 inches, sharp.
+    assert Image.open(io.BytesIO(base64.b64decode(figures._png(fig)))).size == (8 * figures.DPI, 6 * figures.DPI)
 
 
 def test_improvement_blocks_are_even_and_at_most_eight_wide():

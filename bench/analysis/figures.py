@@ -27,6 +27,9 @@ from bench.analysis.style import algo_order, guess_algo, styles
 #: Bootstrap replicates for the bands of curves (per grid point).
 CURVE_BOOT = 200
 DPI = 72
+#: Pixels per figure pixel in the PNGs: the page shows them at DPI per inch (``srcset ... 2x``), sharp on a
+#: high-density screen and when zoomed.
+DENSITY = 2
 #: The least font size (points) of a figure's text that a reader must read: legends, ticks, panel titles. The
 #: page shows a figure at DPI pixels per inch, one point per CSS pixel, so 10 pt is 10 px at 100% zoom.
 MIN_FONT = 10
@@ -124,13 +127,13 @@ def _png(fig) -> str:
     edge (a long tick label or legend entry), saved again with ``bbox_inches="tight"`` so nothing is cut."""
     import matplotlib.pyplot as plt
 
-    fig.set_dpi(DPI)
+    fig.set_dpi(DPI * DENSITY)
     fig.canvas.draw()
     buf = io.BytesIO()
     if touches_edge(fig) and overflow(fig) > 0.02:
-        fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.08)
+        fig.savefig(buf, format="png", dpi=DPI * DENSITY, bbox_inches="tight", pad_inches=0.08)
     else:  # the canvas already holds the picture: encode it rather than draw it again
-        plt.imsave(buf, np.asarray(fig.canvas.buffer_rgba()), format="png", dpi=DPI)
+        plt.imsave(buf, np.asarray(fig.canvas.buffer_rgba()), format="png", dpi=DPI * DENSITY)
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
