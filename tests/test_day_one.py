@@ -396,6 +396,59 @@ def test_dry_run_names_the_source_of_every_resolved_hyperparameter(tmp_path):
         assert {r.name: r.value for r in rows if (r.label, r.env) == (label, env)} == hp
 
 
+def test_dry_run_labels_bench_own_values_as_bench_not_zoo_or_default(tmp_path):
+    """Issue 66: PPO on Pendulum-v1 runs log_std_init 0.5, bench's addition to the zoo's block (ppo.yml has no
+    policy_kwargs there), and normalize {obs: true, reward: false}, bench's continuous-control default where
+    the zoo sets none: both are bench's, neither the zoo's nor SB3's default."""
+    f = tmp_path / "pend.yaml"
+    f.write_text("name: pend\nseeds: 1\ndefaults: {timesteps: 8192}\nenvs:\n  - id: Pendulum-v1\n"
+                 "algorithms:\n  - {algo: ppo, impl: bench}\n  - {algo: a2c, impl: bench}\n")
+    res = _invoke("run", str(f), "--dry-run", "--store", f"sqlite:///{tmp_path / 's.db'}")
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    block = lines[lines.index("ppo-bench on Pendulum-v1:") + 1:lines.index("a2c-bench on Pendulum-v1:")]
+    by_src: dict[str, str] = {}
+    for ln in block:  # a source's values wrap onto lines indented by 11
+        if ln.startswith(" " * 11):
+            by_src[src] += " " + ln.strip()
+        else:
+            src, got = ln.split(":", 1)
+            src = src.strip()
+            by_src[src] = got.strip()
+    assert by_src["bench"] == 'log_std_init=0.5, normalize={"obs": true, "reward": false}', block
+    assert "log_std_init" not in by_src["zoo"] and "gamma=0.9" in by_src["zoo"], block
+    assert "normalize=" not in by_src["default"] and "vf_coef=0.5" in by_src["default"], block
+    # A2C's Pendulum block is the zoo's own, normalize included (a2c.yml `Pendulum-v1`: normalize: true).
+    from bench.api import resolved_hyperparams
+    from bench.suites.suite import load_suite
+
+    src = {(r.label, r.name): r.source for r in resolved_hyperparams(load_suite(f))}
+    assert src[("a2c-bench", "log_std_init")] == src[("a2c-bench", "normalize")] == "zoo"
+
+
+def test_run_warns_in_one_line_when_the_random_policy_already_meets_the_threshold(tmp_path):
+    """Issue 66: a suite threshold below the random policy's return means nothing (every run "solves" it);
+    where `bench run` computes the env's anchor it says so, once, and says nothing of a threshold above it."""
+    from bench.api import record_env_facts
+    from bench.storage.store import Store
+    from bench.suites.suite import load_suite
+
+    f = tmp_path / "low.yaml"
+    f.write_text("name: low\nseeds: 1\ndefaults: {timesteps: 2048}\nenvs:\n  - {id: CartPole-v1, threshold: 5}\n"
+                 "  - {id: Acrobot-v1}\nalgorithms:\n  - {algo: reinforce, impl: bench}\n")
+    said: list[str] = []
+    db = Store(f"sqlite:///{tmp_path / 's.db'}")
+    facts = record_env_facts(db, load_suite(f).env_meta, log=said.append)
+    random = facts["CartPole-v1"]["anchor"]["random_return"]
+    assert random > 5 and facts["Acrobot-v1"]["anchor"]["random_return"] < -100  # Acrobot's threshold is -100
+    warned = [s for s in said if s.startswith("warning:")]
+    assert warned == [f"warning: CartPole-v1: the random policy's mean return over "
+                      f"{facts['CartPole-v1']['anchor']['episodes']} episodes, {random:.4g}, already meets the "
+                      "threshold 5, so reaching it means nothing and the env is left out of cross-env scores; set a "
+                      "higher threshold for it"], said
+    db.dispose()
+
+
 def test_validation_names_every_error_in_one_pass(tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text("name: x\nseeds: 1\ndefaults: {timesteps: 1000, windw: 5}\nenvs:\n  - id: CartPole-v1\nalgorithms:\n"

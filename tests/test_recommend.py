@@ -80,6 +80,24 @@ def test_the_better_implementation_is_named_when_the_test_separates_them(tmp_pat
     # Parity calls the two different, so they are ranked apart: the answer names the implementation.
     assert rec.algorithm == "ppo-bench" and rec.impl[0] == "apart", rec.implementation
     assert any("ppo ranked by implementation" in n and "different" in n for n in rec.pooling), rec.pooling
+    assert rec.implementation.startswith("ppo-bench alone: its algorithm's implementations are ranked apart "
+                                         "(parity: different on "), rec.implementation
+    assert "fewer than" not in rec.implementation
+
+
+def test_implementations_ranked_apart_for_too_few_runs_say_so_not_different(tmp_path):
+    """Issue 66: with 3 runs a label the answers do not pool two implementations (parity's table does not call
+    them different), so they are ranked apart for that reason; the sentence said "implementations differ"."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, DENSE, [*PPO_IMPLS, *A2C_IMPLS], seeds=3)
+    rec = one(url)
+    assert rec.impl[0] == "apart" and rec.algorithm in ("ppo-bench", "ppo-sb3"), rec.implementation
+    assert rec.implementation == (f"{rec.algorithm} alone: its algorithm's implementations are ranked apart (fewer than 5 "
+                                  "runs to check parity on CartPole-v1, LunarLander-v3)"), rec.implementation
+    from bench.analysis import parity
+
+    verdicts = {ep.env: ep.verdict for ep in parity.parity(scored(url).runs, "ppo-bench", "ppo-sb3")}
+    assert "different" not in verdicts.values() and set(verdicts) == set(DENSE), verdicts  # the parity table's
 
 
 def test_two_indistinguishable_algorithms_show_no_difference_measured(tmp_path):

@@ -481,3 +481,20 @@ def test_each_env_s_diagnostics_are_located_as_a_membership_test_would():
         expected = frame[frame["key"].isin(runs.loc[runs["env"] == env, "key"])]
         assert frame.iloc[rows[env]].equals(expected)
     assert _rows_by_env(frame.iloc[:0], runs) == {}
+
+
+def test_no_cross_env_scores_says_why_of_a_store_that_holds_an_anchor(tmp_path):
+    """Issue 66: a store whose one env has an anchor, at a threshold its random policy already meets, has no
+    normalised scores; the report said "No environment has normalisation anchors" of it. It names the env
+    and the reason instead."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    db = write_store(url, ["CartPole-v1"], [WINNER], seeds=2, suite="a", anchors=False)
+    db.put_anchor("CartPole-v1", 500.0, 475.0, 20, 0)  # the random policy "returns" more than the threshold
+    db.dispose()
+    data = analysis.load(url, anchors=False)
+    assert data.unanchored == {"CartPole-v1": "its anchor's threshold 475 is not above the random policy's "
+                                              "return 500"}
+    html = build(url, tmp_path / "rep", anchors=False).read_text()
+    assert "No environment has normalisation anchors" not in html
+    assert ("no environment has normalised scores (CartPole-v1: its anchor&#39;s threshold 475 is not above the "
+            "random policy&#39;s return 500)") in html

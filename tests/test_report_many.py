@@ -81,12 +81,13 @@ def test_a_label_that_would_be_clipped_is_saved_whole(monkeypatch):
     from PIL import Image
 
     png = Image.open(io.BytesIO(base64.b64decode(figures._png(fig))))
-    assert png.size[0] > 4 * figures.DPI + 50  # ...so the page gets the whole label
+    assert png.size[0] > (4 * figures.DPI + 50) * figures.DENSITY  # ...so the page gets the whole label
     fig, (ax,) = figures._figure(plt, 1, 4, 3)
     ax.plot([0, 1], [0, 1])
     fig.canvas.draw()
     assert not figures.touches_edge(fig) and figures.overflow(fig) == 0
-    assert Image.open(io.BytesIO(base64.b64decode(figures._png(fig)))).size == (4 * figures.DPI, 3 * figures.DPI)
+    # At twice the page's pixels per inch (issue 66): the page shows it at 4 × 3 inches, sharp.
+    assert Image.open(io.BytesIO(base64.b64decode(figures._png(fig)))).size == (8 * figures.DPI, 6 * figures.DPI)
 
 
 def test_improvement_blocks_are_even_and_at_most_eight_wide():
@@ -113,9 +114,14 @@ def fourteen(tmp_path_factory):
         fig.canvas.draw()
         texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
                  if t.get_visible() and t.get_text().strip()]
+        shown = [a for a in fig.axes if a.get_visible()]
+        read = [t for a in shown for t in [*a.get_xticklabels(), *a.get_yticklabels(), a.title,
+                                           *(a.get_legend().get_texts() if a.get_legend() else [])]
+                if t.get_visible() and t.get_text().strip()]
         figs.append(dict(title=fig._suptitle.get_text() if fig._suptitle else " | ".join(a.get_title() for a in fig.axes),
-                         axes=[a for a in fig.axes if a.get_visible()], overflow=figures.overflow(fig),
-                         min_font=min(t.get_fontsize() for t in texts), size=tuple(fig.get_size_inches())))
+                         axes=shown, overflow=figures.overflow(fig),
+                         min_font=min(t.get_fontsize() for t in texts), size=tuple(fig.get_size_inches()),
+                         min_read=min(t.get_fontsize() for t in read)))
         return png(fig)
 
     with pytest.MonkeyPatch.context() as mp:
@@ -134,6 +140,27 @@ def test_fourteen_labels_get_small_multiples_one_panel_per_algorithm(fourteen):
     ax = panels["axes"][titles.index("ppo · env steps")]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["ppo-bench", "ppo-sb3"]  # own and SB3 together, the others only faint grey behind
+
+
+def test_fourteen_labels_get_diagnostics_as_small_multiples_one_row_per_algorithm(fourteen):
+    """Issue 66: above 6 labels the diagnostics are a row per algorithm, a column per diagnostic, not 14
+    lines in each of a few panels."""
+    (panels,) = [f for f in fourteen["figs"] if "diagnostics per update" in f["title"]]
+    assert "one row per algorithm" in panels["title"]
+    algos = sorted({a for _, a, _, _ in QUICKSTART})
+    titles = [a.get_title() for a in panels["axes"]]
+    assert len(titles) == 2 * len(algos)  # the store records entropy and approximate KL
+    for algo in algos:
+        assert f"{algo} · policy/entropy" in titles and f"{algo} · policy/approx_kl" in titles
+    ax = panels["axes"][titles.index("trpo · policy/entropy")]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["trpo-bench", "trpo-sb3"]
+
+
+def test_legend_tick_and_panel_title_text_is_at_least_10_px_at_fourteen_labels(fourteen):
+    """Issue 66: a figure is shown at one point per CSS pixel, so its legends, ticks and panel titles are drawn at
+    10 pt or more, to read at 100% zoom."""
+    small = {f["title"][:60]: f["min_read"] for f in fourteen["figs"] if f["min_read"] < 10}
+    assert not small, small
 
 
 def test_few_labels_keep_the_single_four_panel_figure(tmp_path, monkeypatch):

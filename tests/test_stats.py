@@ -454,3 +454,32 @@ def test_kaplan_meier_median_by_hand():
     assert survival.kaplan_meier_median([5, 10], [True, False]) == 5.0
     # F reaches exactly ½ at the last time and no later time exists: that time
     assert survival.kaplan_meier_median([10, 10], [True, False]) == 10.0
+
+
+def test_a_label_that_solved_fewer_than_half_its_runs_has_no_median_time_to_threshold():
+    """Issue 66: 1 solve in 3 runs, at 1.4 CPU seconds, by runs whose unsolved siblings used fewer CPU seconds
+    in all (their whole step budget). Censored at their own end those two left the risk set first, F reached 1
+    at the solve and the table said 1.4 s; censored at the end of the budget, the median is not reached."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from bench.analysis import tables
+
+    solved = np.array([True, False, False])
+    t_cpu = np.array([1.4, 1.0, 1.2])
+    assert survival.kaplan_meier_median(t_cpu, solved) == 1.4  # censored at each run's own end
+    assert list(survival.censored_at_budget(t_cpu, solved)) == [1.4, 1.4, 1.4]
+    runs = pd.DataFrame(dict(env="E-v0", label="ac_mc-bench", impl="bench", final_return=[1.0, 0.0, 0.0],
+                             solved=solved, t_steps=[900.0, 800.0, 800.0], t_cpu=t_cpu, wall_s=2.0, cpu_s=t_cpu,
+                             meta=[{}] * 3, contended=False))
+    row = tables.final_table(SimpleNamespace(runs=runs), "E-v0", n_boot=10).iloc[0]
+    assert np.isnan(row["median_cpu"]) and np.isnan(row["median_steps"]), row
+    # two solves in three: the median is the later solve, whatever the unsolved run's own end
+    runs["solved"] = [True, True, False]
+    runs["t_cpu"] = [1.4, 0.9, 0.5]
+    row = tables.final_table(SimpleNamespace(runs=runs), "E-v0", n_boot=10).iloc[0]
+    assert row["median_cpu"] == 1.4, row
+    from bench.analysis import report
+
+    assert report._reached(float("nan"), 1) == "not reached" and report._reached(1.4, 1) == "1.4"

@@ -52,6 +52,7 @@ from bench.algos.onpolicy_params import (
 )
 from bench.algos.param_types import HyperParams, NetArch, NormalizeSpec
 from bench.algos.registry import ALGOS, PARAMS, ZOO, ZOO_TIMESTEPS
+from bench.algos.zoo import BENCH_ADDITIONS
 
 __all__ = [
     "NetArch",
@@ -72,6 +73,7 @@ __all__ = [
     "ZOO_TIMESTEPS",
     "resolve",
     "zoo_defaults",
+    "bench_choices",
     "key_view",
     "OFF_POLICY",
 ]
@@ -118,20 +120,42 @@ def resolve(algo: str, env_id: str, *overrides: Mapping[str, Any]) -> BaseModel:
     merged: dict[str, Any] = zoo_defaults(algo, parse_env_key(env_id)[1])
     for layer in overrides:
         merged.update(dict(layer or {}))
-    if "normalize" not in merged and _continuous(env_id) and ALGOS[algo].policy == "on" \
-            and "normalize" in PARAMS[algo].model_fields:
-        # Running obs/reward normalisation is on by default for continuous control: the zoo
-        # sets it for nearly every continuous env, and Huang et al. 2022 ("The 37
-        # Implementation Details of PPO", MuJoCo details 4-7) count it as part of PPO there.
-        # Only a default: a layer that names ``normalize`` (even the zoo's) wins.
-        merged["normalize"] = CONTINUOUS_NORMALIZE.get(env_id, True)
-        if _pixels(env_id):
-            # Frames are never standardised (the CNNs scale uint8 by 1/255); rewards are, as the zoo's
-            # `CarRacing-v2` entry sets (normalize: {norm_obs: False, norm_reward: True}).
-            merged["normalize"] = {"obs": False, "reward": algo not in NO_REWARD_NORMALIZE}
-        elif algo in NO_REWARD_NORMALIZE:  # observations only: these algorithms standardise returns themselves
-            merged["normalize"] = {"obs": True, "reward": False}
+    if "normalize" not in merged:
+        default = _continuous_normalize(algo, env_id)
+        if default is not None:
+            merged["normalize"] = default
     return PARAMS[algo].model_validate(merged)
+
+
+def _continuous_normalize(algo: str, env_id: str) -> Any:
+    """The ``normalize`` bench sets where no layer names it (:func:`resolve`), or ``None`` where it sets none."""
+    if not (_continuous(env_id) and ALGOS[algo].policy == "on" and "normalize" in PARAMS[algo].model_fields):
+        return None
+    # Running obs/reward normalisation is on by default for continuous control: the zoo
+    # sets it for nearly every continuous env, and Huang et al. 2022 ("The 37
+    # Implementation Details of PPO", MuJoCo details 4-7) count it as part of PPO there.
+    # Only a default: a layer that names ``normalize`` (even the zoo's) wins.
+    if _pixels(env_id):
+        # Frames are never standardised (the CNNs scale uint8 by 1/255); rewards are, as the zoo's
+        # `CarRacing-v2` entry sets (normalize: {norm_obs: False, norm_reward: True}).
+        return {"obs": False, "reward": algo not in NO_REWARD_NORMALIZE}
+    if algo in NO_REWARD_NORMALIZE:  # observations only: these algorithms standardise returns themselves
+        return {"obs": True, "reward": False}
+    return CONTINUOUS_NORMALIZE.get(env_id, True)
+
+
+def bench_choices(algo: str, env_id: str) -> frozenset[str]:
+    """The hyperparameters whose value on ``env_id`` (a bench env key) is bench's own choice where no suite
+    layer sets them: neither SB3's default nor the zoo's tuned value. These are the additions to the zoo's
+    tables (:data:`bench.algos.zoo.BENCH_ADDITIONS`) and ``normalize`` where the zoo does not set it and
+    :func:`resolve` does (continuous control)."""
+    from bench.envs import parse_env_key  # lazy, as in resolve
+
+    env = parse_env_key(env_id)[1]
+    out = set(BENCH_ADDITIONS.get(algo, {}).get(env, ()))
+    if "normalize" not in zoo_defaults(algo, env) and _continuous_normalize(algo, env_id) is not None:
+        out.add("normalize")
+    return frozenset(out)
 
 
 #: Where the continuous-control default is not "obs and reward". Pendulum-v1: the zoo

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ZOO_PPO", "ZOO_A2C", "ZOO_TRPO", "ZOO_TIMESTEPS_PPO", "ZOO_TIMESTEPS_A2C", "ZOO_TIMESTEPS_TRPO"]
+__all__ = ["BENCH_ADDITIONS", "ZOO_PPO", "ZOO_A2C", "ZOO_TRPO", "ZOO_TIMESTEPS_PPO", "ZOO_TIMESTEPS_A2C",
+           "ZOO_TIMESTEPS_TRPO"]
 
 # Carried over from DLR-RM/rl-baselines3-zoo, hyperparams/{ppo,a2c,trpo}.yml, numbers
 # unchanged, translated into the fields above. Left out everywhere: `policy` (bench
@@ -294,4 +295,11 @@ ZOO_TIMESTEPS_TRPO: dict[str, int] = {
     "Ant-v5": 1_000_000,  # Ant-v3
     "Swimmer-v5": 1_000_000,  # Swimmer-v3
     "BipedalWalker-v3": 1_000_000,
+}
+
+
+#: The values in the tables above that are bench's own, not the zoo's (the comment above each block says
+#: why): algorithm → bench env id → field names. ``bench run --dry-run`` labels them ``bench``, not ``zoo``.
+BENCH_ADDITIONS: dict[str, dict[str, frozenset[str]]] = {
+    "ppo": {"Pendulum-v1": frozenset({"log_std_init"})},  # ppo.yml `Pendulum-v1` has no policy_kwargs
 }

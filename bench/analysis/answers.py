@@ -116,20 +116,39 @@ def _profile_envs(scored: Scored, a: str, o: str, rw: str) -> list[str]:
 # --------------------------------------------------------------------------- #
 # Candidates: pool only implementations that agree; one computation counts once
 # --------------------------------------------------------------------------- #
-def _disagree(scored: Scored, labels: list[str], envs: list[str]) -> list[str]:
-    """Why ``labels`` (of one algorithm) may not be pooled on ``envs``: ``"env (a vs b)"`` where parity calls
-    them different, ``"env (a: n runs)"`` where one has too few runs for parity to check."""
+def _disagreements(scored: Scored, labels: list[str], envs: list[str]) -> list[tuple[str, str, str, bool]]:
+    """``(env, a, b, few)`` for each pair of ``labels`` (of one algorithm) that may not be pooled on an env of
+    ``envs``: ``few`` false where parity calls them different (as its table says, however few the runs),
+    true where it does not and one has too few runs for parity to check (its table: inconclusive)."""
     out = []
     for a, b in itertools.combinations(labels, 2):
         # Each env's parity depends on that env's runs alone: computed once per pair, for every env.
         by_env = scored.once(("parity", a, b), lambda: parity.parity(scored.runs, a, b))  # noqa: B023 - called at once
         for ep in (ep for ep in by_env if ep.env in envs):
             n = {c.n_a for c in ep.comparisons} | {c.n_b for c in ep.comparisons}
-            if min(n) < MIN_SEEDS:
-                out.append(f"{ep.env} ({a} v {b}: fewer than {MIN_SEEDS} runs to check parity)")
-            elif ep.verdict == "different":
-                out.append(f"{ep.env} ({a} v {b} different)")
+            if min(n) < MIN_SEEDS or ep.verdict == "different":
+                out.append((ep.env, a, b, ep.verdict != "different"))
     return out
+
+
+def _disagree(scored: Scored, labels: list[str], envs: list[str]) -> list[str]:
+    """Why ``labels`` (of one algorithm) may not be pooled on ``envs``: ``"env (a v b different)"`` where parity
+    calls them different, ``"env (a v b: fewer than 5 runs to check parity)"`` where it cannot check them."""
+    return [f"{e} ({a} v {b}: fewer than {MIN_SEEDS} runs to check parity)" if few else f"{e} ({a} v {b} different)"
+            for e, a, b, few in _disagreements(scored, labels, envs)]
+
+
+def _apart_reason(scored: Scored, c: Candidate, col: str, envs: list[str]) -> str:
+    """Why candidate ``c`` (a label) stands alone, as the parity table says it: "parity: different on ENV"
+    and/or "fewer than 5 runs to check parity on ENV" (an "inconclusive" row there)."""
+    r = scored.runs
+    labels = sorted(lb for lb in r.loc[r["algo"] == c.algo, "label"].unique()
+                    if any(t.size for t in scored.tasks(lb, col, envs)))  # as _candidates picks them
+    why = [(e, few) for e, a, b, few in _disagreements(scored, labels, envs) if c.name in (a, b)]
+    different = sorted({e for e, few in why if not few})
+    few = sorted({e for e, f in why if f})
+    return "; ".join([*([f"parity: different on {', '.join(different)}"] if different else []),
+                      *([f"fewer than {MIN_SEEDS} runs to check parity on {', '.join(few)}"] if few else [])])
 
 
 def _returns(scored: Scored, c: Candidate, envs: list[str]) -> dict[tuple[str, Any], float]:
@@ -217,11 +236,12 @@ def _headline(scored: Scored, crit: Criterion, envs: list[str], best: Candidate,
 def _implementation(scored: Scored, c: Candidate, crit: Criterion, envs: list[str],
                     n_boot: int) -> tuple[str, str, str | None, float | None] | None:
     """Which label of candidate ``c`` did better on ``envs``: ``(verdict, first, second, p)``, verdict ``better``
-    | ``tie`` | ``leaning`` (fewer than MIN_SEEDS runs per env) | ``only``; ``("apart", c.name, None, None)``
-    where the candidate is one label because its implementations were ranked apart. Not Holm-adjusted: it
+    | ``tie`` | ``leaning`` (fewer than MIN_SEEDS runs per env) | ``only``; ``("apart", c.name, why, None)``
+    where the candidate is one label because its implementations were ranked apart (:func:`_apart_reason`).
+    Not Holm-adjusted: it
     is no headline answer."""
     if c.by == "label":
-        return ("apart", c.name, None, None)
+        return ("apart", c.name, _apart_reason(scored, c, crit.column, envs) or None, None)
     r = scored.runs
     labels = sorted(lb for lb in r.loc[r["algo"] == c.name, "label"].unique() if scored.covers(lb, crit.column, envs))
     if len(labels) < 2:
@@ -334,7 +354,7 @@ def _impl_sentence(impl: tuple[str, str, str | None, float | None] | None) -> st
     if verdict == "only":
         return f"only {a} ran every env"
     if verdict == "apart":
-        return f"{a} alone: its algorithm's implementations differ (bench parity), so they are ranked apart"
+        return f"{a} alone: its algorithm's implementations are ranked apart ({b or 'bench parity'})"
     ps = "no shared machine" if p is None else f"p = {p:.2g}"
     return {"tie": f"{a} ≈ {b} ({ps})", "better": f"{a} better than {b} ({ps})",
             "leaning": f"leaning {a} over {b} ({ps}; fewer than {MIN_SEEDS} runs per env)"}[verdict]

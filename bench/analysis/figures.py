@@ -27,6 +27,12 @@ from bench.analysis.style import algo_order, guess_algo, styles
 #: Bootstrap replicates for the bands of curves (per grid point).
 CURVE_BOOT = 200
 DPI = 72
+#: Pixels per figure pixel in the PNGs: the page shows them at DPI per inch (``srcset ... 2x``), sharp on a
+#: high-density screen and when zoomed.
+DENSITY = 2
+#: The least font size (points) of a figure's text that a reader must read: legends, ticks, panel titles. The
+#: page shows a figure at DPI pixels per inch, one point per CSS pixel, so 10 pt is 10 px at 100% zoom.
+MIN_FONT = 10
 
 
 @functools.cache
@@ -38,6 +44,9 @@ def _plt():
     import seaborn as sns
 
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.9)
+    # Ticks and legends at MIN_FONT: seaborn's notebook context at this scale sets them to 9.9 pt.
+    plt.rcParams.update({k: MIN_FONT for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize",
+                                               "legend.title_fontsize")})
     # seaborn 0.13's heatmap calls a colormap method matplotlib 3.11 plans to deprecate; nothing to act on here.
     warnings.filterwarnings("ignore", message="The set_bad function", category=PendingDeprecationWarning)
     # A fixed title height skips matplotlib's automatic title placement, which measures every
@@ -118,13 +127,13 @@ def _png(fig) -> str:
     edge (a long tick label or legend entry), saved again with ``bbox_inches="tight"`` so nothing is cut."""
     import matplotlib.pyplot as plt
 
-    fig.set_dpi(DPI)
+    fig.set_dpi(DPI * DENSITY)
     fig.canvas.draw()
     buf = io.BytesIO()
     if touches_edge(fig) and overflow(fig) > 0.02:
-        fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.08)
+        fig.savefig(buf, format="png", dpi=DPI * DENSITY, bbox_inches="tight", pad_inches=0.08)
     else:  # the canvas already holds the picture: encode it rather than draw it again
-        plt.imsave(buf, np.asarray(fig.canvas.buffer_rgba()), format="png", dpi=DPI)
+        plt.imsave(buf, np.asarray(fig.canvas.buffer_rgba()), format="png", dpi=DPI * DENSITY)
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
@@ -193,7 +202,9 @@ def _draw_km(axes: list, c: an.EnvCurves, runs: pd.DataFrame, style: Style, *, b
             continue
         grid = np.r_[0.0, grid]
         for label, g in runs.groupby("label", sort=True):
-            f, lo, hi = survival.kaplan_meier_band(g[col].to_numpy(float), g["solved"].to_numpy(bool), grid, n_boot=500)
+            solved = g["solved"].to_numpy(bool)
+            times = survival.censored_at_budget(g[col].to_numpy(float), solved)  # as the table's medians
+            f, lo, hi = survival.kaplan_meier_band(times, solved, grid, n_boot=500)
             k = int(g["solved"].sum())
             ax.step(grid, f, where="post", **{**style.line(label), "label": f"{label}: {k}/{len(g)} runs solved"}, lw=1.8)
             if bands:
@@ -232,11 +243,11 @@ def fig_env(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style, thre
     axes[0, 1].set_title("return vs training CPU seconds")
     # Each legend sits right of the time panel but takes its entries from the steps panel beside it, which
     # draws the same labels: an env without a time scale has empty time panels and would list no algorithm.
-    for row, title in ((0, "IQM over seeds, 95% CI"), (1, "unsolved runs censored at their end")):
+    for row, title in ((0, "IQM over seeds, 95% CI"), (1, "unsolved runs censored at the budget")):
         handles, labels = axes[row, 0].get_legend_handles_labels()
         if handles:
-            axes[row, 1].legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title=title,
-                                title_fontsize=8)
+            axes[row, 1].legend(handles, labels, fontsize=MIN_FONT, loc="upper left", bbox_to_anchor=(1.02, 1),
+                                title=title, title_fontsize=MIN_FONT)
     return _png(fig)
 
 
@@ -269,13 +280,13 @@ def fig_env_panels(env_id: str, c: an.EnvCurves, style: Style, threshold: float 
                     ax.plot(grid, mid, **style.line(lb), lw=1.8, zorder=3)
                     ax.fill_between(grid, lo, hi, color=style.color[lb], alpha=0.2, lw=0, zorder=2)
             _guides(ax, threshold, random)
-            ax.set_title(f"{algo} · {xlabel}", fontsize=9)
+            ax.set_title(f"{algo} · {xlabel}", fontsize=MIN_FONT)
             ax.legend(handles=[h for h in ax.get_lines() if h.get_label() in {legend_text(lb) for lb in labels}],
-                      fontsize=7, loc="lower right", handlelength=2.6)
-            ax.tick_params(labelsize=8)
+                      fontsize=MIN_FONT, loc="lower right", handlelength=2.6)
+            ax.tick_params(labelsize=MIN_FONT)
             _few_ticks(ax)
             if i % ncols == 0:
-                ax.set_ylabel("return", fontsize=9)
+                ax.set_ylabel("return", fontsize=MIN_FONT)
         for j in range(len(groups), nrows * ncols):  # unused cells of the last row
             axes[b * nrows + j // ncols, j % ncols].set_visible(False)
     fig.suptitle(f"{env_id}: return (running mean of episodes), IQM over seeds with 95% CI, one panel per algorithm; "
@@ -292,21 +303,17 @@ def fig_env_km(env_id: str, c: an.EnvCurves, runs: pd.DataFrame, style: Style) -
     _draw_km(axes, c, runs, style, bands=False)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
-        axes[1].legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1),
-                       title="unsolved runs censored at their end\n(no bands above 6 labels)", title_fontsize=8)
+        axes[1].legend(handles, labels, fontsize=MIN_FONT, loc="upper left", bbox_to_anchor=(1.02, 1),
+                       title="unsolved runs censored at the budget\n(no bands above 6 labels)", title_fontsize=MIN_FONT)
     return _png(fig)
 
 
-def fig_diagnostics(env_id: str, runs: pd.DataFrame, diags: pd.DataFrame, style: Style, grid: np.ndarray) -> str | None:
-    names = [n for n in an.DIAGNOSTICS if (diags["name"] == n).any()]
-    if not names:
-        return None
-    plt, _ = _plt()
-    width = 3.2 * len(names) + 2.9
-    fig, axes2 = _figure(plt, len(names), width, 3.2, right=2.1, top=0.65, wspace=0.35)
-    axes = [axes2]
+def _diagnostic_bands(runs: pd.DataFrame, diags: pd.DataFrame, names: list[str],
+                      grid: np.ndarray) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Diagnostic name → label → its (q1, median, q3) over seeds on ``grid``."""
     label_of = dict(zip(runs["key"], runs["label"]))
-    for ax, name in zip(axes[0], names):
+    out: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for name in names:
         d = diags[(diags["name"] == name) & diags["value"].notna()]
         per_label: dict[str, list[np.ndarray]] = {}
         for key, g in d.groupby("key", sort=False):
@@ -314,16 +321,71 @@ def fig_diagnostics(env_id: str, runs: pd.DataFrame, diags: pd.DataFrame, style:
                 per_label.setdefault(label_of[key], []).append(
                     # Held at the first value before a run's first update (and at the last after its end).
                     np.interp(grid, g["step"].to_numpy(float), g["value"].to_numpy(float)))
-        for label, cs in sorted(per_label.items()):
-            q1, mid, q3 = np.percentile(np.array(cs), [25, 50, 75], axis=0)
+        out[name] = {lb: tuple(np.percentile(np.array(cs), [25, 50, 75], axis=0))
+                     for lb, cs in sorted(per_label.items())}
+    return out
+
+
+def fig_diagnostics(env_id: str, runs: pd.DataFrame, diags: pd.DataFrame, style: Style, grid: np.ndarray) -> str | None:
+    """An env's diagnostics per update (median over seeds, IQR band): one panel per diagnostic; above
+    :data:`SMALL_MULTIPLES` labels, small multiples (:func:`_diagnostics_panels`)."""
+    names = [n for n in an.DIAGNOSTICS if (diags["name"] == n).any()]
+    if not names:
+        return None
+    bands = _diagnostic_bands(runs, diags, names, grid)
+    if runs["label"].nunique() > SMALL_MULTIPLES:
+        return _diagnostics_panels(env_id, bands, style, grid)
+    plt, _ = _plt()
+    width = 3.2 * len(names) + 2.9
+    fig, axes2 = _figure(plt, len(names), width, 3.2, right=2.1, top=0.65, wspace=0.35)
+    for ax, name in zip(axes2, names):
+        for label, (q1, mid, q3) in bands[name].items():
             ax.plot(grid, mid, **style.line(label), lw=1.5)
             ax.fill_between(grid, q1, q3, color=style.color[label], alpha=0.15, lw=0)
         ax.set_title(name)
         ax.set_xlabel("env steps")
         _few_ticks(ax)
-    axes[0][0].set_ylabel("median over seeds (band: IQR)")
-    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
+    axes2[0].set_ylabel("median over seeds (band: IQR)")
+    axes2[-1].legend(fontsize=MIN_FONT, loc="upper left", bbox_to_anchor=(1.02, 1))
     fig.suptitle(f"{env_id}: diagnostics per update", y=0.99)
+    return _png(fig)
+
+
+def _diagnostics_panels(env_id: str, bands: dict[str, dict[str, tuple]], style: Style, grid: np.ndarray) -> str:
+    """Small multiples of the diagnostics: a row per algorithm (its implementations in colour, the other
+    labels faint grey behind), a column per diagnostic, each column on one y scale."""
+    plt, _ = _plt()
+    names = list(bands)
+    groups = style.groups(sorted({lb for b in bands.values() for lb in b}))
+    pw, ph = 3.0, 1.9
+    left, right, top, bottom = 0.9, 0.2, 0.8, 0.6
+    width, height = left + len(names) * pw + right, top + len(groups) * ph + bottom
+    fig, axes = plt.subplots(len(groups), len(names), figsize=(width, height), squeeze=False, sharex=True,
+                             sharey="col")
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=0.3, hspace=0.45)
+    for i, (algo, labels) in enumerate(groups.items()):
+        for j, name in enumerate(names):
+            ax = axes[i, j]
+            for lb, (_, mid, _) in bands[name].items():
+                if lb not in labels:
+                    ax.plot(grid, mid, color="0.82", lw=0.8, zorder=1)
+            for lb in labels:
+                if lb in bands[name]:
+                    q1, mid, q3 = bands[name][lb]
+                    ax.plot(grid, mid, **style.line(lb), lw=1.6, zorder=3)
+                    ax.fill_between(grid, q1, q3, color=style.color[lb], alpha=0.2, lw=0, zorder=2)
+            ax.set_title(f"{algo} · {name}", fontsize=MIN_FONT)
+            ax.tick_params(labelsize=MIN_FONT)
+            _few_ticks(ax)
+            if j == 0:
+                ax.legend(handles=[h for h in ax.get_lines() if h.get_label() in {legend_text(lb) for lb in labels}],
+                          fontsize=MIN_FONT, loc="best", handlelength=2.6)
+        axes[i, 0].set_ylabel("median", fontsize=MIN_FONT)
+    for j in range(len(names)):
+        axes[-1, j].set_xlabel("env steps", fontsize=MIN_FONT)
+    fig.suptitle(f"{env_id}: diagnostics per update, one row per algorithm\nmedian over seeds with IQR; "
+                 "grey: the other labels", fontsize=11, y=1 - 0.1 / height, va="top")
     return _png(fig)
 
 
@@ -363,7 +425,7 @@ def fig_profiles(runs: pd.DataFrame, style: Style) -> str:
     ax.set_ylabel("fraction of runs with score > τ")
     ax.set_title("Performance profiles (95% stratified bootstrap bands)" if many <= SMALL_MULTIPLES else
                  f"Performance profiles ({many} labels: bands left out)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
+    ax.legend(fontsize=MIN_FONT, loc="upper left", bbox_to_anchor=(1.02, 1))
     return _png(fig)
 
 
@@ -390,14 +452,14 @@ def fig_improvement(pim: pd.DataFrame, labels: list[str], columns: list[str] | N
         if r.x in m.index and r.y in m.columns:
             m.loc[r.x, r.y] = r.p
             ann.loc[r.x, r.y] = f"{r.p:.2f}\n[{r.lo:.2f}, {r.hi:.2f}]"
-    left = 0.3 + 0.075 * max(len(lb) for lb in labels)
-    bottom = 0.4 + 0.06 * max(len(lb) for lb in columns)
+    left = 0.3 + 0.085 * max(len(lb) for lb in labels)  # MIN_FONT tick labels
+    bottom = 0.4 + 0.068 * max(len(lb) for lb in columns)
     width, height = left + 0.95 * len(columns) + 1.3, bottom + 0.5 * len(labels) + 0.5
     fig, (ax,) = _figure(plt, 1, width, height, left=left, right=1.3, bottom=bottom, top=0.5)
     sns.heatmap(m, annot=ann.values, fmt="", cmap="vlag", vmin=0, vmax=1, center=0.5, ax=ax, annot_kws={"fontsize": 8},
                 cbar_kws={"label": "P(row > column)", "fraction": 0.6 / (0.95 * len(columns) + 0.6), "pad": 0.02})
     ax.grid(False)
-    ax.tick_params(labelsize=9)
+    ax.tick_params(labelsize=MIN_FONT)
     ax.set_xticklabels(ax.get_xticklabels(), rotation=35, ha="right", rotation_mode="anchor")
     ax.set_xlabel("Y")
     ax.set_ylabel("X")

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bench.analysis.survival import kaplan_meier_median
+from bench.analysis.survival import censored_at_budget, kaplan_meier_median
 
 __all__ = ["ALPHA", "MARGIN", "POWER", "METRICS", "Comparison", "EnvParity", "compare", "parity",
            "seeds_for_equivalence", "welch", "implementation_pairs"]
@@ -224,10 +224,10 @@ def parity(runs: Any, label_a: str, label_b: str, *, envs: list[str] | None = No
         for lab, g in ((label_a, ga), (label_b, gb)):
             solved = g["solved"].astype(bool).to_numpy()
             ep.success[lab] = float(solved.mean())
-            # Kaplan–Meier: unsolved runs count as censored at their last step, so a label that solves
+            # Kaplan–Meier: unsolved runs count as censored at the end of the budget, so a label that solves
             # less often is not credited with the speed of its few lucky runs.
             times = np.where(solved, g["t_steps"].to_numpy(float), g["total_steps"].to_numpy(float))
-            ep.median_steps[lab] = kaplan_meier_median(times, solved)
+            ep.median_steps[lab] = kaplan_meier_median(censored_at_budget(times, solved), solved)
             if flagged is not None:
                 ep.collapse_checks[lab] = sorted(kinds)
                 hit = {k for k, kind in flagged if kind in kinds}

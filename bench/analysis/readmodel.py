@@ -242,6 +242,9 @@ class Data:
     #: rest (``runs["pooled_off"]``): they never count in ``pooled`` nor move ``budgets``, so the table's answers
     #: are the same with and without them (:mod:`bench.analysis.offpolicy` sets them beside the answers).
     off_budgets: dict[str, int] = field(default_factory=dict)
+    #: env id → why it has no normalised scores (no threshold, no anchor, or a threshold the random policy
+    #: already meets), for every compared env that has none.
+    unanchored: dict[str, str] = field(default_factory=dict)
 
 
 def suite_specs(db: Any) -> dict[str, dict[str, Any]]:
@@ -355,11 +358,15 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
     families = {e: traits[e].get("family") for e in thresholds}
     anch = (ensure_anchors(db, thresholds, log=log, families=families, imports=False) if anchors
             else stored_anchors(db, thresholds, families=families))
+    unanchored: dict[str, str] = {}
     for e in thresholds:
         a = anch.get(e)
         if a is None:
+            unanchored[e] = "no threshold" if thresholds[e] is None else "no normalisation anchor"
             notes.append(f"{e}: no normalisation anchors, so it is left out of cross-env scores")
         elif not a.threshold > a.random_return:
+            unanchored[e] = (f"its anchor's threshold {a.threshold:g} is not above the random policy's return "
+                             f"{a.random_return:.4g}")
             notes.append(f"{e}: threshold {a.threshold:g} is not above the random return {a.random_return:g}; "
                          "left out of cross-env scores")
             anch.pop(e)
@@ -373,7 +380,8 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
                      "Sample efficiency (over env steps) is not scored there: each algorithm ran as many steps "
                      "as its speed allowed.")
     sens = db.sensitivity(_sensitivity) if sensitivity else None
-    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes, cpu_budgets, off_budgets)
+    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes, cpu_budgets, off_budgets,
+                unanchored)
 
 
 def _module_of(env_id: str) -> str | None:

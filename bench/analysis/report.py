@@ -47,6 +47,11 @@ def _slug(s: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")
 
 
+def _reached(v: float, digits: int) -> str:
+    """A Kaplan-Meier median to threshold: ``nan`` is "not reached" (fewer than half the runs solved)."""
+    return "not reached" if v != v else _f(v, digits)
+
+
 def _f(v: Any, digits: int = 2) -> str:
     if v is None or (isinstance(v, float) and v != v):
         return "—"
@@ -228,7 +233,8 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
             figures=drawn[env_id][0], diagnostics=drawn[env_id][1],
             table=[dict(label=t.label, impl=t.impl, runs=t.runs, iqm=mx.interval_text(t.iqm, t.lo, t.hi, t.kind),
                         median=_f(t.median), success=f"{t.solved}/{t.runs} = {t.success:.2f} [{t.success_lo:.2f}, {t.success_hi:.2f}]",
-                        median_steps=_f(t.median_steps, 0), median_cpu=_f(t.median_cpu, 1), contended=t.contended,
+                        median_steps=_reached(t.median_steps, 0), median_cpu=_reached(t.median_cpu, 1),
+                        contended=t.contended,
                         run_time=f"{_f(t.run_wall, 1)} / {_f(t.run_cpu, 1)}",
                         memory=_bytes(t.memory))
                    for t in table.itertuples()],
@@ -292,7 +298,7 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
         generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         store=_describe(data.store_url), suites=data.suites, inventory=inventory, failures=failures,
         provenance=_provenance(data), warnings=warn,
-        notes=data.notes, envs=env_sections, across=across, correction=ans.CORRECTION,
+        notes=data.notes, envs=env_sections, across=across, unanchored=data.unanchored, correction=ans.CORRECTION,
         decision=decision, criteria=[(k, v.meaning) for k, v in an.CRITERIA.items()], sensitivity=an.SENSITIVITY,
         lm_criteria=list(cl.LM_CRITERIA.items()) if view["lm"] else [],
         recs=view["recs"], n_runs=len(data.runs), n_pooled=int(len(runs)),

@@ -11,7 +11,7 @@ import numpy as np
 
 from bench.analysis.stats import _rng, percentile_interval
 
-__all__ = ["kaplan_meier", "kaplan_meier_band", "kaplan_meier_median"]
+__all__ = ["censored_at_budget", "kaplan_meier", "kaplan_meier_band", "kaplan_meier_median"]
 
 def _km_from_counts(deaths: np.ndarray, at_risk: np.ndarray) -> np.ndarray:
     """Survival after each distinct time: ``prod (1 - d_j / n_j)``. Shapes ``(..., U)`` → ``(..., U)``."""
@@ -103,6 +103,27 @@ def kaplan_meier_band(
     reps = _step_at(uniq, 1.0 - _km_from_counts(deaths, at_risk), grid)  # (B, G)
     lo, hi = percentile_interval(reps, level)
     return frac, lo, hi
+
+
+def censored_at_budget(times: np.ndarray, solved: np.ndarray) -> np.ndarray:
+    """``times`` with every unsolved run censored at the end of the budget: the latest time of any run.
+
+    The runs a report compares all ran their whole budget (done runs at one budget,
+    :func:`bench.analysis.readmodel.load`), so a run that did not solve is known not
+    to solve within it, however few steps or CPU seconds it happened to use. Censored
+    at its own last time instead, a run that stopped sooner than a slower solve left the
+    risk set before it: 1 solve in 3 runs then read as ``F = 1`` and a median of that
+    solve's time (issue 66). Censored at the end, ``F`` ends at the fraction solved, and
+    the median is "not reached" (``nan`` from :func:`kaplan_meier_median`) when fewer
+    than half the runs solved.
+
+    :param times: ``(n,)``: crossing time where solved, else the run's own last time.
+    :param solved: ``(n,)`` bool.
+    :returns: ``(n,)`` float.
+    """
+    t = np.asarray(times, dtype=float).reshape(-1)
+    s = np.asarray(solved, dtype=bool).reshape(-1)
+    return np.where(s, t, np.max(t)) if t.size else t
 
 
 def kaplan_meier_median(times: np.ndarray, solved: np.ndarray) -> float:

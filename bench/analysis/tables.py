@@ -37,7 +37,8 @@ def _counts(scored: Scored, name: str, col: str, envs: list[str], by: str) -> st
 def final_table(scored: Scored, env_id: str, *, n_boot: int = N_BOOT) -> pd.DataFrame:
     """Per label on one env: runs, IQM final return with its interval (a CI from 5 runs, else the
     observed range), success rate with Wilson CI, Kaplan-Meier median steps and CPU seconds to threshold
-    (censored runs kept; ``NaN`` when fewer than half the runs are known to have solved), median wall and CPU
+    (unsolved runs censored at the end of the budget, :func:`bench.analysis.survival.censored_at_budget`; ``NaN``,
+    "not reached", when fewer than half the runs solved), median wall and CPU
     seconds of a whole run, how many runs were contended, and the memory the label's models held
     (``meta["model_memory"]``: parameters, other copies and optimiser state; ``None`` where not recorded)."""
     rows = []
@@ -50,12 +51,18 @@ def final_table(scored: Scored, env_id: str, *, n_boot: int = N_BOOT) -> pd.Data
         solved = r["solved"].to_numpy(bool)
         rows.append(dict(label=label, impl=r["impl"].iloc[0], runs=n, iqm=ci.point, lo=ci.lo, hi=ci.hi, kind=ci.kind,
                          median=float(np.median(fr)), solved=k, success=sr.point, success_lo=sr.lo, success_hi=sr.hi,
-                         median_steps=survival.kaplan_meier_median(r["t_steps"].to_numpy(float), solved),
-                         median_cpu=survival.kaplan_meier_median(r["t_cpu"].to_numpy(float), solved),
+                         median_steps=_median_to_threshold(r["t_steps"], solved),
+                         median_cpu=_median_to_threshold(r["t_cpu"], solved),
                          run_wall=float(r["wall_s"].median()), run_cpu=float(r["cpu_s"].median()),
                          memory=_memory(r["meta"]),
                          contended=int(r["contended"].sum())))
     return pd.DataFrame(rows)
+
+
+def _median_to_threshold(times: pd.Series, solved: np.ndarray) -> float:
+    """Kaplan-Meier median time to threshold, unsolved runs censored at the end of the budget."""
+    t = times.to_numpy(float)
+    return survival.kaplan_meier_median(survival.censored_at_budget(t, solved), solved)
 
 
 def _memory(metas: pd.Series) -> dict[str, int] | None:

@@ -25,6 +25,14 @@ def _spaces(env_id: str) -> dict[str, str]:
         env.close()
 
 
+def threshold_warning(env_id: str, random_return: float, threshold: float, episodes: int) -> str:
+    """The one line said where an env's random policy already meets its threshold: every run, however bad,
+    counts as solving it, and the env has no normalised scores (the report leaves it out of them)."""
+    return (f"warning: {env_id}: the random policy's mean return over {episodes} episodes, {random_return:.4g}, "
+            f"already meets the threshold {threshold:g}, so reaching it means nothing and the env is left out of "
+            "cross-env scores; set a higher threshold for it")
+
+
 def record_env_facts(store: Any, env_meta: dict[str, dict[str, Any]],
                      log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """Record in ``store`` what a reader needs of each env of ``env_meta`` (a suite's, as validated:
@@ -58,6 +66,8 @@ def record_env_facts(store: Any, env_meta: dict[str, dict[str, Any]],
             if a is not None:
                 facts["anchor"] = {"random_return": a.random_return, "threshold": a.threshold,
                                    "episodes": a.episodes, "seed": a.seed}
+                if not a.threshold > a.random_return and log:
+                    log(threshold_warning(env_id, a.random_return, a.threshold, a.episodes))
         out[env_id] = facts
     store.put_env_facts(out)
     return out
@@ -68,9 +78,11 @@ def record_env_facts(store: Any, env_meta: dict[str, dict[str, Any]],
 # --------------------------------------------------------------------------- #
 @dataclass(frozen=True)
 class HyperparamRow:
-    """One resolved value of one label on one env: ``source`` is ``default`` (the algorithm's, or the
-    continuous-control default for ``normalize``), ``zoo`` (rl-baselines3-zoo's tuned values), ``suite``
-    (``hyperparams``, ``env_hyperparams`` or the env's ``vec_env``) or ``--set``."""
+    """One resolved value of one label on one env: ``source`` is ``default`` (the algorithm's: SB3's where SB3
+    has the algorithm), ``zoo`` (rl-baselines3-zoo's tuned values), ``bench`` (bench's own choice: its
+    additions to the zoo's tables and its continuous-control ``normalize``,
+    :func:`bench.algos.hyperparams.bench_choices`), ``suite`` (``hyperparams``, ``env_hyperparams`` or the
+    env's ``vec_env``) or ``--set``."""
 
     label: str
     env: str
@@ -83,7 +95,7 @@ def resolved_hyperparams(loaded: Any) -> list[HyperparamRow]:
     """Every label's resolved hyperparameters on every env of ``loaded`` (a
     :class:`bench.suites.suite.LoadedSuite`), as its cells hold them, each with its source: the layers
     of :func:`bench.algos.hyperparams.resolve` read back (defaults ← zoo ← suite ← ``--set``)."""
-    from bench.algos.hyperparams import zoo_defaults
+    from bench.algos.hyperparams import bench_choices, zoo_defaults
     from bench.envs import parse_env_key
 
     suite = loaded.suite
@@ -100,6 +112,7 @@ def resolved_hyperparams(loaded: Any) -> list[HyperparamRow]:
             over_name = e.key if e.key in a.env_hyperparams else e.id
             over = a.env_hyperparams.get(over_name, {})
             zoo = {} if a.impl == "python" else zoo_defaults(a.algo, parse_env_key(e.key)[1])
+            own = frozenset() if a.impl == "python" else bench_choices(a.algo, e.key)
             for name, value in cell.hyperparams.items():
                 if name in over:
                     path = f"algorithms[{j}].env_hyperparams.{over_name}.{name}"
@@ -109,6 +122,8 @@ def resolved_hyperparams(loaded: Any) -> list[HyperparamRow]:
                 elif name == "vec_env":
                     where = f"envs[{i}].vec_env" if e.vec_env else "defaults.vec_env"
                     src = "--set" if where in set_paths else "suite"
+                elif name in own:
+                    src = "bench"
                 elif name in zoo:
                     src = "zoo"
                 else:
@@ -119,7 +134,7 @@ def resolved_hyperparams(loaded: Any) -> list[HyperparamRow]:
 
 def hyperparams_lines(loaded: Any, shown: set[tuple[str, str]]) -> list[str]:
     """``bench run --dry-run``'s account of the hyperparameters: the overrides, then for each (label, env)
-    of ``shown`` its resolved values grouped by source (``--set``, suite, zoo, default), wrapped at 100."""
+    of ``shown`` its resolved values grouped by source (``--set``, suite, bench, zoo, default), wrapped at 100."""
     import json
     import textwrap
 
@@ -130,7 +145,7 @@ def hyperparams_lines(loaded: Any, shown: set[tuple[str, str]]) -> list[str]:
     rows = [r for r in resolved_hyperparams(loaded) if (r.label, r.env) in shown]
     for label, env in dict.fromkeys((r.label, r.env) for r in rows):
         out.append(f"{label} on {env}:")
-        for src in ("--set", "suite", "zoo", "default"):
+        for src in ("--set", "suite", "bench", "zoo", "default"):
             got = [f"{r.name}={json.dumps(r.value)}" for r in rows if (r.label, r.env, r.source) == (label, env, src)]
             if got:
                 out.append(textwrap.fill(", ".join(got), width=100, initial_indent=f"  {src + ':':<9}",
