@@ -62,6 +62,15 @@ class ResumeError(RuntimeError):
     """A checkpoint that cannot be put back (another format, other shapes, an env that replays otherwise)."""
 
 
+class Paused(Exception):
+    """The run stopped at its pause step (a race's rung) right after writing a checkpoint there: not a
+    failure and not a finished run; the next run of its cell continues from that checkpoint."""
+
+    def __init__(self, steps: int):
+        super().__init__(f"paused at step {steps}")
+        self.steps = steps
+
+
 # --------------------------------------------------------------------------- #
 # The training envs' episodes in progress
 # --------------------------------------------------------------------------- #
@@ -355,14 +364,20 @@ class Checkpointing:
         return cls(state, budget, recorder, files)
 
     def after_update(self) -> None:
-        """Take a checkpoint when one is due, unless the budget is spent (a finished run needs none)."""
+        """Take a checkpoint when one is due, unless the budget is spent (a finished run needs none). At the
+        files' pause step (``files.pause_at``, a race's rung) take one whether due or not, and stop there.
+
+        :raises Paused: the run reached its pause step and its checkpoint there was written."""
         rec = self.recorder
-        if self.stopped or not (self.files.due(rec.steps) and self.budget.more()):
+        pause = getattr(self.files, "pause_due", lambda _: False)(rec.steps)
+        if self.stopped or not ((pause or self.files.due(rec.steps)) and self.budget.more()):
             return
         why = self.state.unsupported()
-        if why is not None:  # an episode too long to keep: no more checkpoints (the last one stays valid)
-            self.files.off(why)
+        if why is not None:  # an episode too long to keep: no more checkpoints (the last one stays valid), and no
+            self.files.off(why)  # pause either: the run goes on to its full budget
             self.stopped = True
             return
         with rec.paused():  # not training time, as evaluation is not
-            self.files.save(snapshot_all(self.state, self.budget, rec), rec.steps)
+            written = self.files.save(snapshot_all(self.state, self.budget, rec), rec.steps)
+        if pause and written:  # a checkpoint that could not be written is no place to continue from: run on
+            raise Paused(rec.steps)
