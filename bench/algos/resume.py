@@ -344,7 +344,8 @@ class Checkpointing:
         ``policy()`` is the driver's: a continued run keeps it as its last policy, as the checkpointed
         run had (its final policy, should no update follow).
 
-        :raises Exception: the checkpoint files' own refusal (``files.refuse``) of one that does not fit."""
+        :raises Exception: the checkpoint files' own refusal (``files.refuse``) of one that does not fit.
+        :raises Paused: the checkpoint put back is at or past the files' pause step."""
         files = getattr(recorder, "checkpoints", None)
         if files is None:
             return None
@@ -361,6 +362,10 @@ class Checkpointing:
             if getattr(recorder, "save", "none") != "none":
                 recorder.last_policy = policy()
         files.start(recorder.steps)
+        if saved is not None and getattr(files, "pause_due", lambda _: False)(recorder.steps):
+            # Already past its pause step (a rung that one update overshot reaches the next rung too): stop at
+            # once, where the checkpoint is, instead of running an update past it.
+            raise Paused(recorder.steps)
         return cls(state, budget, recorder, files)
 
     def after_update(self) -> None:

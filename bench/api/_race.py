@@ -347,7 +347,7 @@ def race_answer_lines(result: RaceResult) -> list[str]:
         lines.append(f"answer: {result.pick} wins on {result.env}: IQM of the sample score over its seeds "
                      f"{result.intervals[result.pick]}")
     else:
-        lines.append(f"answer: tied on {result.env} (no test tells them apart): "
+        lines.append(f"answer: tied on {result.env} (no rung's test ruled them out): "
                      + "; ".join(f"{lb} {result.intervals.get(lb, '—')}" for lb in result.kept)
                      + f"; highest IQM: {result.pick}")
     runs = len(result.labels) * result.seeds

@@ -12,7 +12,7 @@ from bench.cli.base import StoreOpt, _bad_input, err, out
 
 
 def _p(x: float) -> str:
-    return f"{x:.2g}" if x >= 0.001 else "< 0.001"
+    return f"{x:.2g}"
 
 
 def _rung_lines(report, result) -> list[str]:
@@ -25,8 +25,8 @@ def _rung_lines(report, result) -> list[str]:
     lines = [f"{head}: leader {step.leader}; {'still in' if last else 'go on'}: {', '.join(step.kept)}"
              + (f"; {len(report.ran) - len(step.kept) - len(step.stopped)} without a score yet go on too"
                 if len(report.ran) > len(step.kept) + len(step.stopped) else "")]
-    lines += [f"  stopped {s.label}: behind {step.leader} (one-sided Welch p {_p(s.p)}, Holm-adjusted {_p(s.p_adjusted)} "
-              f"< {step.alpha:g})" for s in step.stopped]
+    lines += [f"  stopped {s.label}: behind {step.leader} (one-sided Welch p = {_p(s.p)}, Holm-adjusted "
+              f"{_p(s.p_adjusted)}, below {step.alpha:g})" for s in step.stopped]
     return lines
 
 
