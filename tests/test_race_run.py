@@ -112,6 +112,7 @@ def test_a_label_stopped_at_a_rung_stays_paused_and_the_rest_continue(tmp_path, 
 
 @pytest.mark.parametrize("flags, line", [
     (["--algos", "ppo-sb3"], "--algos: 'ppo-sb3' cannot race: SB3's runs take no checkpoints"),
+    (["--algos", "a3c"], "--algos: 'a3c' cannot race: its runs take no checkpoints"),
     (["--algos", "ppo,nope"], "--algos: 'nope' is not a registered algorithm; allowed: "),
     (["--algos", "ppo,ppo-bench"], "--algos: 'ppo-bench' is given twice"),
     (["--rungs", "1/3,1/9,1"], "--rungs: '1/3,1/9,1'; allowed: increasing fractions"),
@@ -140,9 +141,9 @@ def test_bad_race_flags_get_one_line_and_exit_2_writing_nothing(tmp_path, flags,
 def test_default_algos_are_the_references_candidates_that_can_race(monkeypatch):
     from bench.api import _race, _recommend
 
-    rows = [{"candidates": ["ppo-sb3 = ppo-bench", "trpo-sb3", "a2c-numpy"],
+    rows = [{"candidates": ["ppo-sb3 = ppo-bench", "trpo-sb3", "a3c-bench", "a2c-numpy"],
              "label_parts": {"ppo-sb3": ["ppo", "sb3"], "ppo-bench": ["ppo", "bench"], "trpo-sb3": ["trpo", "sb3"],
-                             "a2c-numpy": ["a2c", "numpy"]}}]
+                             "a3c-bench": ["a3c", "bench"], "a2c-numpy": ["a2c", "numpy"]}}]
     seen = {}
 
     def recommend(source, **kw):
@@ -150,7 +151,7 @@ def test_default_algos_are_the_references_candidates_that_can_race(monkeypatch):
         return type("A", (), {"rows": rows})()
 
     monkeypatch.setattr(_recommend, "recommend", recommend)
-    assert _race.default_algos("CartPole-v1", "time") == "ppo,a2c-numpy"  # ppo-sb3's twin ppo-bench; no trpo-sb3
+    assert _race.default_algos("CartPole-v1", "time") == "ppo,a2c-numpy"  # ppo-sb3's twin ppo-bench; not trpo-sb3, a3c
     assert seen == {"action": "discrete", "obs": "vector", "reward": "dense", "priority": "time", "log": None}
     rows[0]["candidates"] = ["trpo-sb3"]
     assert _race.default_algos("CartPole-v1", None) == "ppo,a2c,trpo"  # none can race: the fallback

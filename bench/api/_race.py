@@ -35,6 +35,9 @@ FALLBACK_ALGOS = ("ppo", "a2c", "trpo")
 #: The score a rung decides on (:data:`bench.analysis.race.SCORES`): the chosen design's.
 SCORE = "held"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+#: Own algorithms whose runs take no checkpoints (A3C's workers update asynchronously: bench/algos/resume.py), so
+#: they cannot pause at a rung; SB3's and plugins' runs take none either.
+NO_PAUSE = ("a3c",)
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,9 @@ def parse_algos(text: str) -> list[tuple[str, str]]:
         if impl == "sb3":
             raise BadInput(f"--algos: {item!r} cannot race: SB3's runs take no checkpoints, so they cannot pause at "
                            f"a rung and continue; allowed: the own implementations (e.g. {algo})")
+        if algo in NO_PAUSE:
+            raise BadInput(f"--algos: {item!r} cannot race: its runs take no checkpoints (asynchronous workers), so "
+                           "they cannot pause at a rung and continue; allowed: the other own implementations")
         if impl not in spec(algo).impls or impl == "python":
             raise BadInput(f"--algos: {item!r}: {algo} has no implementation {impl!r} that can race; allowed: "
                            + ", ".join(f"{algo}-{i}" for i in spec(algo).impls if i not in ("sb3", "python")))
@@ -139,7 +145,7 @@ def default_algos(env: str, priority: str | None, log: Callable[[str], None] | N
             # A candidate is named with its twins (``a = b``), the same computation under other labels.
             for label in named.split(" = "):
                 algo, impl = parts.get(label, (None, None))
-                if algo and impl not in (None, "sb3", "python"):
+                if algo and algo not in NO_PAUSE and impl not in (None, "sb3", "python"):
                     got.append(algo if impl == "bench" else f"{algo}-{impl}")
                     break
         if got:
