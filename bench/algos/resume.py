@@ -62,6 +62,15 @@ class ResumeError(RuntimeError):
     """A checkpoint that cannot be put back (another format, other shapes, an env that replays otherwise)."""
 
 
+class Paused(Exception):
+    """The run stopped at its pause step (a race's rung) right after writing a checkpoint there: not a
+    failure and not a finished run; the next run of its cell continues from that checkpoint."""
+
+    def __init__(self, steps: int):
+        super().__init__(f"paused at step {steps}")
+        self.steps = steps
+
+
 # --------------------------------------------------------------------------- #
 # The training envs' episodes in progress
 # --------------------------------------------------------------------------- #
@@ -335,7 +344,8 @@ class Checkpointing:
         ``policy()`` is the driver's: a continued run keeps it as its last policy, as the checkpointed
         run had (its final policy, should no update follow).
 
-        :raises Exception: the checkpoint files' own refusal (``files.refuse``) of one that does not fit."""
+        :raises Exception: the checkpoint files' own refusal (``files.refuse``) of one that does not fit.
+        :raises Paused: the checkpoint put back is at or past the files' pause step."""
         files = getattr(recorder, "checkpoints", None)
         if files is None:
             return None
@@ -352,17 +362,27 @@ class Checkpointing:
             if getattr(recorder, "save", "none") != "none":
                 recorder.last_policy = policy()
         files.start(recorder.steps)
+        if saved is not None and getattr(files, "pause_due", lambda _: False)(recorder.steps):
+            # Already past its pause step (a rung that one update overshot reaches the next rung too): stop at
+            # once, where the checkpoint is, instead of running an update past it.
+            raise Paused(recorder.steps)
         return cls(state, budget, recorder, files)
 
     def after_update(self) -> None:
-        """Take a checkpoint when one is due, unless the budget is spent (a finished run needs none)."""
+        """Take a checkpoint when one is due, unless the budget is spent (a finished run needs none). At the
+        files' pause step (``files.pause_at``, a race's rung) take one whether due or not, and stop there.
+
+        :raises Paused: the run reached its pause step and its checkpoint there was written."""
         rec = self.recorder
-        if self.stopped or not (self.files.due(rec.steps) and self.budget.more()):
+        pause = getattr(self.files, "pause_due", lambda _: False)(rec.steps)
+        if self.stopped or not ((pause or self.files.due(rec.steps)) and self.budget.more()):
             return
         why = self.state.unsupported()
-        if why is not None:  # an episode too long to keep: no more checkpoints (the last one stays valid)
-            self.files.off(why)
+        if why is not None:  # an episode too long to keep: no more checkpoints (the last one stays valid), and no
+            self.files.off(why)  # pause either: the run goes on to its full budget
             self.stopped = True
             return
         with rec.paused():  # not training time, as evaluation is not
-            self.files.save(snapshot_all(self.state, self.budget, rec), rec.steps)
+            written = self.files.save(snapshot_all(self.state, self.budget, rec), rec.steps)
+        if pause and written:  # a checkpoint that could not be written is no place to continue from: run on
+            raise Paused(rec.steps)

@@ -1,4 +1,4 @@
-"""The ``bench`` command: run | status | export | import | envs | speed | tune | report | recommend | parity |
+"""The ``bench`` command: run | status | race | export | import | envs | speed | tune | report | recommend | parity |
 eval | schema.
 
 Each command parses its arguments, calls one :mod:`bench.api` service and renders what it returns; the
@@ -6,12 +6,13 @@ command line imports nothing else of bench. How errors end (one line, exit statu
 anything else) is :mod:`bench.cli.base`'s.
 """
 
-from bench.cli import results, running, tools
+from bench.cli import racing, results, running, tools
 from bench.cli.base import app, main
 
 # The commands, in the order `bench --help` lists them.
 app.command()(running.run)
 app.command()(running.status)
+app.command()(racing.race)
 app.command()(results.export)
 app.command("import")(results.import_)
 app.command()(tools.envs)

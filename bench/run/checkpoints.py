@@ -60,10 +60,13 @@ class Checkpoints:
     :param folder: where they go (:func:`checkpoint_dir`).
     :param every: env steps between two checkpoints.
     :param key: the cell key, written into the manifest and checked on reading.
+    :param pause_at: stop the run at the first update boundary at or past this env step, after a checkpoint
+        there (:class:`bench.algos.resume.Paused`; a race's rung); ``None``: run to the end.
     """
 
-    def __init__(self, folder: Path, every: int, key: str):
+    def __init__(self, folder: Path, every: int, key: str, pause_at: int | None = None):
         self.folder, self.every, self.key = Path(folder), int(every), key
+        self.pause_at = pause_at
         self._next = self.every
         #: What the run's ``meta["checkpoints"]`` says: the interval, how many were taken, the step it
         #: continued from, or why it took none.
@@ -86,6 +89,10 @@ class Checkpoints:
     def due(self, steps: int) -> bool:
         return steps >= self._next
 
+    def pause_due(self, steps: int) -> bool:
+        """Whether the run has reached its pause step (:attr:`pause_at`)."""
+        return self.pause_at is not None and steps >= self.pause_at
+
     def refuse(self, why: str) -> None:
         """The saved checkpoint cannot be put back into this run. :raises CheckpointError: always."""
         raise CheckpointError(self._line(self.folder / MANIFEST, why))
@@ -94,8 +101,9 @@ class Checkpoints:
         return (f"checkpoint {path}: {why}; it was not used (delete {self.folder} to run this cell again from "
                 "step 0)")
 
-    def save(self, snap: Snapshot, steps: int) -> None:
-        """Write ``snap``, taken after the update that reached ``steps``; then remove the older one's files."""
+    def save(self, snap: Snapshot, steps: int) -> bool:
+        """Write ``snap``, taken after the update that reached ``steps``; then remove the older one's files.
+        Returns whether it was written (not, on a full disk: the note says why)."""
         import torch
 
         buf = io.BytesIO()
@@ -118,9 +126,10 @@ class Checkpoints:
         except OSError as e:  # a full disk must not fail the run: it goes on without (its last checkpoint stays)
             self.note["error"] = " ".join(f"{type(e).__name__}: {e}".split())
             self._next = float("inf")  # type: ignore[assignment]
-            return
+            return False
         self._next = (steps // self.every + 1) * self.every
         self.note["taken"] += 1
+        return True
 
     def load(self) -> Snapshot | None:
         """The saved checkpoint, or ``None`` when there is none. :raises CheckpointError: one that is refused."""

@@ -43,11 +43,13 @@ class Outcome:
     """What a worker reports back about one cell."""
 
     key: str
-    status: str  # done | failed | skipped (someone else owns it or it is done)
+    status: str  # done | failed | skipped (someone else owns it or it is done) | paused (at its pause_at step)
     error: str | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
     note: str | None = None  # a re-measurement: what changed (see remeasure_cell)
+    #: A paused run's episodes so far (``step``, ``ret``, ``cpu_s`` lists): what a race decides its rung on.
+    episodes: dict[str, list] | None = None
 
 
 # --------------------------------------------------------------------------- #
@@ -100,6 +102,7 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None, reco
     ``heartbeat`` is called between updates (:class:`Heartbeat` sends them from a
     thread instead, independent of update length; :func:`run_cell` uses that).
     """
+    from bench.algos.resume import Paused
     from bench.run.checkpoints import CheckpointError
     from bench.storage.record import BudgetReached
 
@@ -109,6 +112,9 @@ def record_cell(cell: Cell, *, heartbeat: Callable[[], None] | None = None, reco
         train_cell(cell, recorder)
         return recorder, None
     except BudgetReached:  # the equal-compute budget ended the run at an update boundary: a finished run
+        return recorder, None
+    except Paused as e:  # stopped at its pause step after a checkpoint there: not done, not failed
+        recorder.paused_at = e.steps
         return recorder, None
     except EnvError as e:  # names the env, the step and what was wrong: the whole story
         return recorder, str(e)
@@ -197,7 +203,7 @@ def checkpoints_of(cell: Cell, store_url: str | None) -> Any:
     from bench.run.checkpoints import Checkpoints, checkpoint_dir
 
     return Checkpoints(checkpoint_dir(policies_dir(store_url, cell.outputs.policies), cell.key),
-                       cell.checkpoint_every, cell.key)
+                       cell.checkpoint_every, cell.key, pause_at=cell.pause_at)
 
 
 def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None,
@@ -251,6 +257,8 @@ def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None,
     result.meta["cpu_probe_ms"] = {"start": probe_start, "end": cpu_probe_ms()}
     if checkpoints is not None:  # how many it took, the step it continued from, or why it took none
         result.meta["checkpoints"] = dict(checkpoints.note)
+    if getattr(recorder, "paused_at", None) is not None and error is None:
+        result.meta["paused_at"] = int(recorder.paused_at)
     finish_outputs(cell, recorder, result, error, store_url)
     return result, error, started
 
@@ -279,6 +287,14 @@ def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False,
     result, error, started = measure_cell(
         cell, lambda steps, cpu: store.heartbeat(cell.key, attempt, steps, cpu, watch.note(steps)), store_url=store_url,
         give_up=lambda result, why: store.finish(cell.key, attempt, "failed", result, why), checkpoints=ck)
+    if "paused_at" in result.meta:  # a race's rung: not done; its checkpoint continues it on the next run
+        s = result.summary
+        if not store.pause(cell.key, attempt, s["total_steps"], s["cpu_s"],
+                           f"paused at step {s['total_steps']:,} of {cell.timesteps:,} (a race's rung); the next "
+                           "`bench run` or `bench race` continues it from its checkpoint"):
+            return Outcome(cell.key, "skipped", error="lost ownership of the run (another runner took it over)")
+        return Outcome(cell.key, "paused", None, s, time.time() - started,
+                       episodes={k: [float(x) for x in result.episodes[k]] for k in ("step", "ret", "cpu_s")})
     status = "failed" if error else "done"
     if not store.finish(cell.key, attempt, status, result, error):
         return Outcome(cell.key, "skipped", error="lost ownership of the run (another runner took it over)")

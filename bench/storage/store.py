@@ -310,6 +310,20 @@ class Store:
 
         return _retried(write)
 
+    def pause(self, key: str, attempt: int, steps: int, cpu_s: float, note: str) -> bool:
+        """The attempt stopped at a race's rung with a checkpoint (:class:`bench.algos.resume.Paused`): the run is
+        ``interrupted`` (claimable: the next run of its cell continues it from the checkpoint), its ``error`` the
+        ``note``, its steps and CPU seconds so far kept. No run data is written: a paused run is not a result.
+        Returns False (and changes nothing) if the attempt no longer owns the run."""
+        with self.engine.begin() as c:
+            res = c.execute(
+                runs.update()
+                .where(runs.c.key == key, runs.c.attempt == attempt, runs.c.status == "running")
+                .values(status="interrupted", error=note, finished_at=time.time(), total_steps=int(steps),
+                        cpu_s=float(cpu_s))
+            )
+            return res.rowcount == 1
+
     def replace_done(self, key: str, attempt: int, result: RunResult, started_at: float) -> bool:
         """Replace a done run's data with a new measurement of the same cell, in one transaction
         (``bench run --remeasure``). The done run stays as it is until this commits, so a

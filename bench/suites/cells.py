@@ -66,6 +66,10 @@ class Cell:
     #: taking one draws no random numbers and changes nothing the run computes, and a continued run records
     #: the returns the uninterrupted one would have.
     checkpoint_every: int | None = field(default=None, compare=False)
+    #: Stop the run at this env step after a checkpoint there (a race's rung, :mod:`bench.api._race`), recorded as
+    #: not done, so that the next run of the cell continues it. Not in :meth:`identity`: the run's schedules stay
+    #: keyed to ``timesteps``, so what it records up to the pause is the full run's prefix.
+    pause_at: int | None = field(default=None, compare=False)
     #: Where the run's files go besides the store (``bench run``'s options); not in :meth:`identity` either.
     outputs: Outputs = field(default_factory=Outputs, compare=False)
     #: Per-run limits (:mod:`bench.run.limits`), enforced by every executor; not in :meth:`identity` either: they
