@@ -285,7 +285,7 @@ def test_an_override_that_changes_the_experiment_changes_the_key_and_one_that_do
 
 @pytest.mark.parametrize("override, words", [
     ("defaults.timestep=2e5", "--set defaults.timestep: unknown key; allowed: timesteps, cpu_seconds, window, eval, "
-                              "vec_env, save, diag_points, max_wall_minutes, max_memory_mb; did you mean timesteps? "
+                              "vec_env, save, checkpoint_every, diag_points, max_wall_minutes, max_memory_mb; did you mean timesteps? "
                               "(got 200000.0)"),
     ("defaults.timesteps=abc", "--set defaults.timesteps: input should be a valid integer"),
     ("defaults.timesteps=-5", "--set defaults.timesteps: input should be greater than 0 (got -5)"),
