@@ -178,3 +178,15 @@ def test_a_speed_probe_between_two_machine_groups_moves_no_other_pairs_time_comp
         i, j = la.index("ppo-bench"), la.index("trpo-bench")
         k, m = lb.index("ppo-bench"), lb.index("trpo-bench")
         assert da[i, j] == db[k, m]
+
+
+def test_labels_that_only_share_their_final_returns_are_not_twins(base):
+    """Every CartPole run that solves it ends at 500: equal final returns alone do not make two labels one
+    computation (their learning curves differ), so neither is folded into the other."""
+    from bench.analysis import choices
+
+    runs = base.runs.copy()
+    runs["final_return"] = 500.0
+    same_end = analysis.Scored(runs, base.curves, base.traits, base.horizons)
+    assert choices._twin_groups(same_end, ["ppo-bench", "ppo-sb3"]) == {"ppo-bench": ("ppo-bench",),
+                                                                      "ppo-sb3": ("ppo-sb3",)}

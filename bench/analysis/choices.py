@@ -98,10 +98,16 @@ def _labels_on(scored: Scored, crit: Criterion, envs: list[str]) -> list[str]:
     return [lb for lb in names if scored.covers(lb, crit.column, envs)]
 
 
+#: What tells two runs of one env and seed apart: their final return alone does not (every CartPole run that
+#: solves it ends at 500), their learning curve's area and steps to the threshold do.
+_FINGERPRINT = ("final_return", "auc_steps_norm", "t_steps", "total_steps")
+
+
 def _fingerprint(scored: Scored, label: str) -> frozenset:
     def compute() -> frozenset:
         r = scored.runs[scored.runs["label"] == label]
-        return frozenset(zip(r["env"], r["seed"], r["final_return"].astype(float)))
+        values = zip(*(r[c].astype(float) for c in _FINGERPRINT))
+        return frozenset(zip(r["env"], r["seed"], (tuple(None if v != v else v for v in vs) for vs in values)))
     return scored.once(("fingerprint", label), compute)
 
 
