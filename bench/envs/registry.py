@@ -252,6 +252,7 @@ TIME_SCALE_US: dict[str, float] = {
     "MiniGrid-LavaGapS5-v0": 900.0,
     "PointMaze_UMaze-v3": 900.0,
     "highway-fast-v0": 31000.0,
+    "two-way-v0": 9100.0,
     "FetchReach-v4": 1700.0,
     "Swimmer-v5": 1100.0,
     "BipedalWalker-v3": 700.0,
