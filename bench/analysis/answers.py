@@ -1,6 +1,10 @@
-"""Recommendations: per problem profile, an answer about the next env of its kind (issue 40).
+"""Recommendations: per problem profile, an answer about the next env of its kind (issues 40 and 63).
 
-For a profile (action × observations × reward) and a priority (samples or time):
+Each row carries the answer in three parts, computed by :mod:`bench.analysis.choices` (labels that can still be
+best, those ruled out, a default with its regret, and their leave-one-env-out record: ``Recommendation.choice``
+and ``.track``); the compact table, the report's first table and ``--format`` print those. This module also
+keeps the headline test of the best two (``--verbose``, the decision matrix's marks). For a profile (action ×
+observations × reward) and a priority (samples or time), the headline:
 
 1. **Candidates.** Algorithms with runs on every env of the profile, their implementations pooled,
    but only where they agree: where ``bench parity`` (:mod:`bench.analysis.parity`) calls two
@@ -16,8 +20,9 @@ For a profile (action × observations × reward) and a priority (samples or time
    env of the kind; with fewer, the stratified permutation test over the envs measured, whose answer
    names them ("on CartPole-v1, LunarLander-v3: ppo"). Time is compared on one machine per env, on
    quiet cores only (:mod:`bench.analysis.machines`).
-4. **Holm** across the headline tests of one call (:func:`bench.analysis.generalise.holm`): the
-   adjusted p is what decides and what is printed. It depends on the call's headline tests only.
+4. **Holm** across the headline tests of every profile × priority of the store
+   (:func:`bench.analysis.generalise.holm`), whatever the call's filter: the adjusted p is what decides and
+   what is printed, and a filtered call returns the very rows of the full one.
 5. **Verdict.** Adjusted p < :data:`~bench.analysis.scoring.ALPHA` with ≥ MIN_SEEDS runs per side and
    env: ``recommended`` (profile-level) or ``measured`` (on the named envs). Adjusted p < ALPHA with
    fewer runs: ``leaning``. Otherwise ``no difference`` ("no difference measured").
