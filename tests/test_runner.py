@@ -329,3 +329,17 @@ def test_a_gpu_run_records_its_gpu_and_the_analysis_counts_it_as_part_of_the_mac
     meta = {"cpu_model": "Xeon", "torch_threads": 1}
     assert hardware_of({**meta, "accelerator": acc}) == "Xeon · 1 torch thread(s) · GPU Test GPU 1"
     assert hardware_of({**meta, "accelerator": acc}) != hardware_of(meta)  # never pooled with CPU runs as one machine
+
+
+def test_avx512_blas_kernel_on_a_cpu_without_it_is_one_line(monkeypatch):
+    """A run recorded with OpenBLAS's SkylakeX kernel cannot be reproduced on a CPU without AVX-512: the
+    worker would die of SIGILL at its first matmul ("worker process died"), so `bench run` says why first."""
+    from bench.run import provenance
+
+    monkeypatch.setattr(provenance, "_cpuinfo", lambda f: "fpu avx2 fma" if f == "flags" else "AMD EPYC")
+    why = provenance.blas_kernel_problem({"OPENBLAS_CORETYPE": "SkylakeX"})
+    assert why is not None and why.startswith("OPENBLAS_CORETYPE=SkylakeX: that kernel needs AVX-512") and "\n" not in why
+    assert provenance.blas_kernel_problem({"OPENBLAS_CORETYPE": "Haswell"}) is None
+    assert provenance.blas_kernel_problem({}) is None
+    monkeypatch.setattr(provenance, "_cpuinfo", lambda f: "fpu avx2 fma avx512f" if f == "flags" else "AMD EPYC")
+    assert provenance.blas_kernel_problem({"OPENBLAS_CORETYPE": "skylakex"}) is None

@@ -279,6 +279,7 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
 
     import sqlalchemy as sa
 
+    from bench.run.provenance import blas_kernel_problem
     from bench.run.saving import policies_dir
     from bench.suites.cost import estimate
     from bench.suites.suite import Outputs, SuiteError, load_suite, load_suite_text, parse_only, select
@@ -304,6 +305,8 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
         raise BadInput(f"--only: {only!r} matches none of the {len(loaded.cells)} cells of {suite}")
     if executor not in ("local", "ray"):
         raise BadInput(f"--executor: {executor!r} is not allowed; allowed: local, ray")
+    if executor == "local" and (why := blas_kernel_problem()) is not None:
+        raise BadInput(why)
     if address is not None:
         from bench.run.ray_executor import check_address
 

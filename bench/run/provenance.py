@@ -57,6 +57,26 @@ def _float_paths() -> dict[str, Any]:
             "blas_kernels": blas, "mkl_cbwr": os.environ.get("MKL_CBWR")}
 
 
+# OpenBLAS kernels that use AVX-512 instructions (OpenBLAS's driver/others/dynamic.c names them): a CPU
+# without AVX-512 that is told to use one dies of SIGILL in the first matmul.
+_AVX512_KERNELS = ("skylakex", "cooperlake", "sapphirerapids")
+
+
+def blas_kernel_problem(environ: dict[str, str] | None = None) -> str | None:
+    """Why ``OPENBLAS_CORETYPE`` names a kernel this CPU cannot run, or None.
+
+    A run recorded with an AVX-512 kernel reproduces bit for bit only on a CPU that has AVX-512; on
+    any other its workers would die at their first matmul, so ``bench run`` says so at once instead.
+    """
+    wanted = (environ if environ is not None else os.environ).get("OPENBLAS_CORETYPE", "")
+    if wanted.strip().lower() not in _AVX512_KERNELS:
+        return None
+    if "avx512f" in set((_cpuinfo("flags") or "").split()):
+        return None
+    return (f"OPENBLAS_CORETYPE={wanted}: that kernel needs AVX-512, which this CPU ({_cpu_model()}) lacks; "
+            f"allowed here: a kernel without AVX-512 (Haswell, Zen) or unset (docs/cluster.md, reproducing a run)")
+
+
 def _git_commit() -> dict[str, Any]:
     here = Path(__file__).resolve().parent.parent
     try:
