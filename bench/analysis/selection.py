@@ -24,7 +24,9 @@ env ``e`` (NaN where the pair could not be compared there, e.g. no shared machin
   the store's single best among the candidates (least mean regret over every env of the store), and moves to
   the profile's own least-regret candidate only where the profile's envs show it ahead of that choice, by a
   one-sided paired t-test of their regrets at :data:`SWITCH_LEVEL` (a pre-test estimator: shrinkage all the
-  way to the store-wide choice unless the profile's evidence says otherwise).
+  way to the store-wide choice unless the profile's evidence says otherwise). That candidate is picked on the
+  same envs from the ``c − 1`` candidates beside the single best, so the test's p carries Bonferroni's factor
+  ``c − 1``: uncorrected, the profile's envs moved defaults that then lost on the env held out.
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ from bench.analysis import distributions as dist
 __all__ = ["SWITCH_LEVEL", "Choice", "Interval", "best_p", "choose_default", "differences", "mean_interval",
            "pair_p", "regrets"]
 
-#: Level of the one-sided test that moves a profile's default off the store's single best (module docstring): the
-#: answers' own α. Looser levels (0.1 to 0.3) did no better over the shipped reference's leave-one-env-out record,
-#: better by samples at 0.2 and worse by time (docs/statistics.md, "Defaults").
+#: Level of the (Bonferroni-corrected) one-sided test that moves a profile's default off the store's single best
+#: (module docstring): the answers' own α. Looser levels did no better over the shipped reference's
+#: leave-one-env-out record (docs/statistics.md, "Defaults").
 SWITCH_LEVEL = 0.05
 #: Relative spread below which equal differences are taken as exactly equal (rounding of a mean of equal values).
 _NO_SPREAD = 1e-12
@@ -156,5 +158,6 @@ def choose_default(candidates: list[str], store_regret: dict[str, float], profil
     own = min(candidates, key=lambda c: (float(np.nanmean(profile_regrets[c])), c))
     if own == single:
         return Choice(single, "single best")
-    p = pair_p(profile_regrets[own] - profile_regrets[single])
+    # ``own`` was picked on these envs from the c − 1 candidates beside ``single``: Bonferroni over that choice.
+    p = min(1.0, (len(candidates) - 1) * pair_p(profile_regrets[own] - profile_regrets[single]))
     return Choice(own, "profile", p) if p < level else Choice(single, "single best", p)
