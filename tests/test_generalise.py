@@ -17,7 +17,8 @@ import pytest
 from scipy import stats as st
 
 from bench.analysis import generalise, simulation
-from bench.analysis.generalise import MIN_ENVS_GENERALISE, directions, env_effects, format_p, hksj, holm
+from bench.analysis.generalise import (MIN_ENVS_GENERALISE, directions, env_effects, equal_weights, format_p, hksj,
+                                      holm)
 
 
 def test_env_effects_are_mean_differences_with_welch_standard_errors():
@@ -80,18 +81,45 @@ def test_the_random_effects_rule_keeps_false_winners_at_5_percent_where_fixed_en
     for k in REFERENCE_KS:
         c = simulation.rates(k, n, sd_env, 0.15, 0.0, reps=REPS, rng=[k, n, int(sd_env * 100)])
         assert c.winner_re <= 0.05 + SLACK, (k, n, sd_env, c)
+        assert c.winner_eq <= 0.05 + SLACK, (k, n, sd_env, c)  # the headline test's (equal weights)
         # The old rule asks about these envs only: under the interaction it names a winner far more often.
         assert c.winner_fixed > 0.05 + SLACK, (k, n, sd_env, c)
 
 
 def test_the_power_at_the_reference_s_effect_sizes_is_what_sets_the_least_envs(record_property):
     """The reference's best two differ by 0.05-0.14 on the normalised scale (mean over envs); with 2 envs
-    the t on 1 df gives the rule no power, which is why fewer than MIN_ENVS_GENERALISE envs answer only
+    the t on 1 df gives the rule little power (≤ 0.25 even at 0.2), which is why fewer than MIN_ENVS_GENERALISE envs answer only
     for the envs measured. The numbers are recorded in the test report (``record_property``)."""
-    power = {(k, d): simulation.rates(k, 10, 0.05, 0.15, d, reps=3000, rng=[k, int(d * 100)]).winner_re
+    power = {(k, d): simulation.rates(k, 10, 0.05, 0.15, d, reps=3000, rng=[k, int(d * 100)]).winner_eq
              for k in (2, 3, 5, 8) for d in (0.05, 0.1, 0.2)}
     for key, v in power.items():
         record_property(f"power k={key[0]} delta={key[1]}", round(v, 3))
-    assert all(power[(2, d)] < 0.01 for d in (0.05, 0.1, 0.2)), power
+    assert all(power[(2, d)] < 0.25 for d in (0.05, 0.1, 0.2)), power
     assert power[(MIN_ENVS_GENERALISE, 0.2)] > 0.2 and power[(5, 0.2)] > 0.8 and power[(8, 0.1)] > 0.6, power
     assert power[(5, 0.1)] > power[(3, 0.1)] > power[(2, 0.1)], power
+
+
+def test_equal_weights_by_hand():
+    y = np.array([0.1, 0.3, -0.1, 0.2])
+    m = equal_weights(y)
+    se = np.std(y, ddof=1) / 2
+    half = st.t.ppf(0.975, 3) * se
+    assert (m.mu, m.se, m.lo, m.hi, m.k) == pytest.approx((0.125, se, 0.125 - half, 0.125 + half, 4))
+    assert m.p == pytest.approx(2 * st.t.sf(0.125 / se, 3)) and m.tau == pytest.approx(np.std(y, ddof=1))
+    assert math.isnan(equal_weights(np.array([0.2])).p)
+
+
+def test_one_env_that_no_algorithm_learns_cannot_carry_the_profile():
+    """Issue 63, defect 7: where every run of both sides scores the same (FetchReach-v4 at the random score), the
+    Welch standard error sits at SE_FLOOR and inverse-variance weights give that env all the weight: the mean
+    effect is that env's 0, whatever the other envs show. Equal weights give the plain mean over envs."""
+    x = [np.zeros(5), np.array([0.5, 0.7, 0.4, 0.65, 0.45]), np.array([0.6, 0.4, 0.7, 0.45, 0.6])]
+    y = [np.zeros(5), np.array([0.45, 0.6, 0.5, 0.55, 0.45]), np.array([0.5, 0.45, 0.55, 0.4, 0.5])]
+    eff, se = env_effects(x, y)
+    assert eff[1] > 0.02 and eff[2] > 0.05 and se[0] == generalise.SE_FLOOR
+    assert abs(hksj(eff, se).mu) < 0.001  # the stuck env carries it
+    assert equal_weights(eff).mu == pytest.approx(eff.mean())
+    # In simulation: with one stuck env among 5 and a true difference of 0.2 on the others, inverse-variance
+    # weights almost never find it; equal weights do.
+    c = simulation.rates(5, 10, 0.05, 0.15, 0.2, reps=3000, rng=7, stuck=1)
+    assert c.winner_re < 0.01 < 0.5 < c.winner_eq, c

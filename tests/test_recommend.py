@@ -54,10 +54,12 @@ def test_a_clear_algorithm_winner_is_named_though_its_implementations_tie(tmp_pa
     for priority in ("samples", "time"):
         rec = one(url, priority)
         assert rec.verdict == "recommended", rec.message
-        assert (rec.algorithm, rec.runner_up) == ("ppo", "a2c") and rec.test == "random effects"
+        assert (rec.algorithm, rec.runner_up) == ("ppo", "a2c") and rec.test == "t over envs"
         assert rec.p_adjusted < analysis.ALPHA and rec.tested_envs == sorted(THREE)
         assert rec.impl[0] == "tie" and {rec.impl[1], rec.impl[2]} == {"ppo-bench", "ppo-sb3"}, rec.implementation
         assert rec.runs == {"a2c": "10", "ppo": "10"}  # both implementations pooled: 2 × 5 runs per env
+        # Every env weighs the same in the headline test (issue 63, defect 7): its mean effect is the plain mean.
+        assert rec.meta.mu == pytest.approx(np.mean(rec.effects)) and rec.meta.k == 3
     row = analysis.recommendation_rows([rec])[0]
     assert row["answer"] == "ppo" and row["impl"] in ("bench ≈ sb3", "sb3 ≈ bench") and row["directions"] == "+ + +"
 
@@ -544,3 +546,19 @@ def test_a_filtered_table_prints_the_full_tables_rows_character_for_character(cl
         assert part.returncode == 0, part.stderr
         got = rows(part.stdout)
         assert got and all(r in rows(full.stdout) for r in got), part.stdout
+
+
+def test_no_leader_is_named_where_the_test_puts_the_runner_up_by_score_ahead():
+    """Issue 63, defect 9: the best two are ranked by score, the test decides on the mean effect over envs; where
+    they disagree, swapping the two named a leader that scored below its runner-up (0.74 against 0.82 on
+    discrete · vector · dense / time). Neither is named then."""
+    from bench.analysis import answers, stats
+
+    rec = answers.Recommendation("discrete", "vector", "dense", "time", "", algorithm="ppo", runner_up="trpo",
+                                 best_score=stats.Interval(0.82, 0.7, 0.9), runner_up_score=stats.Interval(0.74, 0.6, 0.8),
+                                 p_value=0.01, p_adjusted=0.01, test="t over envs", enough=True,
+                                 tested_envs=["a", "b", "c"], effects=[-0.1, -0.2, 0.05])
+    answers._finish(rec, stat=-0.083)
+    assert rec.verdict == "no difference" and (rec.algorithm, rec.runner_up) == ("ppo", "trpo")
+    assert rec.best_score.point > rec.runner_up_score.point and rec.effects == [-0.1, -0.2, 0.05]
+    assert rec.message.startswith("no leader: ppo scores higher, but trpo is ahead"), rec.message

@@ -59,7 +59,7 @@ def test_recommend_names_a_planted_clear_winner(planted):
         assert rec.algorithm == "trpo" and rec.runner_up == "ppo" and rec.p_value < analysis.ALPHA
         assert rec.implementation == "only winner-bench ran every env"
         assert rec.envs == ENVS[:3] and rec.runs == {"a2c": "8", "ppo": "8", "trpo": "8"}
-        assert rec.test == "random effects" and rec.p_adjusted < analysis.ALPHA
+        assert rec.test == "t over envs" and rec.p_adjusted < analysis.ALPHA
         assert rec.loo == (3, 3)  # the ranking from two envs names trpo on the third, where it is best
 
 

@@ -16,8 +16,8 @@ observations × reward) and a priority (samples or time), the headline:
 2. **The best two** by the priority's score (mean over envs of each env's IQM).
 3. **One headline test**, fixed by the number of envs before any score is read
    (:mod:`bench.analysis.generalise`): from :data:`~bench.analysis.generalise.MIN_ENVS_GENERALISE`
-   envs, a random-effects test (HKSJ) of the per-env effects, whose answer is a claim about the next
-   env of the kind; with fewer, the stratified permutation test over the envs measured, whose answer
+   envs, a t-test over the per-env effects with every env weighted equally
+   (:func:`bench.analysis.generalise.equal_weights`), whose answer is a claim about the next env of the kind; with fewer, the stratified permutation test over the envs measured, whose answer
    names them ("on CartPole-v1, LunarLander-v3: ppo"). Time is compared on one machine per env, on
    quiet cores only (:mod:`bench.analysis.machines`).
 4. **Holm** across the headline tests of every profile × priority of the store
@@ -25,7 +25,8 @@ observations × reward) and a priority (samples or time), the headline:
    what is printed, and a filtered call returns the very rows of the full one.
 5. **Verdict.** Adjusted p < :data:`~bench.analysis.scoring.ALPHA` with ≥ MIN_SEEDS runs per side and
    env: ``recommended`` (profile-level) or ``measured`` (on the named envs). Adjusted p < ALPHA with
-   fewer runs: ``leaning``. Otherwise ``no difference`` ("no difference measured").
+   fewer runs: ``leaning``. Otherwise ``no difference`` ("no difference measured"); also where the test's
+   mean effect puts the runner-up by score ahead (no leader is named then).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class Recommendation:
     :param verdict: ``recommended`` | ``measured`` | ``leaning`` | ``no difference`` | ``insufficient evidence``.
     :param algorithm: the winner (or the leader by score); ``runner_up`` the other of the two tested.
     :param p_value: the headline test's raw p; ``p_adjusted`` after Holm over the call; ``p_floor`` the
-        least p the test can give where it is a Monte Carlo test (else ``None``); ``test``: ``random effects``
+        least p the test can give where it is a Monte Carlo test (else ``None``); ``test``: ``t over envs``
         or ``permutation``.
     :param tested_envs: the envs the test used (time: those where both share a known machine);
         ``effects``: per tested env, mean(algorithm) − mean(runner-up).
@@ -226,11 +227,11 @@ def _headline(scored: Scored, crit: Criterion, envs: list[str], best: Candidate,
                                effects=[], enough=bool(used) and all(a.size >= MIN_SEEDS for a in xt + yt))
     if not used:
         return out
-    effects, ses = generalise.env_effects(xt, yt)
+    effects, _ = generalise.env_effects(xt, yt)
     out["effects"] = [float(e) for e in effects]
     if len(used) >= generalise.MIN_ENVS_GENERALISE:
-        m = generalise.hksj(effects, ses)
-        out.update(p=m.p, stat=m.mu, test="random effects", meta=m)
+        m = generalise.equal_weights(effects)
+        out.update(p=m.p, stat=m.mu, test="t over envs", meta=m)
     else:
         t = crit.compare(xt, yt)
         out.update(p=t.p_value, stat=t.statistic, test="permutation",
@@ -271,13 +272,15 @@ def _finish(rec: Recommendation, stat: float) -> None:
         rec.message = rec.message or (f"insufficient evidence: {rec.algorithm} and {rec.runner_up} share no known "
                                       "machine on quiet cores on any env" if rec.runner_up else rec.message)
         return
-    if stat < 0:  # the test's mean effect has the other sign than the IQM ranking: the test decides
-        rec.algorithm, rec.runner_up = rec.runner_up, rec.algorithm
-        rec.best_score, rec.runner_up_score = rec.runner_up_score, rec.best_score
-        rec.effects = [-e for e in rec.effects]
     shown = p_text(rec)
-    sign = -1.0 if stat < 0 else 1.0
     where = ", ".join(rec.tested_envs)
+    if stat < 0:
+        # The test's mean effect over envs has the other sign than the ranking by score: naming either would
+        # show a leader that one of its own two numbers puts behind (issue 63, defect 9).
+        rec.verdict = "no difference"
+        rec.message = (f"no leader: {rec.algorithm} scores higher, but {rec.runner_up} is ahead on the mean "
+                       f"effect over envs (adjusted p {shown})")
+        return
     if not p < ALPHA:
         rec.verdict = "no difference"
         rec.message = f"no difference measured between {rec.algorithm} and {rec.runner_up} (adjusted p {shown})"
@@ -285,13 +288,12 @@ def _finish(rec: Recommendation, stat: float) -> None:
         rec.verdict = "leaning"
         rec.message = (f"leaning {rec.algorithm} over {rec.runner_up} (adjusted p {shown}; a winner needs ≥ "
                        f"{MIN_SEEDS} runs per side and env)")
-    elif rec.test == "random effects":
+    elif rec.test == "t over envs":
         rec.verdict = "recommended"
         m = rec.meta
-        lo, hi = sorted((sign * m.lo, sign * m.hi))
-        rec.message = (f"{rec.algorithm}, then {rec.runner_up}: mean effect over envs of this kind {sign * m.mu:+.3f} "
-                       f"[{lo:+.3f}, {hi:+.3f}] (random effects, HKSJ, {m.k} envs; between-env sd {m.tau:.3f}), "
-                       f"adjusted p {shown}")
+        rec.message = (f"{rec.algorithm}, then {rec.runner_up}: mean effect over envs of this kind {m.mu:+.3f} "
+                       f"[{m.lo:+.3f}, {m.hi:+.3f}] (t over {m.k} envs weighted equally; sd of the env effects "
+                       f"{m.tau:.3f}), adjusted p {shown}")
     else:
         rec.verdict = "measured"
         rec.message = (f"on {where}: {rec.algorithm} ahead of {rec.runner_up} (adjusted p {shown}); fewer than "
@@ -340,7 +342,7 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
         rec.p_value, rec.p_floor, rec.test, rec.meta = h["p"], h["floor"], h["test"], h["meta"]
         rec.tested_envs, rec.effects, rec.enough = h["tested"], h["effects"], h["enough"]
         stats_of[-1] = h["stat"]
-        rec.impl = _implementation(scored, best if h["stat"] >= 0 else second, crit, envs, n_boot)
+        rec.impl = _implementation(scored, best, crit, envs, n_boot)
         rec.implementation = _impl_sentence(rec.impl)
         if track_record and len(envs) >= 2:
             rec.loo = leave_one_env_out(scored, crit, envs, n_boot=min(n_boot, 200))

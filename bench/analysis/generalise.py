@@ -6,7 +6,10 @@ profile's envs as fixed: it asks "did A beat B on these envs". When two algorith
 average over envs but differ env by env (an env × algorithm interaction), that test names a winner
 far more often than 5% of the time (:mod:`bench.analysis.simulation` measures how often).
 
-So a profile's answer is a random-effects meta-analysis of per-env effects:
+So a profile's answer is a test over per-env effects, every env weighted equally (:func:`equal_weights`, a t
+on k − 1 degrees of freedom; issue 63: inverse-variance weights let an env whose runs all scored the same carry
+the profile). The random-effects meta-analysis below (:func:`hksj`) was the rule before, and is kept for the
+simulation that compares the two (:mod:`bench.analysis.simulation`):
 
 - each env gives one effect, the difference of the two sides' mean normalised scores over runs,
   with its standard error from the runs (Welch: ``sqrt(s_x²/n_x + s_y²/n_y)``);
@@ -36,13 +39,14 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["MIN_ENVS_GENERALISE", "SE_FLOOR", "Meta", "directions", "env_effects", "format_p", "hksj", "holm"]
+__all__ = ["MIN_ENVS_GENERALISE", "SE_FLOOR", "Meta", "directions", "env_effects", "equal_weights", "format_p", "hksj",
+           "holm"]
 
 #: Least envs for a claim about the next env of a profile (the random-effects test). Fewer envs give an
 #: answer about the envs measured only. From the simulation (:mod:`bench.analysis.simulation`,
-#: docs/statistics.md "How many envs"): at 2 envs the test keeps its false-winner rate at or below 5% under
-#: an env × algorithm interaction of sd 0.05-0.1, but with t on 1 degree of freedom it has almost no power
-#: at the effects the reference shows; from 3 envs it has some.
+#: docs/statistics.md "How many envs"): at 2 envs the test keeps its false-winner rate at 5% under an
+#: env × algorithm interaction of sd 0.05-0.1, but with t on 1 degree of freedom it has little power (≤ 0.26
+#: at a difference of 0.2) at the effects the reference shows; from 3 envs it has more.
 MIN_ENVS_GENERALISE = 3
 #: Least standard error of one env's effect: two sides whose runs all scored the same (a capped score,
 #: every run solved) have a sample variance of 0, and an env must not get infinite weight from that.
@@ -110,6 +114,34 @@ def hksj(effects: np.ndarray, ses: np.ndarray, level: float = 0.95) -> Meta:
     p = float(2 * dist.t_sf(abs(t), df))
     half = float(dist.t_ppf(0.5 + level / 2, df)) * se
     return Meta(mu, se, mu - half, mu + half, float(np.sqrt(tau2)), k, p)
+
+
+def equal_weights(effects: np.ndarray, level: float = 0.95) -> Meta:
+    """The mean effect over envs with every env weighted equally: Student's t on ``k − 1`` degrees of freedom
+    over the per-env effects (shape ``(k,)``), the form HKSJ takes when all weights are equal.
+
+    Inverse-variance weights let one env carry a profile: where every run of both sides scores the same (an env
+    that no algorithm learns stays at the random score), its standard error sits at :data:`SE_FLOOR` and its
+    weight swamps every other env's (FetchReach-v4 took 100% of continuous · vector · sparse's weight, issue 63).
+    The answer is about the next env of the kind, where every env counts the same, as the rankings count them.
+    ``tau`` is the standard deviation of the per-env effects (between-env spread plus each env's noise).
+    """
+    from bench.analysis import distributions as dist
+
+    y = np.asarray(effects, float)
+    k = y.size
+    if k < 2:
+        mu = float(y[0]) if k else float("nan")
+        return Meta(mu, float("nan"), float("nan"), float("nan"), float("nan"), k, float("nan"))
+    mu, sd = float(y.mean()), float(y.std(ddof=1))
+    se = sd / np.sqrt(k)
+    if se == 0.0:  # every env the same effect: no spread to test against
+        p = 1.0 if mu == 0.0 else 0.0
+        return Meta(mu, 0.0, mu, mu, 0.0, k, p)
+    df = k - 1
+    p = float(2 * dist.t_sf(abs(mu / se), df))
+    half = float(dist.t_ppf(0.5 + level / 2, df)) * se
+    return Meta(mu, float(se), mu - half, mu + half, sd, k, p)
 
 
 def holm(p: Sequence[float | None]) -> list[float | None]:

@@ -68,7 +68,7 @@ Across runs
   sides share most. No store-wide correction factor: nothing depends on other labels' runs.
 - Answers generalise over envs (:mod:`bench.analysis.generalise`): from
   :data:`bench.analysis.generalise.MIN_ENVS_GENERALISE` envs on, a profile's winner comes from a
-  random-effects test of per-env effects (HKSJ); below that, the answer names the envs it was measured
+  t-test over the per-env effects, envs weighted equally; below that, the answer names the envs it was measured
   on. The headline p-values of one call are Holm-adjusted.
 - Recommendations answer by algorithm first, with its implementations pooled
   (every run of every label of the algorithm, each run once, each env weighted

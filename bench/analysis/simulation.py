@@ -6,8 +6,10 @@ difference over envs, and counts how often each rule names a winner:
 
 - each of ``k`` envs draws its true effect ``θ_i ~ N(delta, sd_env²)``;
 - on env ``i`` each side has ``n`` runs with scores ``N(±θ_i / 2, sd_run²)``;
-- the **random-effects rule** (:func:`bench.analysis.generalise.hksj`) names a winner when its
-  two-sided p < ``alpha``;
+- the **equal-weight rule** (:func:`bench.analysis.generalise.equal_weights`, the headline test) names a
+  winner when its two-sided t-test over the per-env effects gives p < ``alpha``;
+- the **random-effects rule** (:func:`bench.analysis.generalise.hksj`, inverse-variance weights; the
+  headline test until issue 63) likewise;
 - the **fixed-env rule** (what a stratified test over the envs asks: did A beat B on *these* envs)
   names one when ``|mean_i d_i| / sqrt(Σ se_i²) / k`` exceeds the normal quantile: the large-sample
   form of the stratified permutation test of the mean over envs of per-env means.
@@ -32,7 +34,8 @@ __all__ = ["Cell", "rates", "table"]
 @dataclass(frozen=True)
 class Cell:
     """One simulated setting and its rates: ``winner_re`` and ``winner_fixed`` are the fractions of
-    ``reps`` profiles in which the random-effects and the fixed-env rule named a winner."""
+    ``reps`` profiles in which the random-effects and the fixed-env rule named a winner; ``winner_eq`` the
+    equal-weight rule's; ``stuck`` of the ``k`` envs had every run of both sides score the same (0)."""
 
     k: int
     n: int
@@ -42,6 +45,8 @@ class Cell:
     reps: int
     winner_re: float
     winner_fixed: float
+    winner_eq: float = float("nan")
+    stuck: int = 0
 
 
 def _hksj_p(d: np.ndarray, se: np.ndarray) -> np.ndarray:
@@ -61,9 +66,21 @@ def _hksj_p(d: np.ndarray, se: np.ndarray) -> np.ndarray:
     return 2 * dist.t_sf(np.abs(t), k - 1)
 
 
+def _equal_p(d: np.ndarray) -> np.ndarray:
+    """:func:`bench.analysis.generalise.equal_weights`'s p-value for each row of ``d`` ``(reps, k)`` → ``(reps,)``."""
+    from bench.analysis import distributions as dist
+
+    k = d.shape[1]
+    se = d.std(1, ddof=1) / np.sqrt(k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se > 0, np.abs(d.mean(1)) / se, np.where(d.mean(1) == 0, 0.0, np.inf))
+    return 2 * dist.t_sf(t, k - 1)
+
+
 def rates(k: int, n: int, sd_env: float, sd_run: float, delta: float = 0.0, *, reps: int = 20_000,
-          alpha: float = 0.05, rng: np.random.Generator | int | None = 0) -> Cell:
-    """Simulate ``reps`` profiles of ``k`` envs with ``n`` runs per side and env (see the module docstring)."""
+          alpha: float = 0.05, rng: np.random.Generator | int | None = 0, stuck: int = 0) -> Cell:
+    """Simulate ``reps`` profiles of ``k`` envs with ``n`` runs per side and env (see the module docstring);
+    ``stuck`` of them (the first) an env that no algorithm learns: every run of both sides scores 0."""
     from bench.analysis import distributions as dist
 
     if k < 1 or n < 2:
@@ -72,21 +89,23 @@ def rates(k: int, n: int, sd_env: float, sd_run: float, delta: float = 0.0, *, r
     theta = delta + sd_env * g.standard_normal((reps, k))
     x = theta[..., None] / 2 + sd_run * g.standard_normal((reps, k, n))
     y = -theta[..., None] / 2 + sd_run * g.standard_normal((reps, k, n))
+    x[:, :stuck], y[:, :stuck] = 0.0, 0.0
     d = x.mean(-1) - y.mean(-1)
     se = np.maximum(np.sqrt(x.var(-1, ddof=1) / n + y.var(-1, ddof=1) / n), SE_FLOOR)
     z = np.abs(d.mean(1)) / (np.sqrt((se**2).sum(1)) / k)
     fixed = float(np.mean(z > dist.norm_ppf(1 - alpha / 2)))
     re = float(np.mean(_hksj_p(d, se) < alpha)) if k >= 2 else 0.0  # one env: no claim beyond it
-    return Cell(k, n, sd_env, sd_run, delta, reps, re, fixed)
+    eq = float(np.mean(_equal_p(d) < alpha)) if k >= 2 else 0.0
+    return Cell(k, n, sd_env, sd_run, delta, reps, re, fixed, eq, stuck)
 
 
 def table(ks: Iterable[int], ns: Iterable[int], sd_envs: Iterable[float], sd_runs: Iterable[float],
-          deltas: Iterable[float], *, reps: int = 20_000, seed: int = 0) -> list[Cell]:
+          deltas: Iterable[float], *, reps: int = 20_000, seed: int = 0, stuck: int = 0) -> list[Cell]:
     """:func:`rates` over the grid, each cell with its own stream (``seed`` and the cell's place in the grid)."""
     out = []
     grid = [(k, n, e, r, dl) for k in ks for n in ns for e in sd_envs for r in sd_runs for dl in deltas]
     for i, (k, n, e, r, dl) in enumerate(grid):
-        out.append(rates(k, n, e, r, dl, reps=reps, rng=np.random.default_rng([seed, i])))
+        out.append(rates(k, n, e, r, dl, reps=reps, rng=np.random.default_rng([seed, i]), stuck=stuck))
     return out
 
 
