@@ -46,7 +46,7 @@ ENVS: dict[str, dict[str, Any]] = {
     "HalfCheetah-v5": {"timesteps": 2100, "skip": {"dqn"}},
 }
 #: Per algorithm, what makes its tiny run exercise its update (defaults otherwise: the zoo's where it has them).
-#: A3C with one worker: several workers race by nature (bench/algos/a3c.py), one is deterministic.
+#: A3C with one worker: several workers race by nature (bench/algos/a3c/a3c.py), one is deterministic.
 #: The off-policy ones learn in the last few hundred steps of the budget (their updates are the slow part);
 #: GRPO / RLOO take one group of 2 episodes; REINFORCE takes the mean baseline (AC-MC is its value baseline).
 HYPERPARAMS: dict[str, dict[str, Any]] = {

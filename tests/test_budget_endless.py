@@ -60,7 +60,7 @@ def test_an_endless_episode_ends_within_one_rollout_of_the_budget(algo, impl):
     p = _params(algo)
     rec = Watchdog()
     if impl == "sb3":
-        from bench.baselines import train_sb3
+        from bench.algos.sb3 import train_sb3
 
         train_sb3(ENV, algo, p, seed=0, timesteps=BUDGET, recorder=rec)
     else:

@@ -1,6 +1,6 @@
 """The shared parts of every on-policy algorithm's typed hyperparameters: the network and normalisation
 fields, the entropy and gSDE fields, and :class:`HyperParams` (the base of every on-policy params class,
-and of a plugin's). Each algorithm's own class is in :mod:`bench.algos.onpolicy_params`; names and
+and of a plugin's). Each algorithm's own class is in its folder's ``spec.py``; names and
 defaults follow SB3 / rl-baselines3-zoo (see :mod:`bench.algos.hyperparams`).
 """
 

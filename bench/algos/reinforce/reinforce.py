@@ -42,7 +42,7 @@ from bench.algos.collect import EpisodeCollector
 from bench.algos.common import episode_cap, explained_variance, grad_noise_ratio, setup
 from bench.algos.loop import Schedule, Steps, drive, torch_generator
 from bench.algos.resume import TrainState
-from bench.algos.hyperparams import REINFORCEParams
+from bench.algos.reinforce.spec import REINFORCEParams
 from bench.storage.record import RecorderProtocol
 
 

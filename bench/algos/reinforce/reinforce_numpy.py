@@ -1,7 +1,7 @@
 """REINFORCE in plain NumPy (``impl: numpy``): a linear policy, a least-squares linear
 state-value baseline and GAE(λ), with no autograd and no network framework.
 
-It is REINFORCE (Williams 1992) as :mod:`bench.algos.reinforce` runs it: whole-episode
+It is REINFORCE (Williams 1992) as :mod:`bench.algos.reinforce.reinforce` runs it: whole-episode
 batches, the same ``REINFORCEParams`` (baseline none / mean / value, returns
 standardised per batch, entropy bonus and its schedule, Adam, optional gradient
 clipping), on a linear policy whose gradient is written out by hand:
@@ -44,7 +44,7 @@ import numpy as np
 from bench.algos.common import Normalizer, episode_cap, explained_variance, step_sub_envs
 from bench.algos.loop import Schedule, Steps, drive
 from bench.algos.resume import TrainState, tape_envs
-from bench.algos.hyperparams import REINFORCEParams
+from bench.algos.reinforce.spec import REINFORCEParams
 from bench.algos.saved_files import RESAVE, Refused, arrays
 from bench.envs import make_vec_env
 from bench.storage.record import RecorderProtocol, SavablePolicy
@@ -181,7 +181,7 @@ def gae_episodes(rewards: np.ndarray, values: np.ndarray, ends: np.ndarray, boot
 def advantages_of(returns: np.ndarray, values: np.ndarray | None, kind: str, *, normalize_returns: bool,
                   normalize_advantage: bool) -> np.ndarray:
     """Â = G − b for ``kind`` none / mean / value, standardised as
-    :func:`bench.algos.reinforce.reinforce_advantages` does (ddof 1, ε 1e-8)."""
+    :func:`bench.algos.reinforce.reinforce.reinforce_advantages` does (ddof 1, ε 1e-8)."""
     g = returns
     b = {"none": None, "mean": g.mean(), "value": values}[kind]
     if normalize_returns and len(g) > 1:
@@ -235,7 +235,7 @@ def collect_episodes(envs: gym.vector.SyncVectorEnv, policy: LinearPolicy, norm:
                      min_steps: int, rng: np.random.Generator, max_steps: int | None = None,
                      keep_cut: bool = True) -> tuple[Episodes | None, np.ndarray]:
     """Play whole episodes on the sub-envs until at least ``min_steps`` steps, as
-    :class:`bench.algos.reinforce.EpisodeCollector` does (idle envs take no steps), cutting the episodes in
+    :class:`bench.algos.reinforce.reinforce.EpisodeCollector` does (idle envs take no steps), cutting the episodes in
     flight at ``max_steps`` as it does (kept as truncations with ``keep_cut``, else dropped).
     ``obs`` is the current normalised observation per env; returns the batch (None when every episode was
     cut and dropped) and the new ``obs``."""
@@ -327,7 +327,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
 
         # -- episodes, returns and advantages -----------------------------------
         # A cut episode (an env without a time limit) bootstraps from the linear baseline where there is one,
-        # else it is dropped, as bench.algos.reinforce does and says why.
+        # else it is dropped, as bench.algos.reinforce.reinforce does and says why.
         batch, obs = collect_episodes(envs, policy, norm, obs, min(min_batch, budget.left), rng,
                                       episode_cap(envs, budget.left, min_batch), keep_cut=use_value)
         if batch is None:  # every episode was cut at the budget and dropped: the run is over

@@ -37,7 +37,7 @@ from bench.algos.collect import Group, GroupCollector
 from bench.algos.common import Normalizer, episode_cap, pick_device, seed_everything
 from bench.algos.loop import Schedule, Steps, drive
 from bench.algos.resume import TrainState
-from bench.algos.hyperparams import GRPOParams
+from bench.algos.grpo.spec import GRPOParams
 from bench.algos.policy import ActorCritic, make_policy
 from bench.algos.sequence_policy import SequenceActorCritic, episode_scores, reward_model_parameters, sft_reference
 from bench.envs import make_vec_env

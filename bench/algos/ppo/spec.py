@@ -1,15 +1,14 @@
-"""rl-baselines3-zoo's tuned values for the on-policy algorithms, as fields of their params classes.
-
-Each table is one algorithm's :class:`bench.algos.registry.AlgoSpec` ``zoo`` (and ``zoo_timesteps``);
-the off-policy reference points' are in :mod:`bench.algos.offpolicy_params`.
-"""
+"""PPO (Schulman et al. 2017): its typed hyperparameters, zoo values, search space and spec."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-__all__ = ["BENCH_ADDITIONS", "ZOO_PPO", "ZOO_A2C", "ZOO_TRPO", "ZOO_TIMESTEPS_PPO", "ZOO_TIMESTEPS_A2C",
-           "ZOO_TIMESTEPS_TRPO"]
+from pydantic import Field, model_validator
+
+from bench.algos.param_types import EntSchedule, Schedule, _ent_rate_field, _ent_schedule_field, _error, _OnPolicyParams, _sde_sample_freq_field, _use_sde_field
+from bench.algos.search import Dim, NET_MEDIUM, NET_SMALL, NET_TINY
+from bench.algos.spec import AlgoSpec, SB3_ADAPTER, own, sb3_schedule
 
 # Carried over from DLR-RM/rl-baselines3-zoo, hyperparams/{ppo,a2c,trpo}.yml, numbers
 # unchanged, translated into the fields above. Left out everywhere: `policy` (bench
@@ -22,11 +21,13 @@ __all__ = ["BENCH_ADDITIONS", "ZOO_PPO", "ZOO_A2C", "ZOO_TRPO", "ZOO_TIMESTEPS_P
 # Zoo keys with older version suffixes (LunarLander-v2, HalfCheetah-v4, ...) are
 # mapped to the ids bench uses; each block names the zoo key it came from.
 
+
 # ppo.yml `MiniGrid-Empty-Random-5x5-v0: &minigrid-defaults`, which every MiniGrid entry inherits.
 _MINIGRID_PPO: dict[str, Any] = {
     "normalize": True, "n_envs": 8, "n_steps": 128, "batch_size": 64, "gae_lambda": 0.95, "gamma": 0.99,
     "n_epochs": 10, "ent_coef": 0.0, "learning_rate": 2.5e-4, "clip_range": 0.2,
 }
+
 
 ZOO_PPO: dict[str, dict[str, Any]] = {
     # ppo.yml `atari` (for every Atari game; AtariWrapper + frame_stack 4 done by bench.envs)
@@ -139,109 +140,6 @@ ZOO_PPO: dict[str, dict[str, Any]] = {
     },
 }
 
-ZOO_A2C: dict[str, dict[str, Any]] = {
-    # a2c.yml `atari`. The zoo also sets policy_kwargs optimizer_class=RMSpropTFLike,
-    # optimizer_kwargs=dict(eps=1e-5): custom optimizers are not supported, so this is
-    # SB3's torch RMSprop with the same eps (TF-style RMSprop differs in where eps enters).
-    "ALE/Breakout-v5": {"n_envs": 16, "ent_coef": 0.01, "vf_coef": 0.25, "rms_prop_eps": 1e-5},
-    # a2c.yml `atari` (as above)
-    "ALE/Pong-v5": {"n_envs": 16, "ent_coef": 0.01, "vf_coef": 0.25, "rms_prop_eps": 1e-5},
-    # a2c.yml `CartPole-v1`
-    "CartPole-v1": {"n_envs": 8, "ent_coef": 0.0},
-    # a2c.yml `LunarLander-v2`
-    "LunarLander-v3": {
-        "n_envs": 8, "gamma": 0.995, "n_steps": 5,
-        "learning_rate": 0.00083, "lr_schedule": "linear", "ent_coef": 0.00001,
-    },
-    # a2c.yml `MountainCar-v0`
-    "MountainCar-v0": {"normalize": True, "n_envs": 16, "ent_coef": 0.0},
-    # a2c.yml `MountainCarContinuous-v0`, with gSDE; policy_kwargs: log_std_init=0.0, ortho_init=False
-    "MountainCarContinuous-v0": {
-        "normalize": True, "n_envs": 4, "n_steps": 100, "ent_coef": 0.0, "use_sde": True, "sde_sample_freq": 16,
-        "log_std_init": 0.0, "ortho_init": False,
-    },
-    # a2c.yml `Pendulum-v1` (Tuned). Tuned WITH gSDE (use_sde: True); kept without it, as the shipped
-    # reference ran it before bench had gSDE.
-    # policy_kwargs: log_std_init=-2, ortho_init=False
-    "Pendulum-v1": {
-        "normalize": True, "n_envs": 8, "ent_coef": 0.0, "max_grad_norm": 0.5, "n_steps": 8,
-        "gae_lambda": 0.9, "vf_coef": 0.4, "gamma": 0.9, "use_rms_prop": True,
-        "normalize_advantage": False, "learning_rate": 7e-4, "lr_schedule": "linear",
-        "log_std_init": -2.0, "ortho_init": False,
-    },
-    # a2c.yml `LunarLanderContinuous-v3` (Tuned). Tuned WITH gSDE (use_sde: True); kept without
-    # it, as the shipped reference ran it before bench had gSDE. policy_kwargs: log_std_init=-2, ortho_init=False
-    "LunarLanderContinuous-v3": {
-        "normalize": True, "n_envs": 4, "ent_coef": 0.0, "max_grad_norm": 0.5, "n_steps": 8,
-        "gae_lambda": 0.9, "vf_coef": 0.4, "gamma": 0.99, "use_rms_prop": True,
-        "normalize_advantage": False, "learning_rate": 7e-4, "lr_schedule": "linear",
-        "log_std_init": -2.0, "ortho_init": False,
-    },
-    # a2c.yml `HalfCheetah-v4` (&mujoco-defaults: only normalize, n_timesteps, policy)
-    "HalfCheetah-v5": {"normalize": True},
-    # a2c.yml `Hopper-v4` (<<: *mujoco-defaults)
-    "Hopper-v5": {"normalize": True},
-    # a2c.yml `Walker2d-v4` (<<: *mujoco-defaults)
-    "Walker2d-v5": {"normalize": True},
-    # a2c.yml `Humanoid-v4` (<<: *mujoco-defaults)
-    "Humanoid-v5": {"normalize": True},
-    # a2c.yml `Ant-v4` (<<: *mujoco-defaults)
-    "Ant-v5": {"normalize": True},
-    # a2c.yml `Swimmer-v4` (<<: *mujoco-defaults)
-    "Swimmer-v5": {"normalize": True, "gamma": 0.9999},
-    # a2c.yml `BipedalWalker-v3` (Tuned), with gSDE; policy_kwargs: log_std_init=-2, ortho_init=False
-    "BipedalWalker-v3": {
-        "normalize": True, "n_envs": 16, "ent_coef": 0.0, "max_grad_norm": 0.5, "n_steps": 8,
-        "gae_lambda": 0.9, "vf_coef": 0.4, "gamma": 0.99, "use_rms_prop": True,
-        "normalize_advantage": False, "learning_rate": 0.00096, "lr_schedule": "linear", "use_sde": True,
-        "log_std_init": -2.0, "ortho_init": False,
-    },
-}
-
-# trpo.yml `HalfCheetahBulletEnv-v0: &pybullet-defaults`, which `Ant-v4: &mujoco-defaults`
-# and hence every MuJoCo entry below inherit.
-_TRPO_MUJOCO: dict[str, Any] = {
-    "normalize": True, "n_envs": 2, "batch_size": 128, "n_steps": 1024, "gamma": 0.99,
-    "gae_lambda": 0.95, "sub_sampling_factor": 1, "cg_max_steps": 25, "cg_damping": 0.1,
-    "n_critic_updates": 20, "learning_rate": 1e-3,
-}
-
-ZOO_TRPO: dict[str, dict[str, Any]] = {
-    # trpo.yml has no `atari` entry: no TRPO values for ALE ids.
-    # trpo.yml `CartPole-v1` (Tuned)
-    "CartPole-v1": {
-        "n_envs": 2, "n_steps": 512, "batch_size": 512, "cg_damping": 1e-3, "gae_lambda": 0.98,
-        "gamma": 0.99, "learning_rate": 1e-3, "n_critic_updates": 20,
-    },
-    # trpo.yml `Pendulum-v1` (Tuned). Tuned WITH gSDE (use_sde: True,
-    # sde_sample_freq: 4); kept without it, as the shipped reference ran it before bench had gSDE.
-    "Pendulum-v1": {"n_envs": 2, "n_steps": 1024, "gamma": 0.9, "n_critic_updates": 15},
-    # trpo.yml `LunarLander-v3` (Tuned)
-    "LunarLander-v3": {
-        "n_envs": 2, "n_steps": 512, "cg_damping": 0.01, "gae_lambda": 0.98, "gamma": 0.99,
-        "learning_rate": 1e-3, "n_critic_updates": 15,
-    },
-    # trpo.yml `LunarLanderContinuous-v3` (Tuned)
-    "LunarLanderContinuous-v3": {"normalize": True, "n_envs": 2, "n_steps": 1024, "n_critic_updates": 20},
-    # trpo.yml `MountainCarContinuous-v0`, with gSDE
-    "MountainCarContinuous-v0": {"normalize": True, "n_envs": 2, "use_sde": True, "sde_sample_freq": 4},
-    # trpo.yml `MountainCar-v0` (Tuned)
-    "MountainCar-v0": {"normalize": True, "n_envs": 2, "n_steps": 1024, "n_critic_updates": 20},
-    # trpo.yml `HalfCheetah-v4` (Tuned): <<: *mujoco-defaults, target_kl: 0.04
-    "HalfCheetah-v5": {**_TRPO_MUJOCO, "target_kl": 0.04},
-    # trpo.yml `Hopper-v4` (Tuned): <<: *mujoco-defaults
-    "Hopper-v5": dict(_TRPO_MUJOCO),
-    # trpo.yml `Walker2d-v4` (Tuned): <<: *mujoco-defaults
-    "Walker2d-v5": dict(_TRPO_MUJOCO),
-    # trpo.yml `Humanoid-v4`: <<: *mujoco-defaults (not marked tuned)
-    "Humanoid-v5": dict(_TRPO_MUJOCO),
-    # trpo.yml `Ant-v3` (Tuned): &mujoco-defaults
-    "Ant-v5": dict(_TRPO_MUJOCO),
-    # trpo.yml `Swimmer-v3` (Tuned): <<: *mujoco-defaults, gamma 0.9999
-    "Swimmer-v5": {**_TRPO_MUJOCO, "gamma": 0.9999},
-    # trpo.yml `BipedalWalker-v3` (Tuned): <<: *mujoco-defaults
-    "BipedalWalker-v3": dict(_TRPO_MUJOCO),
-}
 
 #: The zoo's ``n_timesteps`` for each entry above (the budget it was tuned for), by bench env id.
 ZOO_TIMESTEPS_PPO: dict[str, int] = {
@@ -264,42 +162,102 @@ ZOO_TIMESTEPS_PPO: dict[str, int] = {
     "MiniGrid-Unlock-v0": 100_000,  # minigrid-defaults
     "MiniGrid-KeyCorridorS3R1-v0": 500_000,
 }
-ZOO_TIMESTEPS_A2C: dict[str, int] = {
-    "ALE/Breakout-v5": 10_000_000,  # atari
-    "ALE/Pong-v5": 10_000_000,  # atari
-    "CartPole-v1": 500_000,
-    "LunarLander-v3": 200_000,  # LunarLander-v2
-    "MountainCar-v0": 1_000_000,
-    "MountainCarContinuous-v0": 100_000,
-    "Pendulum-v1": 1_000_000,
-    "LunarLanderContinuous-v3": 5_000_000,
-    "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
-    "Hopper-v5": 1_000_000,  # Hopper-v4
-    "Walker2d-v5": 1_000_000,  # Walker2d-v4
-    "Humanoid-v5": 2_000_000,  # Humanoid-v4
-    "Ant-v5": 1_000_000,  # Ant-v4
-    "Swimmer-v5": 1_000_000,  # Swimmer-v4
-    "BipedalWalker-v3": 5_000_000,
-}
-ZOO_TIMESTEPS_TRPO: dict[str, int] = {
-    "CartPole-v1": 100_000,
-    "Pendulum-v1": 100_000,
-    "LunarLander-v3": 200_000,
-    "LunarLanderContinuous-v3": 100_000,
-    "MountainCar-v0": 100_000,
-    "MountainCarContinuous-v0": 50_000,
-    "HalfCheetah-v5": 1_000_000,  # HalfCheetah-v4
-    "Hopper-v5": 1_000_000,  # Hopper-v4
-    "Walker2d-v5": 1_000_000,  # Walker2d-v4
-    "Humanoid-v5": 2_000_000,  # Humanoid-v4
-    "Ant-v5": 1_000_000,  # Ant-v3
-    "Swimmer-v5": 1_000_000,  # Swimmer-v3
-    "BipedalWalker-v3": 1_000_000,
+
+
+class PPOParams(_OnPolicyParams):
+    """PPO (clipped surrogate). Defaults: SB3 2.9 PPO defaults."""
+
+    learning_rate: float = Field(3e-4, gt=0, description="Adam step size.")
+    n_steps: int = Field(2048, gt=0, description="Steps per env per rollout (update).")
+    batch_size: int = Field(64, gt=0, description="Minibatch size for the n_epochs passes over each rollout.")
+    n_epochs: int = Field(10, gt=0, description="Passes over each rollout.")
+    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE λ: 1 is Monte-Carlo returns, 0 is one-step TD.")
+    clip_range: float = Field(0.2, gt=0, description="Clipping ε of the probability ratio.")
+    clip_range_schedule: Schedule = Field(
+        "constant", description="constant, or linear: decay from clip_range to 0 over training (the zoo's lin_X)."
+    )
+    clip_range_vf: float | None = Field(
+        None, gt=0, description="Clipping of the value prediction around the old one; null disables it (SB3 default)."
+    )
+    ent_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    ent_schedule: EntSchedule = _ent_schedule_field()
+    ent_schedule_rate: float = _ent_rate_field()
+    vf_coef: float = Field(0.5, ge=0, description="Weight of the value loss in the total loss.")
+    max_grad_norm: float = Field(0.5, gt=0, description="Global gradient-norm clip.")
+    normalize_advantage: bool = Field(True, description="Standardise advantages per minibatch.")
+    target_kl: float | None = Field(
+        None, gt=0, description="Stop the epochs early once the approximate KL exceeds 1.5 × this; null disables it."
+    )
+    use_sde: bool = _use_sde_field()
+    sde_sample_freq: int = _sde_sample_freq_field()
+    policy: Literal["mlp", "sequence"] = Field(
+        "mlp", description="mlp: the MLP/CNN ActorCritic; sequence: a small causal transformer over tokens that "
+                           "starts from the task's SFT reference (sequence tasks only, bench/Sort-v0 ...; see "
+                           "bench.algos.sequence_policy).")
+    kl_coef: float = Field(0.0, ge=0, description="β of the KL penalty to the frozen SFT reference (policy "
+                                                  "sequence only); 0 disables it.")
+    kl_in: Literal["reward", "loss"] = Field(
+        "reward", description="Where the KL penalty goes: reward, per token r_t − β (log π − log π_ref) as "
+                              "InstructGPT (Ouyang et al. 2022, eq. 2); loss, β × the k3 estimate added to the "
+                              "loss as GRPO (Shao et al. 2024).")
+    critic: Literal["shared", "separate"] = Field(
+        "shared", description="policy sequence only: shared, a value head on the policy's transformer; separate, "
+                              "a value model of its own (as InstructGPT's), started from the SFT reference.")
+    #: Added after stores of PPO runs existed: left out of cell keys at these values (see key_view).
+    late_defaults: ClassVar[dict[str, Any]] = {"policy": "mlp", "kl_coef": 0.0, "kl_in": "reward", "critic": "shared"}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PPOParams:
+        if self.policy == "sequence" and (self.normalize_obs or self.normalize_reward):
+            raise _error("normalize", "policy sequence reads token ids and rewards as they are; set normalize: false",
+                         self.normalize)
+        if self.critic != "shared" and self.policy != "sequence":
+            raise _error("critic", "critic separate is the sequence policy's option; the MLP policy's critic is "
+                                   "always its own network; leave critic out", self.critic)
+        if self.kl_coef > 0 and self.policy != "sequence":
+            raise _error("kl_coef", "a KL penalty needs a reference policy, which only policy sequence has; set "
+                                    "kl_coef: 0 or policy: sequence", self.kl_coef)
+        if self.normalize_advantage and self.batch_size <= 1:
+            raise _error(
+                "batch_size",
+                "batch_size must be greater than 1 when normalize_advantage is true (SB3 issue #440: "
+                "advantages of a one-sample minibatch normalise to NaN); raise batch_size",
+                self.batch_size,
+            )
+        if self.use_sde and self.policy == "sequence":
+            raise _error("use_sde", "gSDE is for continuous actions, and policy sequence emits tokens; set "
+                                    "use_sde: false", self.use_sde)
+        self._check_rollout()
+        self._check_batch(self.batch_size)
+        self._check_sde()
+        return self
+
+
+# sample_ppo_params
+SPACE_PPO: dict[str, Dim] = {
+    "learning_rate": Dim("float", 1e-5, 2e-3, log=True),
+    "n_steps": Dim("pow2", 32, 2048),  # zoo: categorical 32..2048
+    "batch_size": Dim("pow2", 32, 512),  # zoo: categorical 32..512; clamped to one rollout
+    "gamma": Dim("one_minus_log", 0.97, 0.9999),  # zoo: one_minus_gamma 1e-4..0.03, log
+    "gae_lambda": Dim("one_minus_log", 0.9, 0.9999),  # zoo: one_minus_gae_lambda 1e-4..0.1, log
+    "ent_coef": Dim("float", 1e-8, 0.1, log=True),
+    "clip_range": Dim("categorical", choices=(0.1, 0.2, 0.3, 0.4)),
+    "n_epochs": Dim("categorical", choices=(1, 5, 10, 20)),
+    "max_grad_norm": Dim("float", 0.3, 2.0),
+    "net_arch": Dim("categorical", choices=(NET_TINY, NET_SMALL, NET_MEDIUM)),
+    "activation": Dim("categorical", choices=("tanh", "relu")),
 }
 
 
-#: The values in the tables above that are bench's own, not the zoo's (the comment above each block says
-#: why): algorithm → bench env id → field names. ``bench run --dry-run`` labels them ``bench``, not ``zoo``.
-BENCH_ADDITIONS: dict[str, dict[str, frozenset[str]]] = {
-    "ppo": {"Pendulum-v1": frozenset({"log_std_init"})},  # ppo.yml `Pendulum-v1` has no policy_kwargs
-}
+def sb3_kwargs(p: PPOParams, action_space: Any) -> dict[str, Any]:
+    """PPO's own constructor arguments, beside those every on-policy SB3 algorithm shares (:mod:`bench.algos.sb3`)."""
+    return dict(batch_size=p.batch_size, n_epochs=p.n_epochs, clip_range=sb3_schedule(p.clip_range, p.clip_range_schedule),
+                clip_range_vf=p.clip_range_vf, ent_coef=p.ent_coef, vf_coef=p.vf_coef, max_grad_norm=p.max_grad_norm,
+                target_kl=p.target_kl)
+
+
+SPEC = AlgoSpec("ppo", PPOParams, {"bench": own("ppo.ppo"), "sb3": SB3_ADAPTER}, sb3_class="stable_baselines3:PPO",
+                zoo=ZOO_PPO, zoo_timesteps=ZOO_TIMESTEPS_PPO, space=SPACE_PPO, sb3_kwargs=sb3_kwargs,
+                # bench's own value in the zoo table: ppo.yml `Pendulum-v1` has no policy_kwargs.
+                zoo_additions={"Pendulum-v1": frozenset({"log_std_init"})})

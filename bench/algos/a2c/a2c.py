@@ -41,7 +41,7 @@ from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
 from bench.algos.npkernel import ActorCriticKernel, standardize
 from bench.algos.resume import TrainState
 from bench.algos.policy import ActorCritic, PGStats
-from bench.algos.hyperparams import A2CParams
+from bench.algos.a2c.spec import A2CParams
 from bench.storage.record import RecorderProtocol
 
 

@@ -16,7 +16,7 @@ advantages (Schulman et al. 2016), then
    quadratic model ½ ΔθᵀFΔθ. (xᵀFx = gᵀF⁻¹g once CG has converged; with CG's
    approximate x it is the quadratic model's KL of the direction actually taken.)
    There is no line search: the step is taken whatever its measured KL and
-   surrogate. TRPO (:mod:`bench.algos.trpo`) is exactly this step followed by the
+   surrogate. TRPO (:mod:`bench.algos.trpo.trpo`) is exactly this step followed by the
    KL-checked backtracking line search; it calls :func:`natural_step` below.
 2. **Critic**: ``n_critic_updates`` epochs of shuffled minibatches of ``batch_size``
    minimising E[(V − R)²] with Adam over the critic's own parameters, as TRPO.
@@ -42,7 +42,7 @@ from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
 from bench.algos.resume import TrainState
 from bench.algos.npkernel import ActorCriticKernel
 from bench.algos.policy import ActorCritic, CategoricalPd, GaussianPd, Pd
-from bench.algos.hyperparams import NPGParams
+from bench.algos.npg.spec import NPGParams
 from bench.storage.record import RecorderProtocol
 
 

@@ -35,7 +35,7 @@ from bench.algos.loop import Rollouts, Schedule, drive, linear, torch_generator
 from bench.algos.npkernel import ActorCriticKernel, standardize
 from bench.algos.resume import TrainState
 from bench.algos.policy import PGStats
-from bench.algos.hyperparams import PPOParams
+from bench.algos.ppo.spec import PPOParams
 from bench.algos.sequence_policy import PolicyTerms, policy_terms
 from bench.storage.record import RecorderProtocol
 
