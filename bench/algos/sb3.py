@@ -126,7 +126,8 @@ def _algo_kwargs(algo: str, params: BaseModel, action_space: Any = None) -> dict
     p: Any = params
     own = ALGOS[algo].sb3_kwargs if algo in ALGOS else None
     if own is None:
-        raise ValueError(f"no SB3 baseline for {algo!r}; allowed: {', '.join(n for n, s in ALGOS.items() if s.sb3_kwargs)}")
+        allowed = ", ".join(n for n, s in ALGOS.items() if s.sb3_kwargs and s.policy == "on")
+        raise ValueError(f"no SB3 baseline for {algo!r}; allowed: {allowed}")
     common = dict(
         learning_rate=schedule(p.learning_rate, p.lr_schedule),
         n_steps=p.n_steps,

@@ -18,7 +18,16 @@ from bench.suites.cost import default_wall_minutes
 from bench.suites.errors import _problems_from_pydantic, did_you_mean
 from bench.suites.partial import env_id_problem, hyperparam_problems
 from bench.suites.problems import Problem
-from bench.suites.schema import BENCH_ONLY, MAX_LABEL, NUMPY_UNUSED, AlgoEntry, EnvEntry, Suite, VecEnvMode, merge_resources
+from bench.suites.schema import (
+    BENCH_ONLY,
+    MAX_LABEL,
+    NUMPY_UNUSED,
+    AlgoEntry,
+    EnvEntry,
+    Suite,
+    VecEnvMode,
+    merge_resources,
+)
 
 __all__ = ["expand", "Envs"]
 

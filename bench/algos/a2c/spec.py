@@ -6,18 +6,22 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from bench.algos.param_types import EntSchedule, _ent_rate_field, _ent_schedule_field, _OnPolicyParams, _sde_sample_freq_field, _use_sde_field
-from bench.algos.search import Dim, NET_MEDIUM, NET_SMALL
-from bench.algos.spec import AlgoSpec, SB3_ADAPTER, own
+from bench.algos.param_types import (
+    EntSchedule,
+    _ent_rate_field,
+    _ent_schedule_field,
+    _OnPolicyParams,
+    _sde_sample_freq_field,
+    _use_sde_field,
+)
+from bench.algos.search import NET_MEDIUM, NET_SMALL, Dim
+from bench.algos.spec import SB3_ADAPTER, AlgoSpec, own
 
-# Carried over from DLR-RM/rl-baselines3-zoo, hyperparams/{ppo,a2c,trpo}.yml, numbers
-# unchanged, translated into the fields above. Left out everywhere: `policy` (bench
-# picks MlpPolicy / CnnPolicy from the observation kind), `n_timesteps` (see
-# ZOO_TIMESTEPS), and for Atari `env_wrapper: AtariWrapper` + `frame_stack: 4`
-# (bench.envs.make_env already returns ALE ids preprocessed and 4-frame stacked).
-# Versions read: ppo.yml @ 208b6fdf3a9aa24de44b2e068c6e5f6a07d97fcc,
-# a2c.yml @ c6c209e7d487635f0b835fb916ec4468142b28ff,
-# trpo.yml @ 13a3fe74510342bc368b09d459d8117e470ab620.
+# rl-baselines3-zoo's tuned values: carried over from DLR-RM/rl-baselines3-zoo, hyperparams/a2c.yml, numbers
+# unchanged, translated into the fields of the params class below. Left out everywhere: `policy` (bench
+# picks MlpPolicy / CnnPolicy from the observation kind), `n_timesteps` (the ZOO_TIMESTEPS table), and for
+# Atari `env_wrapper: AtariWrapper` + `frame_stack: 4` (bench.envs.make_env already returns ALE ids
+# preprocessed and 4-frame stacked). Version read: a2c.yml @ c6c209e7d487635f0b835fb916ec4468142b28ff.
 # Zoo keys with older version suffixes (LunarLander-v2, HalfCheetah-v4, ...) are
 # mapped to the ids bench uses; each block names the zoo key it came from.
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from bench.algos.param_types import _error
-from bench.algos.search import Dim, NET_MEDIUM, NET_SMALL
-from bench.algos.spec import AlgoSpec, own, sb3_missing
 from bench.algos.a2c.spec import A2CParams
-
+from bench.algos.param_types import _error
+from bench.algos.search import NET_MEDIUM, NET_SMALL, Dim
+from bench.algos.spec import AlgoSpec, own, sb3_missing
 
 
 class A3CParams(A2CParams):

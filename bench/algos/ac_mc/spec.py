@@ -6,10 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from bench.algos.reinforce.spec import SPACE_REINFORCE, REINFORCEParams
 from bench.algos.spec import AlgoSpec, own, sb3_missing
-from bench.algos.reinforce.spec import SPACE_REINFORCE
-from bench.algos.reinforce.spec import REINFORCEParams
-
 
 
 class ACMCParams(REINFORCEParams):

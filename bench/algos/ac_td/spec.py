@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from bench.algos.a2c.spec import SPACE_A2C, A2CParams
 from bench.algos.spec import AlgoSpec, own, sb3_missing
-from bench.algos.a2c.spec import SPACE_A2C
-from bench.algos.a2c.spec import A2CParams
-
 
 
 class ACTDParams(A2CParams):

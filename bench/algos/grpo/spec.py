@@ -7,9 +7,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from bench.algos.param_types import _error, _OnPolicyParams
-from bench.algos.search import Dim, NET_SMALL, NET_TINY
+from bench.algos.search import NET_SMALL, NET_TINY, Dim
 from bench.algos.spec import AlgoSpec, own, sb3_missing
-
 
 
 class GRPOParams(_OnPolicyParams):

@@ -9,7 +9,6 @@ from bench.algos.spec import AlgoSpec, own, sb3_missing
 from bench.algos.trpo.spec import SPACE_TRPO
 
 
-
 class NPGParams(_OnPolicyParams):
     """Natural policy gradient (Kakade 2001; Rajeswaran et al. 2017): TRPO's step without its line
     search; SB3 and sb3-contrib have none.

@@ -6,18 +6,24 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from bench.algos.param_types import EntSchedule, Schedule, _ent_rate_field, _ent_schedule_field, _error, _OnPolicyParams, _sde_sample_freq_field, _use_sde_field
-from bench.algos.search import Dim, NET_MEDIUM, NET_SMALL, NET_TINY
-from bench.algos.spec import AlgoSpec, SB3_ADAPTER, own, sb3_schedule
+from bench.algos.param_types import (
+    EntSchedule,
+    ScheduleKind,
+    _ent_rate_field,
+    _ent_schedule_field,
+    _error,
+    _OnPolicyParams,
+    _sde_sample_freq_field,
+    _use_sde_field,
+)
+from bench.algos.search import NET_MEDIUM, NET_SMALL, NET_TINY, Dim
+from bench.algos.spec import SB3_ADAPTER, AlgoSpec, own, sb3_schedule
 
-# Carried over from DLR-RM/rl-baselines3-zoo, hyperparams/{ppo,a2c,trpo}.yml, numbers
-# unchanged, translated into the fields above. Left out everywhere: `policy` (bench
-# picks MlpPolicy / CnnPolicy from the observation kind), `n_timesteps` (see
-# ZOO_TIMESTEPS), and for Atari `env_wrapper: AtariWrapper` + `frame_stack: 4`
-# (bench.envs.make_env already returns ALE ids preprocessed and 4-frame stacked).
-# Versions read: ppo.yml @ 208b6fdf3a9aa24de44b2e068c6e5f6a07d97fcc,
-# a2c.yml @ c6c209e7d487635f0b835fb916ec4468142b28ff,
-# trpo.yml @ 13a3fe74510342bc368b09d459d8117e470ab620.
+# rl-baselines3-zoo's tuned values: carried over from DLR-RM/rl-baselines3-zoo, hyperparams/ppo.yml, numbers
+# unchanged, translated into the fields of the params class below. Left out everywhere: `policy` (bench
+# picks MlpPolicy / CnnPolicy from the observation kind), `n_timesteps` (the ZOO_TIMESTEPS table), and for
+# Atari `env_wrapper: AtariWrapper` + `frame_stack: 4` (bench.envs.make_env already returns ALE ids
+# preprocessed and 4-frame stacked). Version read: ppo.yml @ 208b6fdf3a9aa24de44b2e068c6e5f6a07d97fcc.
 # Zoo keys with older version suffixes (LunarLander-v2, HalfCheetah-v4, ...) are
 # mapped to the ids bench uses; each block names the zoo key it came from.
 
@@ -174,7 +180,7 @@ class PPOParams(_OnPolicyParams):
     gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
     gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE λ: 1 is Monte-Carlo returns, 0 is one-step TD.")
     clip_range: float = Field(0.2, gt=0, description="Clipping ε of the probability ratio.")
-    clip_range_schedule: Schedule = Field(
+    clip_range_schedule: ScheduleKind = Field(
         "constant", description="constant, or linear: decay from clip_range to 0 over training (the zoo's lin_X)."
     )
     clip_range_vf: float | None = Field(
@@ -252,9 +258,9 @@ SPACE_PPO: dict[str, Dim] = {
 
 def sb3_kwargs(p: PPOParams, action_space: Any) -> dict[str, Any]:
     """PPO's own constructor arguments, beside those every on-policy SB3 algorithm shares (:mod:`bench.algos.sb3`)."""
-    return dict(batch_size=p.batch_size, n_epochs=p.n_epochs, clip_range=sb3_schedule(p.clip_range, p.clip_range_schedule),
-                clip_range_vf=p.clip_range_vf, ent_coef=p.ent_coef, vf_coef=p.vf_coef, max_grad_norm=p.max_grad_norm,
-                target_kl=p.target_kl)
+    return dict(batch_size=p.batch_size, n_epochs=p.n_epochs,
+                clip_range=sb3_schedule(p.clip_range, p.clip_range_schedule), clip_range_vf=p.clip_range_vf,
+                ent_coef=p.ent_coef, vf_coef=p.vf_coef, max_grad_norm=p.max_grad_norm, target_kl=p.target_kl)
 
 
 SPEC = AlgoSpec("ppo", PPOParams, {"bench": own("ppo.ppo"), "sb3": SB3_ADAPTER}, sb3_class="stable_baselines3:PPO",

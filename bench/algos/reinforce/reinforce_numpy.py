@@ -42,7 +42,7 @@ import gymnasium as gym
 import numpy as np
 
 from bench.algos.common import Normalizer, episode_cap, explained_variance, step_sub_envs
-from bench.algos.loop import Schedule, Steps, drive
+from bench.algos.loop import ScheduleValues, Steps, drive
 from bench.algos.resume import TrainState, tape_envs
 from bench.algos.reinforce.spec import REINFORCEParams
 from bench.algos.saved_files import RESAVE, Refused, arrays
@@ -291,6 +291,37 @@ def collect_episodes(envs: gym.vector.SyncVectorEnv, policy: LinearPolicy, norm:
     return batch, obs
 
 
+def linear_policy(envs: Any, p: REINFORCEParams) -> LinearPolicy:
+    """The linear policy on the envs' observations and one bias feature: softmax or Gaussian by action space."""
+    space = envs.single_action_space
+    n_feat = int(np.prod(envs.single_observation_space.shape)) + 1
+    if isinstance(space, gym.spaces.Discrete):
+        return LinearPolicy(n_feat, n_actions=int(space.n))
+    return LinearPolicy(n_feat, action_dim=int(np.prod(space.shape)), log_std_init=p.log_std_init)
+
+
+def batch_returns(batch: Any, w_value: np.ndarray | None, p: REINFORCEParams,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(V(s) of the linear baseline ``w_value``, or zeros without one; the returns G; the advantages Â) of a batch.
+    A truncated episode bootstraps from the baseline where there is one."""
+    n = len(batch.rewards)
+    values = batch.phi @ w_value if w_value is not None else np.zeros(n)
+    bootstrap = np.where(batch.truncated, batch.final_phi @ w_value, 0.0) if w_value is not None else np.zeros(n)
+    _, returns = gae_episodes(batch.rewards, values, batch.ends, bootstrap, p.gamma, p.gae_lambda)
+    adv = advantages_of(returns, values if w_value is not None else None, p.baseline,
+                        normalize_returns=p.normalize_returns, normalize_advantage=p.normalize_advantage)
+    return values, returns, adv
+
+
+def clipped(grads: list[np.ndarray], max_norm: float | None) -> tuple[list[np.ndarray], float]:
+    """``grads`` scaled to global norm ``max_norm`` where they exceed it (as torch's clip_grad_norm_), and their
+    norm before."""
+    gnorm = float(np.sqrt(sum(float((g * g).sum()) for g in grads)))
+    if max_norm is not None and gnorm > max_norm:
+        grads = [g * (max_norm / (gnorm + 1e-6)) for g in grads]
+    return grads, gnorm
+
+
 # --------------------------------------------------------------------------- #
 # Training
 # --------------------------------------------------------------------------- #
@@ -304,11 +335,8 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
     norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma, obs=p.normalize_obs,
                       reward=p.normalize_reward)
     space = envs.single_action_space
-    n_feat = int(np.prod(envs.single_observation_space.shape)) + 1
-    if isinstance(space, gym.spaces.Discrete):
-        policy = LinearPolicy(n_feat, n_actions=int(space.n))
-    else:
-        policy = LinearPolicy(n_feat, action_dim=int(np.prod(space.shape)), log_std_init=p.log_std_init)
+    policy = linear_policy(envs, p)
+    n_feat = policy.W.shape[0]  # the observation's features and the bias
     optimizer = Adam(policy.params(), lr=p.learning_rate)
     recorder.note_models(policy.params(), optimizer.m + optimizer.v)  # NumPy arrays: Adam's two moments
     w_value = np.zeros(n_feat)  # the linear baseline, refitted after each batch
@@ -321,7 +349,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
 
     budget = Steps(timesteps)
 
-    def update(s: Schedule) -> dict[str, float] | None:
+    def update(s: ScheduleValues) -> dict[str, float] | None:
         nonlocal obs, w_value
         optimizer.lr = s.learning_rate  # this module's own Adam (no torch param_groups for the driver to set)
 
@@ -333,18 +361,10 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
         if batch is None:  # every episode was cut at the budget and dropped: the run is over
             return None
         budget.spend(batch.steps)
-        values = batch.phi @ w_value if use_value else np.zeros(len(batch.rewards))
-        bootstrap = np.where(batch.truncated, batch.final_phi @ w_value, 0.0) if use_value \
-            else np.zeros(len(batch.rewards))
-        _, returns = gae_episodes(batch.rewards, values, batch.ends, bootstrap, p.gamma, p.gae_lambda)
-        adv = advantages_of(returns, values if use_value else None, p.baseline,
-                            normalize_returns=p.normalize_returns, normalize_advantage=p.normalize_advantage)
+        values, returns, adv = batch_returns(batch, w_value if use_value else None, p)
 
         # -- one gradient step (ascent), then refit the baseline ------------------
-        grads = policy.gradient(batch.phi, batch.actions, adv, s.ent_coef)
-        gnorm = float(np.sqrt(sum(float((g * g).sum()) for g in grads)))
-        if p.max_grad_norm is not None and gnorm > p.max_grad_norm:
-            grads = [g * (p.max_grad_norm / (gnorm + 1e-6)) for g in grads]
+        grads, gnorm = clipped(policy.gradient(batch.phi, batch.actions, adv, s.ent_coef), p.max_grad_norm)
         old_logp = policy.log_prob(batch.phi, batch.actions)
         entropy = float(policy.entropy(batch.phi).mean())
         optimizer.ascend(grads)

@@ -7,9 +7,8 @@ from typing import Literal
 from pydantic import Field
 
 from bench.algos.param_types import EntSchedule, _ent_rate_field, _ent_schedule_field, _OnPolicyParams
-from bench.algos.search import Dim, NET_SMALL, NET_TINY
+from bench.algos.search import NET_SMALL, NET_TINY, Dim
 from bench.algos.spec import AlgoSpec, CellFacts, Refusal, own, rollout_minimum, sb3_missing
-
 
 
 class REINFORCEParams(_OnPolicyParams):

@@ -6,10 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from bench.algos.grpo.spec import SPACE_GRPO, GRPOParams
 from bench.algos.spec import AlgoSpec, own, sb3_missing
-from bench.algos.grpo.spec import SPACE_GRPO
-from bench.algos.grpo.spec import GRPOParams
-
 
 
 class RLOOParams(GRPOParams):
