@@ -180,7 +180,7 @@ def load_policy(run: str, store: str = DEFAULT_URL, *, kind: Kind = "auto", arti
     env.close()
     try:
         if manifest["format"] in (SB3_STATE, SB3_ZIP):
-            from bench.baselines import restore_sb3
+            from bench.algos.sb3 import restore_sb3
 
             act = restore_sb3(manifest["format"], files, manifest["algo"], params, deterministic=deterministic,
                               trust=trust)
@@ -210,7 +210,7 @@ def _manifest(path: Path) -> tuple[dict[str, Any], Any]:
 
     from bench.algos.checkpoint import TORCH
     from bench.algos.hyperparams import PARAMS
-    from bench.algos.reinforce_numpy import LINEAR
+    from bench.algos.reinforce.reinforce_numpy import LINEAR
     from bench.algos.sb3_saved import SB3_STATE, SB3_ZIP
     from bench.envs.registry import parse_env_key
 

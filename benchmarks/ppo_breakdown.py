@@ -64,8 +64,8 @@ def main() -> None:
     from bench.algos.hyperparams import resolve
     from bench.algos.npkernel import ActorCriticKernel, standardize
     from bench.algos.policy import make_policy
-    from bench.algos.ppo import ppo_losses
-    from bench.baselines import train_sb3
+    from bench.algos.ppo.ppo import ppo_losses
+    from bench.algos.sb3 import train_sb3
     from bench.envs import make_vec_env
     from bench.storage.record import Recorder
     from bench.run.provenance import run_metadata

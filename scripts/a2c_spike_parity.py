@@ -21,11 +21,11 @@ import time
 import numpy as np
 import torch
 
-from bench.algos import a2c
+from bench.algos.a2c import a2c
 from bench.algos.common import pin_one_thread
 from bench.algos.hyperparams import resolve
 from bench.analysis.collapse import gradient_spike
-from bench.baselines import train_sb3
+from bench.algos.sb3 import train_sb3
 from bench.envs import get_spec
 from bench.storage.record import Recorder, downsample_diagnostics
 from bench.suites.suite import DIAG_POINTS

@@ -17,6 +17,10 @@ must not move a single rounding. Across CPUs, torch picks its kernels by capabil
     python scripts/same_returns.py                      # print the hashes
     python scripts/same_returns.py --write              # record them in tests/data/same_returns.json
     python scripts/same_returns.py --check --env CartPole-v1   # compare with the record (exit 1 on a mismatch)
+    python scripts/same_returns.py --write --algo vpg   # record a new algorithm's cells, leave the others' as they are
+
+A new algorithm's record is written by the last command (docs/architecture.md, "Adding an algorithm"); the
+others' hashes are kept, and ``tests/test_same_returns.py`` then checks it beside them.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ ENVS: dict[str, dict[str, Any]] = {
     "HalfCheetah-v5": {"timesteps": 2100, "skip": {"dqn"}},
 }
 #: Per algorithm, what makes its tiny run exercise its update (defaults otherwise: the zoo's where it has them).
-#: A3C with one worker: several workers race by nature (bench/algos/a3c.py), one is deterministic.
+#: A3C with one worker: several workers race by nature (bench/algos/a3c/a3c.py), one is deterministic.
 #: The off-policy ones learn in the last few hundred steps of the budget (their updates are the slow part);
 #: GRPO / RLOO take one group of 2 episodes; REINFORCE takes the mean baseline (AC-MC is its value baseline).
 HYPERPARAMS: dict[str, dict[str, Any]] = {
@@ -212,16 +216,22 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--env", action="append", help="only this env (repeatable)")
     ap.add_argument("--only", action="append", help="only this env/algo/impl (repeatable)")
+    ap.add_argument("--algo", action="append", help="only this algorithm's cells, every env and impl (repeatable)")
     ap.add_argument("--write", action="store_true", help=f"write the hashes to {RECORD}")
     ap.add_argument("--check", action="store_true", help="compare with the record; exit 1 on any difference")
     ap.add_argument("--out", help="also write this run's hashes to this JSON file")
     args = ap.parse_args(argv)
+    from bench.suites.suite import AVAILABLE
+
+    if unknown := sorted(set(args.algo or ()) - set(AVAILABLE)):
+        print(f"--algo {', '.join(unknown)}: not a registered algorithm; allowed: {', '.join(AVAILABLE)}", file=sys.stderr)
+        return 2
     data = json.loads(RECORD.read_text()) if RECORD.exists() else {}
     record = record_cells(data)
     got: dict[str, Any] = {}
     bad = []
     for cell in cells(args.env):
-        if args.only and name(cell) not in args.only:
+        if (args.only and name(cell) not in args.only) or (args.algo and cell.algo not in args.algo):
             continue
         t = time.perf_counter()
         got[name(cell)] = run_cell(cell)

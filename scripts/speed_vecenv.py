@@ -61,7 +61,7 @@ def main() -> None:
     from bench.algos import TRAIN
     from bench.algos.common import pin_one_thread
     from bench.algos.hyperparams import resolve
-    from bench.baselines import train_sb3
+    from bench.algos.sb3 import train_sb3
     from bench.envs import VEC_ENV_MODES, vec_env_problem
     from bench.run.provenance import run_metadata
     from bench.run.speed import _timed

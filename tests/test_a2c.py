@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algos import a2c, collect
+from bench.algos import collect
+from bench.algos.a2c import a2c
 from bench.algos.common import FlatParams
 from bench.algos.hyperparams import resolve
 from bench.analysis.metrics import first_crossing, summarize

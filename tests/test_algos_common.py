@@ -11,7 +11,7 @@ import torch
 from bench.algos.common import (FlatParams, Normalizer, RunningMeanStd, explained_variance, fused_adam_step, gae,
                                 grad_noise_ratio)
 from bench.algos.policy import CategoricalPd, GaussianPd
-from bench.algos.ppo import ppo_losses
+from bench.algos.ppo.ppo import ppo_losses
 
 
 def _episodes(rng, T=64, N=3):

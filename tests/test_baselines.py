@@ -1,4 +1,4 @@
-"""SB3 baselines recorded through the bench's Recorder (bench.baselines). Seconds, not minutes."""
+"""SB3 baselines recorded through the bench's Recorder (bench.algos.sb3). Seconds, not minutes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from bench.baselines import SB3_KEYS, policy_kwargs, schedule, train_sb3
+from bench.algos.sb3 import SB3_KEYS, policy_kwargs, schedule, train_sb3
 from bench.algos.hyperparams import resolve
 from bench.storage.record import EvalConfig, Recorder
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algos.grpo import (
+from bench.algos.grpo.grpo import (
     GroupCollector, group_advantages, grpo_loss, k3_kl, process_advantages, step_weights, train,
 )
 from bench.algos.common import Normalizer

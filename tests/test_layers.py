@@ -55,13 +55,11 @@ PARTS: list[tuple[str, str]] = [
     ("bench.algos.hyperparams", "registry"),
     ("bench.algos.registry", "registry"),
     ("bench.algos.param_types", "registry"),
-    ("bench.algos.onpolicy_params", "registry"),
-    ("bench.algos.zoo", "registry"),
+    ("bench.algos.spec", "registry"),
     ("bench.algos.search", "registry"),
     ("bench.algos.plugins", "registry"),
     ("bench.algos.offpolicy_params", "registry"),
     ("bench.algos", "algos"),
-    ("bench.baselines", "algos"),
     # The recorder protocol: all an algorithm sees of storage.
     ("bench.storage.record", "record"),
     ("bench.storage", "storage"),
@@ -115,6 +113,9 @@ PURE_EXTERNAL = {"__future__", "dataclasses", "math", "typing", "collections", "
 
 
 def part_of(module: str) -> str:
+    # An algorithm's folder: its spec.py is what the registry reads (no torch); the rest is the algorithm.
+    if module.startswith("bench.algos.") and module.endswith(".spec"):
+        return "registry"
     for prefix, part in PARTS:
         if module == prefix or module.startswith(prefix + "."):
             return part

@@ -114,7 +114,7 @@ def test_own_and_sb3_policies_are_the_minatar_network(algo):
 
     from bench.algos.hyperparams import resolve
     from bench.algos.policy import MinAtarCNN, make_policy
-    from bench.baselines import policy_kwargs
+    from bench.algos.sb3 import policy_kwargs
     from bench.envs import make_env, make_vec_env
 
     envs = make_vec_env("MinAtar/Asterix-v1", 2)

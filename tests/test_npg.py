@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algos import npg, trpo
+from bench.algos.npg import npg
+from bench.algos.trpo import trpo
 from bench.algos.hyperparams import resolve
 from bench.algos.policy import ActorCritic
 from bench.analysis.metrics import first_crossing

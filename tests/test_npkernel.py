@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algos.a2c import a2c_losses
+from bench.algos.a2c.a2c import a2c_losses
 from bench.algos.common import FlatParams
 from bench.algos.npkernel import ActorCriticKernel, use_kernel
 from bench.algos.policy import ActorCritic
-from bench.algos.ppo import ppo_losses
+from bench.algos.ppo.ppo import ppo_losses
 
 B = 64
 
@@ -152,7 +152,7 @@ def test_kernel_choice():
 
 
 def test_views_follow_trpo_in_place_parameter_updates():
-    from bench.algos.trpo import set_parameters_
+    from bench.algos.trpo.trpo import set_parameters_
 
     pol, _ = _policy(False)
     kern = ActorCriticKernel(pol)

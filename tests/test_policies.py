@@ -373,7 +373,7 @@ def test_an_old_sb3_policy_loads_with_trust_and_acts_the_same(saved, tmp_path):
 
     from bench.algos.hyperparams import PARAMS
     from bench.api import evaluate, load_policy
-    from bench.baselines import policy_kwargs
+    from bench.algos.sb3 import policy_kwargs
 
     home, url = saved
     pi = load_policy("label=ppo-sb3", url)

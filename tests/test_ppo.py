@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.algos import ppo
+from bench.algos.ppo import ppo
 from bench.algos.hyperparams import resolve
 from bench.analysis.metrics import first_crossing, summarize
 from bench.storage.record import EvalConfig, Recorder

@@ -1,4 +1,4 @@
-"""REINFORCE (bench.algos.reinforce): the estimator against the exact gradient, returns,
+"""REINFORCE (bench.algos.reinforce.reinforce): the estimator against the exact gradient, returns,
 determinism, smoke runs of every baseline, and a learning bar."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algos.reinforce import discounted_returns, policy_gradient_loss, reinforce_advantages, train
+from bench.algos.reinforce.reinforce import discounted_returns, policy_gradient_loss, reinforce_advantages, train
 from bench.algos.hyperparams import REINFORCEParams, resolve
 from bench.analysis.metrics import first_crossing
 from bench.storage.record import Recorder

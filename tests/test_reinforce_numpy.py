@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algos import reinforce_numpy as rn
+from bench.algos.reinforce import reinforce_numpy as rn
 from bench.algos.hyperparams import resolve
 from bench.algos.policy import ActorCritic
-from bench.algos.reinforce import policy_gradient_loss, reinforce_advantages
+from bench.algos.reinforce.reinforce import policy_gradient_loss, reinforce_advantages
 from bench.analysis.metrics import first_crossing
 from bench.storage.record import Recorder
 

@@ -1,7 +1,7 @@
 """Own A2C, PPO and TRPO against SB3's A2C and PPO and sb3-contrib's TRPO, update for update (issue 19; PPO issue 67).
 
 Each test builds both implementations from the same hyperparameters (SB3's model exactly as
-:mod:`bench.baselines` builds it), gives them the same weights and the same rollout, runs the
+:mod:`bench.algos.sb3` builds it), gives them the same weights and the same rollout, runs the
 update of each, and compares the parameters after it. A difference in the loss, its scaling,
 advantage normalisation, gradient clipping, the optimizer's settings, the critic's fitting or
 TRPO's line search shows up here as a parameter mismatch. Where the two differ on purpose
@@ -20,13 +20,15 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algos import a2c, npg, trpo
+from bench.algos.a2c import a2c
+from bench.algos.npg import npg
+from bench.algos.trpo import trpo
 from bench.algos.collect import Collector, Rollout
 from bench.algos.common import FlatParams, Normalizer, gae
 from bench.algos.hyperparams import resolve
 from bench.algos.npkernel import ActorCriticKernel
 from bench.algos.policy import ActorCritic, GaussianPd, make_policy
-from bench.baselines import _algo_kwargs, policy_kwargs
+from bench.algos.sb3 import _algo_kwargs, policy_kwargs
 from bench.envs import make_env, make_vec_env
 
 #: Own ActorCritic module → the SB3 ActorCriticPolicy module holding the same layer.
@@ -521,7 +523,7 @@ def _sharpen(pol: ActorCritic):
 
 
 def _own_trpo_update(pol: ActorCritic, ro: Rollout, p, critic: FlatParams, opt, kern) -> trpo.StepResult:
-    """One iteration of :func:`bench.algos.npg.train_natural` with TRPO's step (sub_sampling_factor 1)."""
+    """One iteration of :func:`bench.algos.npg.npg.train_natural` with TRPO's step (sub_sampling_factor 1)."""
     B = ro.rewards.size
     adv, ret = gae(ro.rewards, ro.values.numpy(), ro.next_values, ro.terminated, ro.ended, p.gamma, p.gae_lambda)
     adv, ret = torch.from_numpy(adv.reshape(B)), torch.from_numpy(ret.reshape(B))
@@ -785,7 +787,7 @@ def test_ppo_updates_equal_sb3s(env_id, over, kernel, monkeypatch):
     (own torch's, SB3's NumPy's) cannot matter; the epochs are several, so that Adam's state and the
     clipped ratios of later epochs count.
     """
-    from bench.algos import ppo
+    from bench.algos.ppo import ppo
     from bench.storage.record import Recorder
 
     T, N = 16, 2

@@ -13,7 +13,9 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from bench.algos import a2c, ppo, trpo
+from bench.algos.a2c import a2c
+from bench.algos.ppo import ppo
+from bench.algos.trpo import trpo
 from bench.algos.collect import Collector
 from bench.algos.common import Normalizer
 from bench.algos.hyperparams import A3CParams, PPOParams, TRPOParams, key_view, resolve
@@ -200,7 +202,7 @@ def test_same_seed_same_returns(mod, algo):
 
 @pytest.mark.parametrize("algo", ["ppo", "a2c", "trpo"])
 def test_sb3_baseline_runs_with_gsde(algo):
-    from bench.baselines import train_sb3
+    from bench.algos.sb3 import train_sb3
 
     rec = Recorder()
     train_sb3(MCC, algo, resolve(algo, MCC, {"n_steps": 64}), seed=0, timesteps=600, recorder=rec)

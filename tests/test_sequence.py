@@ -194,7 +194,7 @@ def test_sb3_and_own_ppo_run_on_a_sequence_task_in_a_suite(tmp_path):
 
 
 def _train_ppo(key: str, timesteps: int, **hp):
-    from bench.algos import ppo
+    from bench.algos.ppo import ppo
     from bench.algos.hyperparams import PPOParams
     from bench.storage.record import Recorder
 
@@ -250,7 +250,7 @@ def test_sequence_policy_settings_are_checked_in_one_line(tmp_path, algo_line, w
 
 
 def test_rloo_and_mean_baselines_against_plain_loops():
-    from bench.algos.grpo import baseline_advantages
+    from bench.algos.grpo.grpo import baseline_advantages
 
     r = np.array([[1.0, 0.0, 0.0, 1.0], [0.5, 0.2, 0.9, 0.4]])
     want_rloo = np.array([[ri - sum(row[j] for j in range(4) if j != i) / 3 for i, ri in enumerate(row)] for row in r])
@@ -264,7 +264,7 @@ def test_rloo_and_mean_baselines_against_plain_loops():
 
 @pytest.mark.parametrize("advantage, epochs", [("outcome", 2), ("rloo", 1)])
 def test_grpo_and_rloo_run_on_tokens_from_the_sft_reference(advantage, epochs):
-    from bench.algos import grpo
+    from bench.algos.grpo import grpo
     from bench.algos.hyperparams import GRPOParams
     from bench.storage.record import Recorder
 

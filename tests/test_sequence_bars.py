@@ -27,7 +27,8 @@ ALGOS = {
 
 def _series(env_id: str, algo: str, hp: dict, seed: int, tokens: int) -> dict[str, list[float]]:
     """Train from the SFT reference; every recorded diagnostic as a series over updates."""
-    from bench.algos import grpo, ppo
+    from bench.algos.grpo import grpo
+    from bench.algos.ppo import ppo
     from bench.algos.hyperparams import GRPOParams, PPOParams
     from bench.storage.record import Recorder
 

@@ -134,3 +134,120 @@ def test_the_registry_is_the_only_declaration(tmp_path, toy):
     assert "toy" not in PARAMS and "toy" not in AVAILABLE
     with pytest.raises(SuiteError, match="algorithms\\[0\\]\\.algo: unknown algorithm; allowed: reinforce, "):
         load_suite(typo)
+
+
+# --------------------------------------------------------------------------- #
+# Adding an algorithm to bench itself, exactly as docs/architecture.md says
+# --------------------------------------------------------------------------- #
+#: Step 2 of the docs for VPG, a copy of REINFORCE: its params class and its spec, importing no torch.
+VPG_SPEC = '''"""VPG, the vanilla policy gradient: REINFORCE under another name (the docs' example)."""
+
+from __future__ import annotations
+
+from bench.algos.reinforce.spec import SPACE_REINFORCE, REINFORCEParams
+from bench.algos.spec import AlgoSpec, own, sb3_missing
+
+
+class VPGParams(REINFORCEParams):
+    """REINFORCE's fields and defaults."""
+
+
+SPEC = AlgoSpec("vpg", VPGParams, {"bench": own("vpg.vpg")}, space=SPACE_REINFORCE,
+                missing=sb3_missing("Stable-Baselines3 has no VPG"))
+'''
+
+VPG_SUITE = """\
+name: vpg
+seeds: 1
+defaults: {timesteps: 2000}
+envs: [{id: CartPole-v1}]
+algorithms: [{algo: vpg, impl: bench}]
+"""
+
+
+def _git(repo, *args):
+    import subprocess
+
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def _bench_copy(tmp_path):
+    """A checkout of what the steps touch (the package, the same-returns script and its record), under git."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    repo = tmp_path / "repo"
+    shutil.copytree(root / "bench", repo / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "scripts").mkdir()
+    shutil.copy(root / "scripts" / "same_returns.py", repo / "scripts")
+    (repo / "tests" / "data").mkdir(parents=True)
+    shutil.copy(root / "tests" / "data" / "same_returns.json", repo / "tests" / "data")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "bench as it is")
+    return repo
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_adding_an_algorithm_as_the_docs_say_touches_its_folder_and_one_registry_line(tmp_path):
+    """docs/architecture.md, "Adding an algorithm", step by step for VPG (a copy of REINFORCE), on a copy of the
+    package: the folder, one line in FOLDERS, the documented command that records its same-returns hashes, and a
+    2,000-step suite through ``python -m bench run``. Nothing else changes."""
+    import os
+    import subprocess
+    import sys
+
+    repo = _bench_copy(tmp_path)
+    algos = repo / "bench" / "algos"
+    record = json.loads((repo / "tests" / "data" / "same_returns.json").read_text())
+    # Steps 1-3: the folder (its __init__, its spec, its implementation: REINFORCE's module, renamed).
+    (algos / "vpg").mkdir()
+    (algos / "vpg" / "__init__.py").write_text('"""VPG: its spec and its implementation."""\n')
+    (algos / "vpg" / "spec.py").write_text(VPG_SPEC)
+    own = (algos / "reinforce" / "reinforce.py").read_text()
+    (algos / "vpg" / "vpg.py").write_text(own.replace("bench.algos.reinforce.spec", "bench.algos.vpg.spec")
+                                          .replace("REINFORCEParams", "VPGParams"))
+    # Step 4: one line in the registry's FOLDERS.
+    registry = algos / "registry.py"
+    text = registry.read_text()
+    head = text.index("FOLDERS: tuple[str, ...] = (\n")
+    end = text.index("\n)\n", head) + 1
+    registry.write_text(text[:end] + '    "vpg",\n' + text[end:])
+
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    # Step 5: the documented command writes the new algorithm's same-returns record.
+    rec = subprocess.run([sys.executable, "scripts/same_returns.py", "--write", "--algo", "vpg"], cwd=repo, env=env,
+                         capture_output=True, text=True, timeout=240)
+    assert rec.returncode == 0, rec.stderr[-2000:]
+    after = json.loads((repo / "tests" / "data" / "same_returns.json").read_text())
+    from bench.algos.registry import ALGOS
+
+    new = {k for k in after["cells"] if "/vpg/" in k}
+    assert new == {f"{e}/vpg/bench" for e in ("CartPole-v1", "Pendulum-v1", "HalfCheetah-v5")}
+    assert all(len(after["cells"][k]["sha256"]) == 64 for k in new)
+    assert "vpg" not in ALGOS  # this process's bench (the checkout's) was left as it is
+    assert {k: v for k, v in after["cells"].items() if k not in new} == record["cells"]  # the others' as they were
+
+    # Step 6: it runs in a suite, through the command line.
+    (tmp_path / "vpg.yaml").write_text(VPG_SUITE)
+    url = f"sqlite:///{tmp_path / 'vpg.db'}"
+    run = subprocess.run([sys.executable, "-m", "bench", "run", str(tmp_path / "vpg.yaml"), "--store", url,
+                          "--workers", "1"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    with sa.create_engine(url).connect() as c:
+        steps = c.execute(sa.text("select max(e.step) from episodes e join suite_cells s on e.key = s.key "
+                                  "where s.label = 'vpg-bench'")).scalar()
+    # Whole episodes: the last one may run past the budget, by less than CartPole's 500-step time limit.
+    assert steps is not None and 0 < steps < 2000 + 500
+
+    # What changed: the new folder, one line of the registry, and the record the command wrote.
+    # (Sources only: MuJoCo leaves its MUJOCO_LOG.TXT in the working folder, which is no change to bench.)
+    status = sorted(_git(repo, "status", "--porcelain", "--untracked-files=all", "--", "bench", "scripts",
+                         "tests").splitlines())
+    assert status == [" M bench/algos/registry.py", " M tests/data/same_returns.json",
+                      "?? bench/algos/vpg/__init__.py", "?? bench/algos/vpg/spec.py",
+                      "?? bench/algos/vpg/vpg.py"]
+    assert _git(repo, "diff", "--numstat", "bench/algos/registry.py").split()[:2] == ["1", "0"]

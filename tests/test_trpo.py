@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from bench.algos import trpo
+from bench.algos.trpo import trpo
 from bench.algos.policy import ActorCritic
 from bench.algos.hyperparams import resolve
 from bench.analysis.metrics import first_crossing, summarize
@@ -192,7 +192,7 @@ def test_sub_sampling_gives_the_policy_step_a_random_kth_of_the_rollout(monkeypa
     """sub_sampling_factor k: the policy step sees every k-th transition of a shuffled rollout (as
     sb3-contrib), distinct rows of it, neither its first ones nor a fixed stride; the critic still fits the
     whole rollout."""
-    from bench.algos import npg
+    from bench.algos.npg import npg
 
     steps, fits = [], []
     real_step, real_fit = trpo.policy_step, npg.fit_critic

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.algos.hyperparams import PPOParams, resolve
-from bench.baselines import sb3_vec_env
+from bench.algos.sb3 import sb3_vec_env
 from bench.cli import app
 from bench.envs import VEC_ENV_MODES, env_key, make_vec_env, vec_env_problem
 from bench.envs import vector as vector_mod

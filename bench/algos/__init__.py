@@ -1,10 +1,11 @@
-"""The project's own on-policy algorithms, one module each.
+"""The project's own on-policy algorithms, one folder each (``bench/algos/<name>/``: its ``spec.py`` and its
+implementation), and the SB3 adapters (:mod:`bench.algos.sb3`).
 
-Every module exposes ``train(env_id, params, *, seed, timesteps, recorder)``:
+Every implementation exposes ``train(env_id, params, *, seed, timesteps, recorder)``:
 an algorithm sees an env id, its typed hyperparameters, a seed, a budget and a
 recorder, and nothing of suites, stores or the CLI. Shared parts that two or
 more algorithms use identically live in :mod:`bench.algos.common`. Which module
-runs which algorithm is its :class:`bench.algos.registry.AlgoSpec`'s ``impls``;
+runs which algorithm is its :class:`bench.algos.spec.AlgoSpec`'s ``impls``;
 the tables here are read from the registry.
 """
 

@@ -28,7 +28,7 @@ import torch
 
 from bench.algos.common import Normalizer
 from bench.algos.policy import ActorCritic, make_policy
-from bench.algos.reinforce_numpy import LINEAR, restore_linear
+from bench.algos.reinforce.reinforce_numpy import LINEAR, restore_linear
 from bench.algos.saved_files import RESAVE, Refused, field, tensors
 from bench.storage.record import PolicyFn, SavablePolicy
 

@@ -8,7 +8,7 @@ them, the deterministic policy for evaluation); each gathers in the shape its al
   (REINFORCE, AC-MC), stepping only the sub-envs still needed;
 - :class:`GroupCollector` → :class:`Group`: G whole episodes from one initial state (GRPO, RLOO).
 
-The pure-NumPy REINFORCE (:mod:`bench.algos.reinforce_numpy`) plays its episodes without torch, in its own
+The pure-NumPy REINFORCE (:mod:`bench.algos.reinforce.reinforce_numpy`) plays its episodes without torch, in its own
 module. Shapes: ``T`` rollout steps, ``N`` envs, ``B`` samples.
 """
 
@@ -303,7 +303,7 @@ class GroupCollector(Acting):
     def play(self, seed: int, max_steps: int | None = None) -> Group | None:
         """A group from reset seed ``seed``; None when its episodes are still going after ``max_steps`` steps in
         all (:func:`~bench.algos.common.episode_cap`): cut at the budget, it is dropped
-        (:func:`bench.algos.grpo.train` says why)."""
+        (:func:`bench.algos.grpo.grpo.train` says why)."""
         subs = self.envs.envs
         taken = 0
         n = len(subs)

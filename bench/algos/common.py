@@ -331,6 +331,16 @@ def explained_variance(pred: np.ndarray | torch.Tensor, target: np.ndarray | tor
     return float("nan") if vy == 0 else float(1.0 - (y - p).var() / vy)
 
 
+def standardized(x: torch.Tensor) -> torch.Tensor:
+    """``(x − mean) / (std + 1e-8)``, std with Bessel's correction (torch's default): advantages per batch."""
+    return (x - x.mean()) / (x.std() + 1e-8)
+
+
+def policy_gradient_loss(logp: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """−mean(Â · log π(a|s)): its gradient is minus the policy-gradient estimate of ∇J (Williams 1992)."""
+    return -(logp * advantages).mean()
+
+
 def grad_noise_ratio(loss_of: Callable[[torch.Tensor], torch.Tensor], params: list[nn.Parameter], batch_size: int,
                      chunks: int, generator: torch.Generator | None = None) -> float:
     """Gradient noise: split the batch into ``chunks`` random chunks, take each chunk's

@@ -18,10 +18,9 @@ SB3 itself expresses as strings or callables are structured fields here:
 Hyperparameters resolve in layers (:func:`resolve`): the model's defaults, then
 the zoo's tuned values for the env (:data:`ZOO`), then each override in order.
 
-This module is where the resolution lives; the classes are in :mod:`bench.algos.param_types` (shared
-fields) and :mod:`bench.algos.onpolicy_params` (one per algorithm), the zoo's tables in
-:mod:`bench.algos.zoo`, and which class and table belong to which algorithm in its
-:class:`bench.algos.registry.AlgoSpec`. They are re-exported here.
+This module is where the resolution lives; the shared fields are in :mod:`bench.algos.param_types`, and
+each algorithm's class and zoo table in its folder's spec (``bench/algos/<name>/spec.py``, an
+:class:`bench.algos.spec.AlgoSpec`). The classes are re-exported here.
 
 Not supported, on purpose: custom optimizers. gSDE (``use_sde`` / ``sde_sample_freq``)
 is supported by PPO, A2C, TRPO and NPG; the zoo blocks for Pendulum-v1 and
@@ -38,21 +37,18 @@ from typing import Any, Mapping
 from pydantic import BaseModel
 
 from bench.algos.offpolicy_params import OFF_POLICY
-from bench.algos.onpolicy_params import (
-    A2CParams,
-    A3CParams,
-    ACMCParams,
-    ACTDParams,
-    GRPOParams,
-    NPGParams,
-    PPOParams,
-    REINFORCEParams,
-    RLOOParams,
-    TRPOParams,
-)
+from bench.algos.a2c.spec import A2CParams
+from bench.algos.a3c.spec import A3CParams
+from bench.algos.ac_mc.spec import ACMCParams
+from bench.algos.ac_td.spec import ACTDParams
+from bench.algos.grpo.spec import GRPOParams
+from bench.algos.npg.spec import NPGParams
+from bench.algos.ppo.spec import PPOParams
+from bench.algos.reinforce.spec import REINFORCEParams
+from bench.algos.rloo.spec import RLOOParams
+from bench.algos.trpo.spec import TRPOParams
 from bench.algos.param_types import HyperParams, NetArch, NormalizeSpec
 from bench.algos.registry import ALGOS, PARAMS, ZOO, ZOO_TIMESTEPS
-from bench.algos.zoo import BENCH_ADDITIONS
 
 __all__ = [
     "NetArch",
@@ -147,12 +143,12 @@ def _continuous_normalize(algo: str, env_id: str) -> Any:
 def bench_choices(algo: str, env_id: str) -> frozenset[str]:
     """The hyperparameters whose value on ``env_id`` (a bench env key) is bench's own choice where no suite
     layer sets them: neither SB3's default nor the zoo's tuned value. These are the additions to the zoo's
-    tables (:data:`bench.algos.zoo.BENCH_ADDITIONS`) and ``normalize`` where the zoo does not set it and
+    tables (each spec's ``zoo_additions``) and ``normalize`` where the zoo does not set it and
     :func:`resolve` does (continuous control)."""
     from bench.envs import parse_env_key  # lazy, as in resolve
 
     env = parse_env_key(env_id)[1]
-    out = set(BENCH_ADDITIONS.get(algo, {}).get(env, ()))
+    out = set(ALGOS[algo].zoo_additions.get(env, ()) if algo in ALGOS else ())
     if "normalize" not in zoo_defaults(algo, env) and _continuous_normalize(algo, env_id) is not None:
         out.add("normalize")
     return frozenset(out)

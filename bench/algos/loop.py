@@ -7,7 +7,7 @@ everything around it:
 
 - **the budget** (:class:`Rollouts` or :class:`Steps`): how many iterations, and the progress
   ``progress_remaining`` (1 at the start, → 0 at the end) that schedules read;
-- **the schedules** (:class:`Schedule`): the learning rate, written into the optimisers before the update,
+- **the schedules** (:class:`ScheduleValues`): the learning rate, written into the optimisers before the update,
   and the entropy weight, with their ``train/…`` diagnostics;
 - **progress reporting**: the update's diagnostics, then ``recorder.after_update`` with the policy to
   evaluate or save.
@@ -40,8 +40,9 @@ import torch
 from bench.algos.resume import Checkpointing, TrainState
 
 
-def linear(value: float, kind: str, progress_remaining: float) -> float:
-    """A schedule's value: ``constant``, or ``linear`` decay to 0 (SB3 / zoo ``lin_X``)."""
+def scheduled(value: float, kind: str, progress_remaining: float) -> float:
+    """``value`` under schedule ``kind`` at ``progress_remaining``: itself (``constant``), or decayed linearly to 0
+    (``linear``, SB3 / zoo ``lin_X``)."""
     return value * progress_remaining if kind == "linear" else value
 
 
@@ -60,10 +61,10 @@ def ent_coef_at(p: Any, progress_remaining: float) -> float:
     c0 = p.ent_coef
     if p.ent_schedule == "exponential":
         return c0 * math.exp(-p.ent_schedule_rate * (1.0 - progress_remaining))
-    return linear(c0, p.ent_schedule, progress_remaining)
+    return scheduled(c0, p.ent_schedule, progress_remaining)
 
 
-class Schedule(NamedTuple):
+class ScheduleValues(NamedTuple):
     """The schedules' values at one iteration."""
 
     progress_remaining: float  # 1 at the start of training, → 0 at its end
@@ -78,12 +79,12 @@ class Schedule(NamedTuple):
         return out
 
 
-def schedule_at(p: Any, progress_remaining: float) -> Schedule:
+def schedule_at(p: Any, progress_remaining: float) -> ScheduleValues:
     """``p``'s learning rate (``learning_rate``, ``lr_schedule``) and entropy weight (``ent_coef``,
     ``ent_schedule``; :func:`ent_coef_at`) at ``progress_remaining``."""
-    lr = linear(p.learning_rate, p.lr_schedule, progress_remaining)
+    lr = scheduled(p.learning_rate, p.lr_schedule, progress_remaining)
     ent = ent_coef_at(p, progress_remaining) if hasattr(p, "ent_schedule") else None
-    return Schedule(progress_remaining, lr, ent)
+    return ScheduleValues(progress_remaining, lr, ent)
 
 
 def torch_generator(rng: np.random.Generator) -> torch.Generator:
@@ -150,7 +151,7 @@ class Steps:
 
 #: ``update(schedule) -> diagnostics``: one iteration's collection and update; ``None`` when there was
 #: nothing to update on (the run ends there, and nothing is reported for it).
-Update = Callable[[Schedule], "Mapping[str, float] | None"]
+Update = Callable[[ScheduleValues], "Mapping[str, float] | None"]
 
 
 def drive(budget: Rollouts | Steps, p: Any, update: Update, recorder: Any, *, policy: Callable[[], Any],

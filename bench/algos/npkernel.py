@@ -217,34 +217,8 @@ class ActorCriticKernel:
             logp, z, inv_std = self._gaussian(out, actions)
             entropy = float((self.log_std + 0.5 + LOG_SQRT_2PI).sum())
 
-        # dL_pg / d log π, per sample.
-        if clip_range is None:
-            pg_loss = -_mean(adv * logp)
-            d_logp = adv * (-1.0 / B)
-            approx_kl = clip_fraction = 0.0
-        else:
-            assert old_logp is not None, "PPO's loss needs old_logp"
-            log_ratio = logp - old_logp
-            ratio = np.exp(log_ratio)
-            s1 = ratio * adv
-            s2 = np.clip(ratio, 1 - clip_range, 1 + clip_range) * adv
-            pg_loss = -_mean(np.minimum(s1, s2))
-            # The gradient flows through r only where the unclipped term is the minimum
-            # (where the two are equal, r is inside the clip range and both give r·Â).
-            d_logp = np.where(s1 <= s2, ratio * adv * (-1.0 / B), 0.0).astype(np.float32)
-            approx_kl = _mean(ratio - 1 - log_ratio)
-            clip_fraction = _mean(np.abs(ratio - 1) > clip_range)
-
-        # Value loss and dL/dV.
-        if clip_range_vf is None:
-            err = v - returns
-            d_v = err * (2.0 * vf_coef / B)
-        else:
-            assert old_values is not None, "value clipping needs old_values"
-            delta = v - old_values
-            err = old_values + np.clip(delta, -clip_range_vf, clip_range_vf) - returns
-            d_v = err * (2.0 * vf_coef / B) * (np.abs(delta) <= clip_range_vf)
-        value_loss = _mean(err * err)
+        pg_loss, d_logp, approx_kl, clip_fraction = _policy_loss(logp, adv, old_logp, clip_range)
+        value_loss, d_v = _value_loss(v, returns, old_values, clip_range_vf, vf_coef)
 
         # Back to the head outputs: d log π / d logits = onehot(a) − p; dH/d logits = −p (log p + H).
         if self.discrete:
@@ -332,3 +306,37 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
     """Row-wise log-softmax ``(B, k)``, shifted by the row max for stability."""
     z = x - _row_max(x)[:, None]
     return z - np.log(_row_sum(np.exp(z)))[:, None]
+
+
+def _policy_loss(logp: np.ndarray, adv: np.ndarray, old_logp: np.ndarray | None,
+                 clip_range: float | None) -> tuple[float, np.ndarray, float, float]:
+    """(L_pg, dL_pg / d log π per sample, approximate KL, clip fraction) on a batch of ``B`` samples:
+    −E[Â · log π] (A2C), or with ``clip_range`` PPO's clipped surrogate (its KL and clip fraction; 0 otherwise)."""
+    B = logp.shape[0]
+    if clip_range is None:
+        return -_mean(adv * logp), adv * (-1.0 / B), 0.0, 0.0
+    assert old_logp is not None, "PPO's loss needs old_logp"
+    log_ratio = logp - old_logp
+    ratio = np.exp(log_ratio)
+    s1 = ratio * adv
+    s2 = np.clip(ratio, 1 - clip_range, 1 + clip_range) * adv
+    pg_loss = -_mean(np.minimum(s1, s2))
+    # The gradient flows through r only where the unclipped term is the minimum
+    # (where the two are equal, r is inside the clip range and both give r·Â).
+    d_logp = np.where(s1 <= s2, ratio * adv * (-1.0 / B), 0.0).astype(np.float32)
+    return pg_loss, d_logp, _mean(ratio - 1 - log_ratio), _mean(np.abs(ratio - 1) > clip_range)
+
+
+def _value_loss(v: np.ndarray, returns: np.ndarray, old_values: np.ndarray | None, clip_range_vf: float | None,
+                vf_coef: float) -> tuple[float, np.ndarray]:
+    """(L_v = E[(R − V)²], c_v · dL_v/dV per sample); with ``clip_range_vf`` SB3's clipped prediction."""
+    B = v.shape[0]
+    if clip_range_vf is None:
+        err = v - returns
+        d_v = err * (2.0 * vf_coef / B)
+    else:
+        assert old_values is not None, "value clipping needs old_values"
+        delta = v - old_values
+        err = old_values + np.clip(delta, -clip_range_vf, clip_range_vf) - returns
+        d_v = err * (2.0 * vf_coef / B) * (np.abs(delta) <= clip_range_vf)
+    return _mean(err * err), d_v

@@ -20,10 +20,12 @@ Not supported, on purpose: Atari and other pixel envs (replay buffers of frames 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Mapping, Union
+from typing import Annotated, Any, Callable, Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from bench.algos.spec import SB3_ADAPTER, AlgoSpec, learns_within_budget, phase_minimum, vector_obs_only
 
 __all__ = ["OFF_POLICY", "GRADIENT_STEP_US", "DQNParams", "SACParams", "TD3Params", "OFF_POLICY_PARAMS", "ZOO_OFF_POLICY",
            "ZOO_OFF_POLICY_TIMESTEPS", "ZOO_OFF_POLICY_SOURCE"]
@@ -234,3 +236,16 @@ ZOO_OFF_POLICY_TIMESTEPS: dict[str, dict[str, int]] = {
     "td3": {"MountainCarContinuous-v0": 300_000, "Pendulum-v1": 20_000, "LunarLanderContinuous-v3": 300_000,
             "HalfCheetah-v5": 1_000_000},
 }
+
+
+_OFF_MISSING = "bench has no {} of its own: off-policy algorithms are SB3's reference points"
+
+
+def off_policy_spec(name: str, params: type[BaseModel], action: str,
+                    sb3_kwargs: Callable[[Any, Any], dict[str, Any]]) -> AlgoSpec:
+    """The spec of an off-policy reference point: SB3's only, in the one action space SB3 has it for (DQN is
+    discrete-only, SAC and TD3 continuous-only), checked per training phase rather than per rollout."""
+    return AlgoSpec(name, params, {"sb3": SB3_ADAPTER}, sb3_class=f"stable_baselines3:{name.upper()}", policy="off",
+                    actions=(action,), zoo=ZOO_OFF_POLICY[name], zoo_timesteps=ZOO_OFF_POLICY_TIMESTEPS[name],
+                    checks=(phase_minimum, vector_obs_only, learns_within_budget),
+                    missing={i: _OFF_MISSING.format(name.upper()) for i in ("bench", "numpy")}, sb3_kwargs=sb3_kwargs)

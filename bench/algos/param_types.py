@@ -1,6 +1,6 @@
 """The shared parts of every on-policy algorithm's typed hyperparameters: the network and normalisation
 fields, the entropy and gSDE fields, and :class:`HyperParams` (the base of every on-policy params class,
-and of a plugin's). Each algorithm's own class is in :mod:`bench.algos.onpolicy_params`; names and
+and of a plugin's). Each algorithm's own class is in its folder's ``spec.py``; names and
 defaults follow SB3 / rl-baselines3-zoo (see :mod:`bench.algos.hyperparams`).
 """
 
@@ -73,7 +73,8 @@ def _normalize_before(v: Any) -> Any:
         ) from None
 
 
-Schedule = Literal["constant", "linear"]
+#: How a value changes over training: constant, or linear decay to 0 (the zoo's ``lin_X``).
+ScheduleKind = Literal["constant", "linear"]
 EntSchedule = Literal["constant", "linear", "exponential"]
 
 
@@ -129,7 +130,7 @@ class _OnPolicyParams(_Strict):
 
     n_envs: int = Field(1, ge=1, description="Parallel training envs (stepped as vec_env says); one rollout is n_steps × n_envs transitions.")
     learning_rate: float = Field(3e-4, gt=0, description="Optimizer step size (for TRPO: of the value function only).")
-    lr_schedule: Schedule = Field(
+    lr_schedule: ScheduleKind = Field(
         "constant",
         description="constant, or linear: decay from learning_rate to 0 over training (the zoo's lin_X).",
     )

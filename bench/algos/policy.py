@@ -184,6 +184,16 @@ class PGStats(NamedTuple):
     approx_kl: float  # k3 estimator of KL(π_old ‖ π) on the batch; 0 without old_logp
     clip_fraction: float  # share of samples with |r − 1| > ε; 0 without clipping
 
+    @classmethod
+    def mean(cls, steps: Sequence[PGStats]) -> PGStats:
+        """Each field's mean over ``steps`` (the column means of one float64 array: the rounding they always had)."""
+        return cls(*(float(v) for v in np.mean(np.asarray(steps, dtype=np.float64), axis=0)))
+
+    def diagnostics(self) -> dict[str, float]:
+        """The fields under their diagnostics keys."""
+        return {"loss/policy": self.policy_loss, "loss/value": self.value_loss, "policy/entropy": self.entropy,
+                "policy/approx_kl": self.approx_kl, "policy/clip_fraction": self.clip_fraction}
+
 
 class ActorCritic(nn.Module):
     """Policy π(a|s) and value V(s).

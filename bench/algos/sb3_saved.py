@@ -12,7 +12,7 @@ whatever code the file names. So bench keeps an SB3 policy (format :data:`SB3_ST
   (mean, var, count) with its ``clip_obs`` and ``epsilon``, as arrays.
 
 The network's sizes and activation are the run's hyperparameters, in the manifest beside these files:
-:func:`bench.baselines.restore_sb3` builds a fresh policy with SB3's constructor, as the algorithm's
+:func:`bench.algos.sb3.restore_sb3` builds a fresh policy with SB3's constructor, as the algorithm's
 ``_setup_model`` does, and loads the state dict into it. Files of bench before this layout (SB3's zip and
 VecNormalize's pickle, format :data:`SB3_ZIP`) are read only when the caller trusts them
 (:func:`restore_zip`, ``bench eval --trust``).

@@ -76,80 +76,13 @@ def _label(v: Any) -> str:
 # --------------------------------------------------------------------------- #
 # Default spaces (rl-baselines3-zoo hyperparams_opt.py @ 0a9df503)
 # --------------------------------------------------------------------------- #
-_NET_TINY = {"pi": [64], "vf": [64]}
-_NET_SMALL = {"pi": [64, 64], "vf": [64, 64]}
-_NET_MEDIUM = {"pi": [256, 256], "vf": [256, 256]}
+#: Network choices the default spaces share.
+NET_TINY = {"pi": [64], "vf": [64]}
+NET_SMALL = {"pi": [64, 64], "vf": [64, 64]}
+NET_MEDIUM = {"pi": [256, 256], "vf": [256, 256]}
 
-# sample_ppo_params
-SPACE_PPO: dict[str, Dim] = {
-    "learning_rate": Dim("float", 1e-5, 2e-3, log=True),
-    "n_steps": Dim("pow2", 32, 2048),  # zoo: categorical 32..2048
-    "batch_size": Dim("pow2", 32, 512),  # zoo: categorical 32..512; clamped to one rollout
-    "gamma": Dim("one_minus_log", 0.97, 0.9999),  # zoo: one_minus_gamma 1e-4..0.03, log
-    "gae_lambda": Dim("one_minus_log", 0.9, 0.9999),  # zoo: one_minus_gae_lambda 1e-4..0.1, log
-    "ent_coef": Dim("float", 1e-8, 0.1, log=True),
-    "clip_range": Dim("categorical", choices=(0.1, 0.2, 0.3, 0.4)),
-    "n_epochs": Dim("categorical", choices=(1, 5, 10, 20)),
-    "max_grad_norm": Dim("float", 0.3, 2.0),
-    "net_arch": Dim("categorical", choices=(_NET_TINY, _NET_SMALL, _NET_MEDIUM)),
-    "activation": Dim("categorical", choices=("tanh", "relu")),
-}
 
-# sample_a2c_params
-SPACE_A2C: dict[str, Dim] = {
-    "learning_rate": Dim("float", 1e-5, 2e-3, log=True),
-    "n_steps": Dim("pow2", 32, 2048),
-    "gamma": Dim("one_minus_log", 0.97, 0.9999),
-    "gae_lambda": Dim("one_minus_log", 0.9, 0.9999),
-    "ent_coef": Dim("float", 1e-8, 0.1, log=True),
-    "max_grad_norm": Dim("float", 0.3, 2.0),
-    "net_arch": Dim("categorical", choices=(_NET_SMALL, _NET_MEDIUM)),
-    "activation": Dim("categorical", choices=("tanh", "relu")),
-}
 
-# sample_trpo_params
-SPACE_TRPO: dict[str, Dim] = {
-    "learning_rate": Dim("float", 1e-5, 1.0, log=True),  # the critic's step size
-    "n_steps": Dim("pow2", 8, 2048),
-    "batch_size": Dim("pow2", 8, 512),  # clamped to one rollout
-    "gamma": Dim("one_minus_log", 0.9, 0.9999),  # zoo: categorical 0.9..0.9999
-    "gae_lambda": Dim("categorical", choices=(0.8, 0.9, 0.92, 0.95, 0.98, 0.99, 1.0)),
-    "target_kl": Dim("float", 1e-3, 0.1, log=True),  # max-KL δ; zoo: categorical 0.001..0.1
-    "n_critic_updates": Dim("categorical", choices=(5, 10, 20, 25, 30)),
-    "cg_max_steps": Dim("categorical", choices=(5, 10, 20, 25, 30)),
-    "cg_damping": Dim("float", 0.01, 0.5, log=True),  # zoo: commented out, categorical 0.01..0.5
-    "net_arch": Dim("categorical", choices=(_NET_SMALL, _NET_MEDIUM)),
-    "activation": Dim("categorical", choices=("tanh", "relu")),
-}
 
-# No zoo sampler: sample_a2c_params' space (A3C is A2C's asynchronous form) with the worker count.
-SPACE_A3C: dict[str, Dim] = {
-    "learning_rate": Dim("float", 1e-5, 2e-3, log=True),
-    "n_steps": Dim("pow2", 4, 256),
-    "gamma": Dim("one_minus_log", 0.97, 0.9999),
-    "ent_coef": Dim("float", 1e-8, 0.1, log=True),
-    "max_grad_norm": Dim("float", 0.3, 2.0),
-    "net_arch": Dim("categorical", choices=(_NET_SMALL, _NET_MEDIUM)),
-}
 
-# No zoo sampler: this project's choice around the paper's β 0.04 and ε 0.2.
-SPACE_GRPO: dict[str, Dim] = {
-    "learning_rate": Dim("float", 1e-5, 3e-3, log=True),
-    "group_size": Dim("categorical", choices=(4, 8, 16, 32)),
-    "groups_per_update": Dim("categorical", choices=(1, 2, 4, 8)),
-    "kl_coef": Dim("float", 1e-4, 0.1, log=True),
-    "clip_range": Dim("categorical", choices=(0.1, 0.2, 0.3)),
-    "n_epochs": Dim("categorical", choices=(1, 5, 10, 20)),
-    "net_arch": Dim("categorical", choices=(_NET_TINY, _NET_SMALL)),
-}
 
-# No zoo sampler: this project's choice, around PyTorch's reinforce.py (lr 1e-2, γ 0.99).
-SPACE_REINFORCE: dict[str, Dim] = {
-    "learning_rate": Dim("float", 1e-4, 3e-2, log=True),
-    "n_steps": Dim("pow2", 1, 256),  # 1: one episode per env per update
-    "gamma": Dim("one_minus_log", 0.9, 0.9999),
-    "baseline": Dim("categorical", choices=("none", "mean", "value")),
-    "normalize_returns": Dim("categorical", choices=(True, False)),
-    "ent_coef": Dim("float", 1e-8, 0.1, log=True),
-    "net_arch": Dim("categorical", choices=(_NET_TINY, _NET_SMALL)),
-}

@@ -1,6 +1,6 @@
 """The MinAtar network (Young & Tian 2019, arXiv:1903.03176, section 4), which every implementation
 uses on MinAtar's small frames: the own policies (:mod:`bench.algos.policy`) and SB3's, as its features
-extractor (:mod:`bench.baselines`). It lives with the envs, as the task's network does for the reward
+extractor (:mod:`bench.algos.sb3`). It lives with the envs, as the task's network does for the reward
 model, so that both sides build the very same module.
 """
 

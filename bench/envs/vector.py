@@ -1,7 +1,7 @@
 """How a run's envs are stepped: the vector-env backends behind :func:`bench.envs.make_vec_env`.
 
 Every implementation gets its envs from ``make_vec_env(..., vec_env=mode)`` (the
-SB3 baselines through :func:`bench.baselines.sb3_vec_env`, an SB3 ``VecEnv`` over
+SB3 baselines through :func:`bench.algos.sb3.sb3_vec_env`, an SB3 ``VecEnv`` over
 the same Gymnasium vector env), so own-vs-SB3 comparisons always step envs alike.
 Every backend here keeps the one contract the collectors rely on: Gymnasium's
 ``AutoresetMode.SAME_STEP``, a finished sub-env is reset within ``step()`` and its

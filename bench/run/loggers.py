@@ -13,7 +13,7 @@ was recorded at:
   (the last 100 training episodes, SB3's ``stats_window_size``) and ``time/fps`` (env steps per second of
   training wall-clock, evaluation and saving excluded, where SB3's includes them);
 - each update's diagnostics, renamed to SB3's tags where SB3 logs the same quantity (:data:`SB3_TAGS`,
-  the inverse of :data:`bench.baselines.SB3_KEYS`), under bench's own name elsewhere (``grad/norm``,
+  the inverse of :data:`bench.algos.sb3.SB3_KEYS`), under bench's own name elsewhere (``grad/norm``,
   ``policy/log_std``, ``kl/reference`` ...);
 - each periodic evaluation's mean return as ``eval/mean_reward`` (SB3's ``EvalCallback`` tag).
 
@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from bench.baselines import SB3_KEYS
+from bench.algos.sb3 import SB3_KEYS
 from bench.distribution import install_hint
 from bench.suites.suite import Cell
 
@@ -36,7 +36,7 @@ from bench.suites.suite import Cell
 #: TRPO's ``train/policy_objective`` are the same bench key, ``loss/policy``, shown under PPO's tag).
 _PREFERRED = ("train/policy_gradient_loss", "train/value_loss", "train/loss", "train/entropy_loss",
               "train/approx_kl", "train/clip_fraction", "train/explained_variance")
-#: bench diagnostics key → (SB3 tag, sign): the inverse of :data:`bench.baselines.SB3_KEYS` (SB3's entropy
+#: bench diagnostics key → (SB3 tag, sign): the inverse of :data:`bench.algos.sb3.SB3_KEYS` (SB3's entropy
 #: *loss* is minus the entropy bench records). ``train/learning_rate`` and ``train/ent_coef`` are SB3's
 #: names already.
 SB3_TAGS: dict[str, tuple[str, float]] = {SB3_KEYS[tag][0]: (tag, SB3_KEYS[tag][1]) for tag in _PREFERRED}

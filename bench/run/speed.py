@@ -73,7 +73,7 @@ def compare(
 ) -> SpeedResult:
     """Measure own vs SB3 ``algo`` on ``env_id``; see the module docstring."""
     from bench.algos import TRAIN
-    from bench.baselines import train_sb3
+    from bench.algos.sb3 import train_sb3
     from bench.envs import get_spec
     from bench.algos.hyperparams import resolve
     from bench.analysis.metrics import first_crossing

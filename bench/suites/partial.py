@@ -6,7 +6,7 @@ schema's problems were fixed, one round trip per stage. These checks read the pa
 add only what the schema cannot see (env ids are checked against the registry, hyperparameters are
 free-form there); the schema's own checks stay the schema's.
 
-:func:`env_id_problem` is also what the full validation (:func:`bench.suites.suite._expand`) asks, so an
+:func:`env_id_problem` is also what the full validation (:func:`bench.suites.expand.expand`) asks, so an
 unknown env reads the same in both.
 """
 

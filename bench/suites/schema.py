@@ -18,7 +18,7 @@ from bench.traits import Action, Obs, Reward
 
 #: Hyperparameters only the project's own implementations understand.
 BENCH_ONLY = ("grad_noise_chunks", "kernel", "policy", "kl_coef", "kl_in", "critic")
-#: What the pure-NumPy REINFORCE does not use (it has no network: see bench.algos.reinforce_numpy).
+#: What the pure-NumPy REINFORCE does not use (it has no network: see bench.algos.reinforce.reinforce_numpy).
 NUMPY_UNUSED = ("grad_noise_chunks", "kernel", "device", "net_arch", "activation", "ortho_init")
 #: Bumped whenever what a key covers changes, so old runs are never mistaken for new ones.
 KEY_VERSION = 1

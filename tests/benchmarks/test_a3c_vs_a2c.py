@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.algos import a2c, a3c
+from bench.algos.a2c import a2c
+from bench.algos.a3c import a3c
 from bench.algos.hyperparams import resolve
 from bench.analysis.metrics import first_crossing
 from bench.storage.record import Recorder

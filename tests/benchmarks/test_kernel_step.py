@@ -21,7 +21,7 @@ import torch
 from bench.algos.common import FlatParams, pin_one_thread
 from bench.algos.npkernel import ActorCriticKernel, standardize
 from bench.algos.policy import ActorCritic
-from bench.algos.ppo import ppo_losses
+from bench.algos.ppo.ppo import ppo_losses
 
 B, STEPS, ROUNDS = 256, 400, 5
 

@@ -35,9 +35,9 @@ import torch.nn as nn
 from bench.algos.checkpoint import savable
 from bench.algos.collect import Group, GroupCollector
 from bench.algos.common import Normalizer, episode_cap, pick_device, seed_everything
-from bench.algos.loop import Schedule, Steps, drive
+from bench.algos.loop import ScheduleValues, Steps, drive
 from bench.algos.resume import TrainState
-from bench.algos.hyperparams import GRPOParams
+from bench.algos.grpo.spec import GRPOParams
 from bench.algos.policy import ActorCritic, make_policy
 from bench.algos.sequence_policy import SequenceActorCritic, episode_scores, reward_model_parameters, sft_reference
 from bench.envs import make_vec_env
@@ -160,6 +160,57 @@ def policy_and_reference(env_id: str, p: GRPOParams, policy: ActorCritic, device
     return policy, ref
 
 
+class EpochStats(NamedTuple):
+    """What one full-batch step reports: its loss, KL to the reference, clip fraction and entropy."""
+
+    loss: float
+    kl_ref: float
+    clip_fraction: float
+    entropy: float
+
+
+def play_groups(collector: GroupCollector, rng: np.random.Generator, n: int, cap: int) -> list[Group]:
+    """Up to ``n`` groups in at most ``cap`` env steps, each from a prompt (reset seed) drawn from ``rng``; fewer
+    where one is cut at the cap (it is dropped, and the run ends with this update)."""
+    groups: list[Group] = []
+    for _ in range(n):
+        g = collector.play(int(rng.integers(2**31)), cap - sum(int(x.lengths.sum()) for x in groups))
+        if g is None:
+            break
+        groups.append(g)
+    return groups
+
+
+def step_advantages(groups: list[Group], p: GRPOParams) -> np.ndarray:
+    """Every step's advantage, the groups' episodes in order: its episode's (outcome: standardised in the group;
+    rloo / mean: minus the others' or the group's mean), or per step (process supervision)."""
+    if p.advantage in ("outcome", "rloo", "mean"):
+        disc = [np.array([(r * p.gamma ** np.arange(len(r))).sum() for r in g.rewards]) for g in groups]
+        a_ep = (group_advantages(np.stack(disc)) if p.advantage == "outcome"
+                else baseline_advantages(np.stack(disc), p.advantage))  # (K, G)
+        return np.concatenate([np.repeat(a_ep[k], g.lengths) for k, g in enumerate(groups)])
+    return np.concatenate([a for g in groups for a in process_advantages(g.rewards, p.gamma)])
+
+
+def run_epochs(policy: Any, optimizer: torch.optim.Optimizer, trained: list[nn.Parameter], obs: torch.Tensor,
+               actions: torch.Tensor, fixed: tuple[torch.Tensor, ...], p: GRPOParams,
+               ) -> tuple[list[EpochStats], list[float]]:
+    """``n_epochs`` full-batch steps on :func:`grpo_loss`; ``fixed`` = (log π_old, log π_ref, Â, step weights).
+    Returns each step's stats and gradient norm (before clipping)."""
+    old_logp, ref_logp, adv, weights = fixed
+    stats, gnorms = [], []
+    for _epoch in range(p.n_epochs):
+        pd = policy.dist(obs)
+        out = grpo_loss(pd.log_prob(actions), old_logp, ref_logp, adv, weights, p.clip_range, p.kl_coef)
+        optimizer.zero_grad(set_to_none=True)
+        out.loss.backward()
+        gnorms.append(float(nn.utils.clip_grad_norm_(trained, p.max_grad_norm)))
+        optimizer.step()
+        stats.append(EpochStats(float(out.loss.detach()), float(out.kl_ref.detach()), float(out.clip_fraction),
+                                float(pd.entropy().mean().detach())))
+    return stats, gnorms
+
+
 # --------------------------------------------------------------------------- #
 # Training
 # --------------------------------------------------------------------------- #
@@ -181,7 +232,7 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
 
     budget = Steps(timesteps)
 
-    def update(s: Schedule) -> dict[str, float] | None:
+    def update(s: ScheduleValues) -> dict[str, float] | None:
         # -- groups and their advantages -----------------------------------------
         # On an env whose episodes need not end, the update stops one rollout past the budget. A group cut
         # there is dropped: its advantages compare whole episodes' returns (Shao et al. 2024, eq. 3), and a
@@ -189,25 +240,14 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
         # update, and the run ends.
         cap = episode_cap(envs, budget.left, p.groups_per_update * p.group_size,
                           episodes_per_env=p.groups_per_update)
-        groups: list[Group] = []
-        for _ in range(p.groups_per_update):
-            g = collector.play(int(rng.integers(2**31)), cap - sum(int(x.lengths.sum()) for x in groups))
-            if g is None:
-                break
-            groups.append(g)
+        groups = play_groups(collector, rng, p.groups_per_update, cap)
         # The recorder counts every env step taken, a dropped group's too.
         budget.spend(recorder.steps - budget.done)
         if len(groups) < p.groups_per_update:
             budget.stop()  # cut at the budget: this update is the last
         if not groups:
             return None
-        if p.advantage in ("outcome", "rloo", "mean"):
-            disc = [np.array([(r * p.gamma ** np.arange(len(r))).sum() for r in g.rewards]) for g in groups]
-            a_ep = (group_advantages(np.stack(disc)) if p.advantage == "outcome"
-                    else baseline_advantages(np.stack(disc), p.advantage))  # (K, G)
-            adv_np = np.concatenate([np.repeat(a_ep[k], g.lengths) for k, g in enumerate(groups)])
-        else:
-            adv_np = np.concatenate([a for g in groups for a in process_advantages(g.rewards, p.gamma)])
+        adv_np = step_advantages(groups, p)
         lengths = np.concatenate([g.lengths for g in groups])
         w_np = step_weights(lengths)  # each episode weighs 1 / episodes, spread evenly over its steps
         obs = torch.as_tensor(np.concatenate([g.obs for g in groups]), device=device)
@@ -219,29 +259,20 @@ def train(env_id: str, params: GRPOParams, *, seed: int, timesteps: int, recorde
             ref_logp = ref.dist(obs).log_prob(actions)
 
         # -- update: n_epochs full-batch steps -------------------------------------
-        stats, gnorms = [], []
-        for _epoch in range(p.n_epochs):
-            pd = policy.dist(obs)
-            out = grpo_loss(pd.log_prob(actions), old_logp, ref_logp, adv, weights, p.clip_range, p.kl_coef)
-            optimizer.zero_grad(set_to_none=True)
-            out.loss.backward()
-            gnorms.append(float(nn.utils.clip_grad_norm_(trained, p.max_grad_norm)))
-            optimizer.step()
-            stats.append((float(out.loss.detach()), float(out.kl_ref.detach()), float(out.clip_fraction),
-                          float(pd.entropy().mean().detach())))
+        stats, gnorms = run_epochs(policy, optimizer, trained, obs, actions, (old_logp, ref_logp, adv, weights), p)
 
         # -- diagnostics -----------------------------------------------------------
         with torch.no_grad():
             # k3 = E[(r − 1) − log r], r = π_new/π_old: how far this update moved (as ppo.py).
             log_ratio = policy.dist(obs).log_prob(actions) - old_logp
             approx_kl = float((log_ratio.exp() - 1 - log_ratio).mean())
-        m = np.mean(np.asarray(stats), axis=0)
+        m = EpochStats(*np.mean(np.asarray(stats), axis=0))  # each field's mean over the epochs
         returns = [np.array([r.sum() for r in g.rewards]) for g in groups]
         diag = {
-            "loss/policy": float(m[0]),
-            "policy/kl_ref": float(m[1]),
-            "policy/clip_fraction": float(m[2]),
-            "policy/entropy": float(m[3]),
+            "loss/policy": float(m.loss),
+            "policy/kl_ref": float(m.kl_ref),
+            "policy/clip_fraction": float(m.clip_fraction),
+            "policy/entropy": float(m.entropy),
             "policy/approx_kl": approx_kl,
             "grad/norm": float(np.mean(gnorms)),
             **s.diagnostics(p),

@@ -33,16 +33,18 @@ run ends with that batch.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 import torch
 import torch.nn as nn
 
 from bench.algos.checkpoint import savable
 from bench.algos.collect import EpisodeCollector
-from bench.algos.common import episode_cap, explained_variance, grad_noise_ratio, setup
-from bench.algos.loop import Schedule, Steps, drive, torch_generator
+from bench.algos.common import episode_cap, explained_variance, grad_noise_ratio, policy_gradient_loss, setup
+from bench.algos.loop import ScheduleValues, Steps, drive, torch_generator
 from bench.algos.resume import TrainState
-from bench.algos.hyperparams import REINFORCEParams
+from bench.algos.reinforce.spec import REINFORCEParams
 from bench.storage.record import RecorderProtocol
 
 
@@ -88,9 +90,31 @@ def reinforce_advantages(returns: torch.Tensor, values: torch.Tensor | None, kin
     return adv
 
 
-def policy_gradient_loss(logp: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
-    """−mean(Â · log π(a|s)): its gradient is minus the REINFORCE estimate of ∇J."""
-    return -(logp * advantages).mean()
+class Returns(NamedTuple):
+    """One batch's estimator inputs: log π_old(a|s) and V(s) at collection (``values`` ``None`` without a critic),
+    the discounted returns G (NumPy and tensor) and the advantages Â."""
+
+    old_logp: torch.Tensor
+    values: torch.Tensor | None
+    ret_np: np.ndarray
+    returns: torch.Tensor
+    adv: torch.Tensor
+
+
+def batch_returns(policy: Any, batch: Any, p: REINFORCEParams, use_value: bool, device: torch.device) -> Returns:
+    """G_t and Â_t of a batch of whole episodes; a cut episode bootstraps from the critic where there is one."""
+    obs, actions = batch.obs, batch.actions
+    bootstrap = np.zeros(len(batch.rewards))
+    with torch.no_grad():
+        old_logp = policy.dist(obs).log_prob(actions)
+        values = policy.value(obs) if use_value else None
+        if use_value and len(batch.truncated_at):
+            bootstrap[batch.truncated_at] = policy.value(batch.final_obs).cpu().numpy()
+    ret_np = discounted_returns(batch.rewards, batch.ends, p.gamma, bootstrap)
+    returns = torch.as_tensor(ret_np, dtype=torch.float32, device=device)
+    adv = reinforce_advantages(returns, values, p.baseline, normalize_returns=p.normalize_returns,
+                               normalize_advantage=p.normalize_advantage)
+    return Returns(old_logp, values, ret_np, returns, adv)
 
 
 # --------------------------------------------------------------------------- #
@@ -114,7 +138,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
 
     budget = Steps(timesteps)
 
-    def update(s: Schedule) -> dict[str, float] | None:
+    def update(s: ScheduleValues) -> dict[str, float] | None:
         # -- episodes and returns ---------------------------------------------
         # A cut episode bootstraps from the critic where there is one, else it is dropped (module docstring).
         batch = collector.collect(min(min_batch, budget.left), episode_cap(envs, budget.left, min_batch),
@@ -123,17 +147,7 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
             return None
         budget.spend(batch.steps)
         obs, actions = batch.obs, batch.actions
-        bootstrap = np.zeros(len(batch.rewards))
-        with torch.no_grad():
-            old_pd = policy.dist(obs)
-            old_logp = old_pd.log_prob(actions)
-            values = policy.value(obs) if use_value else None
-            if use_value and len(batch.truncated_at):
-                bootstrap[batch.truncated_at] = policy.value(batch.final_obs).cpu().numpy()
-        ret_np = discounted_returns(batch.rewards, batch.ends, p.gamma, bootstrap)
-        returns = torch.as_tensor(ret_np, dtype=torch.float32, device=device)
-        adv = reinforce_advantages(returns, values, p.baseline, normalize_returns=p.normalize_returns,
-                                   normalize_advantage=p.normalize_advantage)
+        old_logp, values, ret_np, returns, adv = batch_returns(policy, batch, p, use_value, device)
 
         # -- one gradient step ------------------------------------------------
         pd = policy.dist(obs)

@@ -44,12 +44,12 @@ by line"):
   seeds against sb3-contrib's 4/5, its log-std falling half as fast; the zoo's ``target_kl``
   values were tuned under the mean, and pooling own with sb3-contrib needs the same trust region.
 - **CG starts from x₀ = 0** (plain CG); sb3-contrib starts from 1e-4·N(0, I) to avoid a
-  0/0 when g is tiny, which :func:`~bench.algos.npg.conjugate_gradient` guards against by
+  0/0 when g is tiny, which :func:`~bench.algos.npg.npg.conjugate_gradient` guards against by
   stopping on a zero residual. Deliberate: it moves x by about 1e-4 relative.
 
-TRPO is NPG (:mod:`bench.algos.npg`) plus the line search: the direction x, β and
-the training loop are NPG's (:func:`bench.algos.npg.natural_step`,
-:func:`bench.algos.npg.train_natural`); this module adds only the KL-checked
+TRPO is NPG (:mod:`bench.algos.npg.npg`) plus the line search: the direction x, β and
+the training loop are NPG's (:func:`bench.algos.npg.npg.natural_step`,
+:func:`bench.algos.npg.npg.train_natural`); this module adds only the KL-checked
 backtracking line search on β·x.
 """
 
@@ -57,8 +57,8 @@ from __future__ import annotations
 
 import torch
 
-from bench.algos.hyperparams import TRPOParams
-from bench.algos.npg import (  # noqa: F401  (re-exported: TRPO's natural-gradient pieces are NPG's)
+from bench.algos.trpo.spec import TRPOParams
+from bench.algos.npg.npg import (  # noqa: F401  (re-exported: TRPO's natural-gradient pieces are NPG's)
     NaturalStep, StepResult, conjugate_gradient, fisher_vector_product, flat_grad, frozen_dist, kl_gradient,
     mean_kl, natural_direction, natural_step, set_parameters_, train_natural,
 )

@@ -6,7 +6,7 @@ policy and value function. In a loop each worker
 
 1. synchronises θ' ← θ from the parameters in shared memory,
 2. collects ``n_steps`` steps, computes n-step returns R_t (GAE(λ) with ``gae_lambda`` < 1) and
-   the gradient of A2C's loss at θ' (the very code of :func:`bench.algos.a2c.a2c_gradient`),
+   the gradient of A2C's loss at θ' (the very code of :func:`bench.algos.a2c.a2c.a2c_gradient`),
    clipped to ``max_grad_norm``,
 3. applies it to θ without any lock (Hogwild, Recht et al. 2011), with RMSprop statistics g
    that are shared by all workers too, as the paper's "shared RMSProp":
@@ -44,11 +44,11 @@ import torch
 import torch.multiprocessing as tmp
 
 from bench.algos.checkpoint import savable
-from bench.algos.a2c import a2c_gradient
+from bench.algos.a2c.a2c import a2c_gradient
 from bench.algos.collect import Acting, rollout_collector
 from bench.algos.common import FlatParams, Normalizer, explained_variance, pick_device, pin_one_thread, seed_everything
 from bench.algos.loop import schedule_at
-from bench.algos.hyperparams import A3CParams
+from bench.algos.a3c.spec import A3CParams
 from bench.algos.policy import make_policy
 from bench.envs import make_vec_env
 from bench.storage.record import RecorderProtocol

@@ -16,7 +16,7 @@ advantages (Schulman et al. 2016), then
    quadratic model ½ ΔθᵀFΔθ. (xᵀFx = gᵀF⁻¹g once CG has converged; with CG's
    approximate x it is the quadratic model's KL of the direction actually taken.)
    There is no line search: the step is taken whatever its measured KL and
-   surrogate. TRPO (:mod:`bench.algos.trpo`) is exactly this step followed by the
+   surrogate. TRPO (:mod:`bench.algos.trpo.trpo`) is exactly this step followed by the
    KL-checked backtracking line search; it calls :func:`natural_step` below.
 2. **Critic**: ``n_critic_updates`` epochs of shuffled minibatches of ``batch_size``
    minimising E[(V − R)²] with Adam over the critic's own parameters, as TRPO.
@@ -37,12 +37,20 @@ from torch.nn.utils import parameters_to_vector
 
 from bench.algos.checkpoint import savable
 from bench.algos.collect import rollout_collector
-from bench.algos.common import FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio, setup
-from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
+from bench.algos.common import (
+    FlatParams,
+    explained_variance,
+    fused_adam_step,
+    gae,
+    grad_noise_ratio,
+    setup,
+    standardized,
+)
+from bench.algos.loop import Rollouts, ScheduleValues, drive, torch_generator
 from bench.algos.resume import TrainState
 from bench.algos.npkernel import ActorCriticKernel
 from bench.algos.policy import ActorCritic, CategoricalPd, GaussianPd, Pd
-from bench.algos.hyperparams import NPGParams
+from bench.algos.npg.spec import NPGParams
 from bench.storage.record import RecorderProtocol
 
 
@@ -226,6 +234,19 @@ def fit_critic(policy: ActorCritic, critic: FlatParams, optimizer: torch.optim.O
 PolicyStep = Callable[[ActorCritic, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], StepResult]
 
 
+def sub_sample(rollout: tuple[torch.Tensor, ...], p: Any, gen: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """(obs, actions, log π_old, Â) of the policy step: every ``sub_sampling_factor``-th sample of a shuffle, as
+    sb3-contrib sub-samples its shuffled buffer (all of them, in order, at 1); Â standardised where asked."""
+    obs, actions, old_logp, advantages = rollout
+    batch = len(advantages)
+    sub = torch.randperm(batch, generator=gen)[::p.sub_sampling_factor] if p.sub_sampling_factor > 1 \
+        else torch.arange(batch)
+    s_adv = advantages[sub]
+    if p.normalize_advantage and len(sub) > 1:
+        s_adv = standardized(s_adv)
+    return obs[sub], actions[sub], old_logp[sub], s_adv
+
+
 def train_natural(env_id: str, p: Any, step_fn: PolicyStep, prefix: str, *, seed: int, timesteps: int,
                   recorder: RecorderProtocol) -> None:
     """The NPG / TRPO loop: rollout, GAE, ``step_fn`` on the actor, critic epochs, diagnostics.
@@ -250,7 +271,7 @@ def train_natural(env_id: str, p: Any, step_fn: PolicyStep, prefix: str, *, seed
     n_sub = len(range(0, batch, p.sub_sampling_factor))  # samples in the policy step
     gen = torch_generator(rng)
 
-    def update(s: Schedule) -> dict[str, float]:
+    def update(s: ScheduleValues) -> dict[str, float]:
         # -- rollout and advantages -------------------------------------------
         ro = collector.collect(p.n_steps)
         values_np = ro.values.cpu().numpy()
@@ -263,12 +284,7 @@ def train_natural(env_id: str, p: Any, step_fn: PolicyStep, prefix: str, *, seed
         returns = torch.from_numpy(ret_np).to(device)
 
         # -- 1. policy step on (a sub-sample of) the rollout ----------------------
-        # sb3-contrib sub-samples every k-th transition of its shuffled buffer: a random subset.
-        sub = torch.randperm(batch, generator=gen)[::p.sub_sampling_factor] if p.sub_sampling_factor > 1 \
-            else torch.arange(batch)
-        s_obs, s_act, s_logp, s_adv = obs[sub], actions[sub], old_logp[sub], advantages[sub]
-        if p.normalize_advantage and n_sub > 1:
-            s_adv = (s_adv - s_adv.mean()) / (s_adv.std() + 1e-8)
+        s_obs, s_act, s_logp, s_adv = sub_sample((obs, actions, old_logp, advantages), p, gen)
         noise = None
         if p.grad_noise_chunks:
             # Noise of the surrogate's gradient g at θ_old (the one CG is given), over the actor.

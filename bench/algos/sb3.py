@@ -30,9 +30,9 @@ from typing import Any, Callable
 import numpy as np
 from pydantic import BaseModel
 
-from bench.algos.hyperparams import A2CParams, NetArch, PPOParams, TRPOParams
-from bench.algos.offpolicy_params import OFF_POLICY
+from bench.algos.param_types import NetArch
 from bench.algos.registry import ALGOS
+from bench.algos.spec import sb3_schedule
 from bench.algos.saved_files import RESAVE, Refused
 from bench.algos.sb3_saved import SB3_ZIP, acting, read, restore_zip, sb3_checkpoint
 from bench.storage.record import SavablePolicy
@@ -62,15 +62,8 @@ SB3_KEYS: dict[str, tuple[str, float]] = {
 }
 
 
-def schedule(value: float, kind: str) -> float | Callable[[float], float]:
-    """SB3 schedule for a value: constant, or linear decay to 0 (zoo ``lin_X``).
-
-    SB3 calls schedules with ``progress_remaining``, going from 1 at the start of
-    training to 0 at the end.
-    """
-    if kind == "linear":
-        return lambda progress_remaining: progress_remaining * value
-    return value
+#: SB3 schedule of a value (constant, or the zoo's ``lin_X``): the specs' ``sb3_kwargs`` use it too.
+schedule = sb3_schedule
 
 
 def _minatar_extractor_class() -> type:
@@ -127,8 +120,14 @@ def policy_kwargs(params: BaseModel, *, continuous: bool, frames: tuple[int, ...
     return kw
 
 
-def _algo_kwargs(algo: str, params: BaseModel) -> dict[str, Any]:
+def _algo_kwargs(algo: str, params: BaseModel, action_space: Any = None) -> dict[str, Any]:
+    """SB3 constructor arguments of on-policy ``algo``: those every on-policy SB3 algorithm shares, then the
+    algorithm's own (its spec's ``sb3_kwargs``)."""
     p: Any = params
+    own = ALGOS[algo].sb3_kwargs if algo in ALGOS else None
+    if own is None:
+        allowed = ", ".join(n for n, s in ALGOS.items() if s.sb3_kwargs and s.policy == "on")
+        raise ValueError(f"no SB3 baseline for {algo!r}; allowed: {allowed}")
     common = dict(
         learning_rate=schedule(p.learning_rate, p.lr_schedule),
         n_steps=p.n_steps,
@@ -140,44 +139,7 @@ def _algo_kwargs(algo: str, params: BaseModel) -> dict[str, Any]:
         use_sde=p.use_sde,
         sde_sample_freq=p.sde_sample_freq,
     )
-    if algo == "ppo":
-        assert isinstance(params, PPOParams), f"ppo needs PPOParams, got {type(params).__name__}"
-        return dict(
-            common,
-            batch_size=p.batch_size,
-            n_epochs=p.n_epochs,
-            clip_range=schedule(p.clip_range, p.clip_range_schedule),
-            clip_range_vf=p.clip_range_vf,
-            ent_coef=p.ent_coef,
-            vf_coef=p.vf_coef,
-            max_grad_norm=p.max_grad_norm,
-            target_kl=p.target_kl,
-        )
-    if algo == "a2c":
-        assert isinstance(params, A2CParams), f"a2c needs A2CParams, got {type(params).__name__}"
-        return dict(
-            common,
-            ent_coef=p.ent_coef,
-            vf_coef=p.vf_coef,
-            max_grad_norm=p.max_grad_norm,
-            use_rms_prop=p.use_rms_prop,
-            rms_prop_eps=p.rms_prop_eps,
-        )
-    if algo == "trpo":
-        assert isinstance(params, TRPOParams), f"trpo needs TRPOParams, got {type(params).__name__}"
-        # vf_coef has no counterpart in sb3-contrib's TRPO (separate critic updates).
-        return dict(
-            common,
-            batch_size=p.batch_size,
-            cg_max_steps=p.cg_max_steps,
-            cg_damping=p.cg_damping,
-            line_search_shrinking_factor=p.line_search_shrinking_factor,
-            line_search_max_iter=p.line_search_max_iter,
-            n_critic_updates=p.n_critic_updates,
-            target_kl=p.target_kl,
-            sub_sampling_factor=p.sub_sampling_factor,
-        )
-    raise ValueError(f"no SB3 baseline for {algo!r}; allowed: ppo, a2c, trpo")
+    return dict(common, **own(params, action_space))
 
 
 def _model_class(algo: str) -> type:
@@ -365,7 +327,7 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
 
     from bench.envs import get_spec
 
-    if algo in OFF_POLICY:
+    if ALGOS[algo].policy == "off":
         _train_off_policy(env_id, algo, params, seed=seed, timesteps=timesteps, recorder=recorder)
         return
     p: Any = params
@@ -384,7 +346,7 @@ def train_sb3(env_id: str, algo: str, params: BaseModel, *, seed: int, timesteps
             model = _model_class(algo)(
                 policy,
                 venv,
-                policy_kwargs=policy_kwargs(params, continuous=continuous, separate_critic=algo == "trpo",
+                policy_kwargs=policy_kwargs(params, continuous=continuous, separate_critic=ALGOS[algo].sb3_separate_critic,
                                             frames=venv.observation_space.shape if spec.obs == "pixels" else None),
                 seed=seed,
                 device=p.device,
@@ -437,30 +399,16 @@ def _off_policy_policy_kwargs(p: Any) -> dict[str, Any]:
 
 
 def _off_policy_kwargs(algo: str, p: Any, action_space: Any) -> dict[str, Any]:
-    """SB3 constructor arguments of DQN, SAC or TD3 from their typed hyperparameters."""
+    """SB3 constructor arguments of DQN, SAC or TD3: those the three share, then the algorithm's own (its spec's
+    ``sb3_kwargs``; ``policy_kwargs`` entries there are merged into the shared ``policy_kwargs``)."""
     pk = _off_policy_policy_kwargs(p)
     kw: dict[str, Any] = dict(
         learning_rate=schedule(p.learning_rate, p.lr_schedule), buffer_size=p.buffer_size,
         learning_starts=p.learning_starts, batch_size=p.batch_size, tau=p.tau, gamma=p.gamma,
         train_freq=p.train_freq, gradient_steps=p.gradient_steps, policy_kwargs=pk)
-    if algo == "dqn":
-        kw.update(target_update_interval=p.target_update_interval, exploration_fraction=p.exploration_fraction,
-                  exploration_initial_eps=p.exploration_initial_eps, exploration_final_eps=p.exploration_final_eps,
-                  max_grad_norm=p.max_grad_norm)
-    elif algo == "sac":
-        kw.update(ent_coef=p.ent_coef, target_update_interval=p.target_update_interval, use_sde=p.use_sde,
-                  sde_sample_freq=p.sde_sample_freq)
-        if p.use_sde:
-            pk["log_std_init"] = p.log_std_init
-    elif algo == "td3":
-        from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
-
-        kw.update(policy_delay=p.policy_delay, target_policy_noise=p.target_policy_noise,
-                  target_noise_clip=p.target_noise_clip)
-        if p.noise_type != "none":
-            d = int(np.prod(action_space.shape))
-            noise = NormalActionNoise if p.noise_type == "normal" else OrnsteinUhlenbeckActionNoise
-            kw["action_noise"] = noise(mean=np.zeros(d), sigma=p.noise_std * np.ones(d))
+    own = dict(ALGOS[algo].sb3_kwargs(p, action_space))  # type: ignore[misc]
+    pk.update(own.pop("policy_kwargs", {}))
+    kw.update(own)
     return kw
 
 
@@ -575,14 +523,15 @@ def restore_sb3(fmt: str, files: dict[str, bytes], algo: str, params: BaseModel,
     cls = _model_class(algo).policy_aliases[saved.policy]  # type: ignore[attr-defined]
     spaces = (saved.observation_space, saved.action_space)
     try:
-        if algo in OFF_POLICY:
+        if ALGOS[algo].policy == "off":
             pk = _off_policy_policy_kwargs(p)
-            if algo == "sac":  # OffPolicyAlgorithm gives gSDE to the policies of algorithms that support it
-                pk.update(use_sde=p.use_sde, **({"log_std_init": p.log_std_init} if p.use_sde else {}))
+            own = ALGOS[algo].sb3_kwargs(p, saved.action_space)  # type: ignore[misc]
+            if "use_sde" in own:  # OffPolicyAlgorithm gives gSDE to the policies of algorithms that support it
+                pk.update(use_sde=own["use_sde"], **own.get("policy_kwargs", {}))
             policy = cls(*spaces, lambda _: 0.0, **pk)
         else:
             policy = cls(*spaces, lambda _: 0.0, use_sde=p.use_sde, **policy_kwargs(
-                params, continuous=isinstance(saved.action_space, gym.spaces.Box), separate_critic=algo == "trpo",
+                params, continuous=isinstance(saved.action_space, gym.spaces.Box), separate_critic=ALGOS[algo].sb3_separate_critic,
                 frames=saved.observation_space.shape if saved.policy == "CnnPolicy" else None))
     except (AssertionError, TypeError, ValueError, RuntimeError) as e:  # SB3's own checks of spaces and kwargs
         raise Refused("sb3.json", f"spaces SB3's {saved.policy} of {algo} cannot be built on ({type(e).__name__}); "

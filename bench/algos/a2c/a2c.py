@@ -37,11 +37,11 @@ import torch.nn as nn
 from bench.algos.checkpoint import savable
 from bench.algos.collect import Rollout, rollout_collector
 from bench.algos.common import FlatParams, explained_variance, gae, grad_noise_ratio, setup
-from bench.algos.loop import Rollouts, Schedule, drive, torch_generator
+from bench.algos.loop import Rollouts, ScheduleValues, drive, torch_generator
 from bench.algos.npkernel import ActorCriticKernel, standardize
 from bench.algos.resume import TrainState
 from bench.algos.policy import ActorCritic, PGStats
-from bench.algos.hyperparams import A2CParams
+from bench.algos.a2c.spec import A2CParams
 from bench.storage.record import RecorderProtocol
 
 
@@ -125,7 +125,7 @@ def train(env_id: str, params: A2CParams, *, seed: int, timesteps: int, recorder
     batch = budget.batch
     gen = torch_generator(rng)
 
-    def update(s: Schedule) -> dict[str, float]:
+    def update(s: ScheduleValues) -> dict[str, float]:
         # -- rollout, advantages and the gradient of the loss -------------------
         ro = collector.collect(p.n_steps)
         st, obs, actions, advantages, values_np, ret_np = a2c_gradient(ro, policy, flat, kern, p, device, s.ent_coef)

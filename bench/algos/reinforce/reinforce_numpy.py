@@ -1,7 +1,7 @@
 """REINFORCE in plain NumPy (``impl: numpy``): a linear policy, a least-squares linear
 state-value baseline and GAE(λ), with no autograd and no network framework.
 
-It is REINFORCE (Williams 1992) as :mod:`bench.algos.reinforce` runs it: whole-episode
+It is REINFORCE (Williams 1992) as :mod:`bench.algos.reinforce.reinforce` runs it: whole-episode
 batches, the same ``REINFORCEParams`` (baseline none / mean / value, returns
 standardised per batch, entropy bonus and its schedule, Adam, optional gradient
 clipping), on a linear policy whose gradient is written out by hand:
@@ -42,9 +42,9 @@ import gymnasium as gym
 import numpy as np
 
 from bench.algos.common import Normalizer, episode_cap, explained_variance, step_sub_envs
-from bench.algos.loop import Schedule, Steps, drive
+from bench.algos.loop import ScheduleValues, Steps, drive
 from bench.algos.resume import TrainState, tape_envs
-from bench.algos.hyperparams import REINFORCEParams
+from bench.algos.reinforce.spec import REINFORCEParams
 from bench.algos.saved_files import RESAVE, Refused, arrays
 from bench.envs import make_vec_env
 from bench.storage.record import RecorderProtocol, SavablePolicy
@@ -181,7 +181,7 @@ def gae_episodes(rewards: np.ndarray, values: np.ndarray, ends: np.ndarray, boot
 def advantages_of(returns: np.ndarray, values: np.ndarray | None, kind: str, *, normalize_returns: bool,
                   normalize_advantage: bool) -> np.ndarray:
     """Â = G − b for ``kind`` none / mean / value, standardised as
-    :func:`bench.algos.reinforce.reinforce_advantages` does (ddof 1, ε 1e-8)."""
+    :func:`bench.algos.reinforce.reinforce.reinforce_advantages` does (ddof 1, ε 1e-8)."""
     g = returns
     b = {"none": None, "mean": g.mean(), "value": values}[kind]
     if normalize_returns and len(g) > 1:
@@ -235,7 +235,7 @@ def collect_episodes(envs: gym.vector.SyncVectorEnv, policy: LinearPolicy, norm:
                      min_steps: int, rng: np.random.Generator, max_steps: int | None = None,
                      keep_cut: bool = True) -> tuple[Episodes | None, np.ndarray]:
     """Play whole episodes on the sub-envs until at least ``min_steps`` steps, as
-    :class:`bench.algos.reinforce.EpisodeCollector` does (idle envs take no steps), cutting the episodes in
+    :class:`bench.algos.reinforce.reinforce.EpisodeCollector` does (idle envs take no steps), cutting the episodes in
     flight at ``max_steps`` as it does (kept as truncations with ``keep_cut``, else dropped).
     ``obs`` is the current normalised observation per env; returns the batch (None when every episode was
     cut and dropped) and the new ``obs``."""
@@ -291,6 +291,37 @@ def collect_episodes(envs: gym.vector.SyncVectorEnv, policy: LinearPolicy, norm:
     return batch, obs
 
 
+def linear_policy(envs: Any, p: REINFORCEParams) -> LinearPolicy:
+    """The linear policy on the envs' observations and one bias feature: softmax or Gaussian by action space."""
+    space = envs.single_action_space
+    n_feat = int(np.prod(envs.single_observation_space.shape)) + 1
+    if isinstance(space, gym.spaces.Discrete):
+        return LinearPolicy(n_feat, n_actions=int(space.n))
+    return LinearPolicy(n_feat, action_dim=int(np.prod(space.shape)), log_std_init=p.log_std_init)
+
+
+def batch_returns(batch: Any, w_value: np.ndarray | None, p: REINFORCEParams,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(V(s) of the linear baseline ``w_value``, or zeros without one; the returns G; the advantages Â) of a batch.
+    A truncated episode bootstraps from the baseline where there is one."""
+    n = len(batch.rewards)
+    values = batch.phi @ w_value if w_value is not None else np.zeros(n)
+    bootstrap = np.where(batch.truncated, batch.final_phi @ w_value, 0.0) if w_value is not None else np.zeros(n)
+    _, returns = gae_episodes(batch.rewards, values, batch.ends, bootstrap, p.gamma, p.gae_lambda)
+    adv = advantages_of(returns, values if w_value is not None else None, p.baseline,
+                        normalize_returns=p.normalize_returns, normalize_advantage=p.normalize_advantage)
+    return values, returns, adv
+
+
+def clipped(grads: list[np.ndarray], max_norm: float | None) -> tuple[list[np.ndarray], float]:
+    """``grads`` scaled to global norm ``max_norm`` where they exceed it (as torch's clip_grad_norm_), and their
+    norm before."""
+    gnorm = float(np.sqrt(sum(float((g * g).sum()) for g in grads)))
+    if max_norm is not None and gnorm > max_norm:
+        grads = [g * (max_norm / (gnorm + 1e-6)) for g in grads]
+    return grads, gnorm
+
+
 # --------------------------------------------------------------------------- #
 # Training
 # --------------------------------------------------------------------------- #
@@ -304,11 +335,8 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
     norm = Normalizer(envs.single_observation_space.shape, p.n_envs, p.gamma, obs=p.normalize_obs,
                       reward=p.normalize_reward)
     space = envs.single_action_space
-    n_feat = int(np.prod(envs.single_observation_space.shape)) + 1
-    if isinstance(space, gym.spaces.Discrete):
-        policy = LinearPolicy(n_feat, n_actions=int(space.n))
-    else:
-        policy = LinearPolicy(n_feat, action_dim=int(np.prod(space.shape)), log_std_init=p.log_std_init)
+    policy = linear_policy(envs, p)
+    n_feat = policy.W.shape[0]  # the observation's features and the bias
     optimizer = Adam(policy.params(), lr=p.learning_rate)
     recorder.note_models(policy.params(), optimizer.m + optimizer.v)  # NumPy arrays: Adam's two moments
     w_value = np.zeros(n_feat)  # the linear baseline, refitted after each batch
@@ -321,30 +349,22 @@ def train(env_id: str, params: REINFORCEParams, *, seed: int, timesteps: int, re
 
     budget = Steps(timesteps)
 
-    def update(s: Schedule) -> dict[str, float] | None:
+    def update(s: ScheduleValues) -> dict[str, float] | None:
         nonlocal obs, w_value
         optimizer.lr = s.learning_rate  # this module's own Adam (no torch param_groups for the driver to set)
 
         # -- episodes, returns and advantages -----------------------------------
         # A cut episode (an env without a time limit) bootstraps from the linear baseline where there is one,
-        # else it is dropped, as bench.algos.reinforce does and says why.
+        # else it is dropped, as bench.algos.reinforce.reinforce does and says why.
         batch, obs = collect_episodes(envs, policy, norm, obs, min(min_batch, budget.left), rng,
                                       episode_cap(envs, budget.left, min_batch), keep_cut=use_value)
         if batch is None:  # every episode was cut at the budget and dropped: the run is over
             return None
         budget.spend(batch.steps)
-        values = batch.phi @ w_value if use_value else np.zeros(len(batch.rewards))
-        bootstrap = np.where(batch.truncated, batch.final_phi @ w_value, 0.0) if use_value \
-            else np.zeros(len(batch.rewards))
-        _, returns = gae_episodes(batch.rewards, values, batch.ends, bootstrap, p.gamma, p.gae_lambda)
-        adv = advantages_of(returns, values if use_value else None, p.baseline,
-                            normalize_returns=p.normalize_returns, normalize_advantage=p.normalize_advantage)
+        values, returns, adv = batch_returns(batch, w_value if use_value else None, p)
 
         # -- one gradient step (ascent), then refit the baseline ------------------
-        grads = policy.gradient(batch.phi, batch.actions, adv, s.ent_coef)
-        gnorm = float(np.sqrt(sum(float((g * g).sum()) for g in grads)))
-        if p.max_grad_norm is not None and gnorm > p.max_grad_norm:
-            grads = [g * (p.max_grad_norm / (gnorm + 1e-6)) for g in grads]
+        grads, gnorm = clipped(policy.gradient(batch.phi, batch.actions, adv, s.ent_coef), p.max_grad_norm)
         old_logp = policy.log_prob(batch.phi, batch.actions)
         entropy = float(policy.entropy(batch.phi).mean())
         optimizer.ascend(grads)

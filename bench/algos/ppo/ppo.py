@@ -23,19 +23,28 @@ last update of a budget that is a whole number of rollouts has learning rate 0).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
 
 from bench.algos.checkpoint import savable
 from bench.algos.collect import Rollout, rollout_collector
-from bench.algos.common import FlatParams, explained_variance, fused_adam_step, gae, grad_noise_ratio, setup
-from bench.algos.loop import Rollouts, Schedule, drive, linear, torch_generator
+from bench.algos.common import (
+    FlatParams,
+    explained_variance,
+    fused_adam_step,
+    gae,
+    grad_noise_ratio,
+    policy_gradient_loss,
+    setup,
+    standardized,
+)
+from bench.algos.loop import Rollouts, ScheduleValues, drive, scheduled, torch_generator
 from bench.algos.npkernel import ActorCriticKernel, standardize
 from bench.algos.resume import TrainState
 from bench.algos.policy import PGStats
-from bench.algos.hyperparams import PPOParams
+from bench.algos.ppo.spec import PPOParams
 from bench.algos.sequence_policy import PolicyTerms, policy_terms
 from bench.storage.record import RecorderProtocol
 
@@ -99,7 +108,7 @@ def minibatch_grads(policy: Any, flat: FlatParams, terms: PolicyTerms, b: Batch,
     logp = pd.log_prob(b.actions[idx])
     adv = b.advantages[idx]
     if p.normalize_advantage and len(idx) > 1:
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        adv = standardized(adv)
     pg_loss, v_loss, clip_frac = ppo_losses(
         logp, b.old_logp[idx], adv, values, b.old_values[idx], b.returns[idx],
         clip, p.clip_range_vf,
@@ -130,6 +139,35 @@ def minibatch_grads_numpy(kern: ActorCriticKernel, views: tuple[np.ndarray, ...]
                         clip_range_vf=p.clip_range_vf)
 
 
+def run_epochs(grads: Callable[[torch.Tensor], PGStats], batch: int, p: PPOParams, flat: FlatParams,
+               adam_step: Callable[[], None], gen: torch.Generator) -> tuple[list[PGStats], list[float]]:
+    """``n_epochs`` passes of shuffled minibatches over one rollout of ``batch`` samples: each minibatch's
+    gradient (``grads``), clipped, then one Adam step. Returns the steps' stats and gradient norms."""
+    steps: list[PGStats] = []
+    gnorms: list[float] = []
+    for _epoch in range(p.n_epochs):
+        for idx in torch.randperm(batch, generator=gen).split(p.batch_size):
+            st = grads(idx)
+            if p.target_kl is not None and st.approx_kl > 1.5 * p.target_kl:
+                # SB3's rule: stop the epochs once KL exceeds 1.5 × target, before stepping.
+                return steps, gnorms
+            gnorms.append(flat.clip_grad_norm(p.max_grad_norm))
+            adam_step()
+            steps.append(st)
+    return steps, gnorms
+
+
+def grad_noise(policy: Any, b: Batch, p: PPOParams, gen: torch.Generator) -> float:
+    """The gradient noise (:func:`~bench.algos.common.grad_noise_ratio`) of the policy-gradient term on the
+    rollout ``b``, with the advantages standardised over the whole rollout where PPO standardises them."""
+    adv = standardized(b.advantages) if p.normalize_advantage else b.advantages
+
+    def pg_loss_of(idx: torch.Tensor) -> torch.Tensor:
+        return policy_gradient_loss(policy.dist(b.obs[idx]).log_prob(b.actions[idx]), adv[idx])
+
+    return grad_noise_ratio(pg_loss_of, policy.actor_parameters(), len(b.advantages), p.grad_noise_chunks, gen)
+
+
 def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder: RecorderProtocol) -> None:
     """Train PPO on ``env_id`` for at least ``timesteps`` env steps (whole rollouts, as SB3)."""
     p = params
@@ -158,9 +196,8 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
     batch = budget.batch
     gen = torch_generator(rng)
 
-    def update(s: Schedule) -> dict[str, float]:
-        clip = linear(p.clip_range, p.clip_range_schedule, s.progress_remaining)
-
+    def update(s: ScheduleValues) -> dict[str, float]:
+        clip = scheduled(p.clip_range, p.clip_range_schedule, s.progress_remaining)
         # -- rollout and advantages -------------------------------------------
         ro = collector.collect(p.n_steps)
         b = rollout_batch(ro, terms.rewards(ro), p, device)
@@ -173,44 +210,17 @@ def train(env_id: str, params: PPOParams, *, seed: int, timesteps: int, recorder
             def grads(idx: torch.Tensor) -> PGStats:
                 return minibatch_grads(policy, flat, terms, b, idx, p, clip=clip, ent_coef=s.ent_coef)
 
-        # -- update: n_epochs of shuffled minibatches ---------------------------
-        steps: list[PGStats] = []
-        gnorms: list[float] = []
-        stop = False
-        for _epoch in range(p.n_epochs):
-            for idx in torch.randperm(batch, generator=gen).split(p.batch_size):
-                st = grads(idx)
-                if p.target_kl is not None and st.approx_kl > 1.5 * p.target_kl:
-                    stop = True  # SB3's rule: stop the epochs once KL exceeds 1.5 × target, before stepping
-                    break
-                gnorms.append(flat.clip_grad_norm(p.max_grad_norm))
-                adam_step()
-                steps.append(st)
-            if stop:
-                break
-
+        steps, gnorms = run_epochs(grads, batch, p, flat, adam_step, gen)
         # -- diagnostics ---------------------------------------------------------
         # Means over the minibatch steps taken (none when target-KL stopped the first one).
-        diag = {}
-        if steps:
-            m = np.mean(np.asarray(steps, dtype=np.float64), axis=0)
-            diag = {"loss/policy": m[0], "loss/value": m[1], "policy/entropy": m[2], "policy/approx_kl": m[3],
-                    "policy/clip_fraction": m[4], "grad/norm": float(np.mean(gnorms))}
-            diag = {k: float(v) for k, v in diag.items()}
+        diag = {**PGStats.mean(steps).diagnostics(), "grad/norm": float(np.mean(gnorms))} if steps else {}
         diag["value/explained_variance"] = explained_variance(b.values, b.ret)
         diag.update(s.diagnostics(p))
         if not policy.discrete:
             diag["policy/log_std"] = float(policy.log_std.detach().mean())
         diag.update(terms.diagnostics(envs))
         if p.grad_noise_chunks:
-            adv = b.advantages
-            adv_n = (adv - adv.mean()) / (adv.std() + 1e-8) if p.normalize_advantage else adv
-
-            def pg_loss_of(idx: torch.Tensor) -> torch.Tensor:
-                return -(policy.dist(b.obs[idx]).log_prob(b.actions[idx]) * adv_n[idx]).mean()
-
-            diag["grad/noise_ratio"] = grad_noise_ratio(pg_loss_of, policy.actor_parameters(), batch,
-                                                        p.grad_noise_chunks, gen)
+            diag["grad/noise_ratio"] = grad_noise(policy, b, p, gen)
         return diag
 
     # What a mid-run checkpoint keeps (bench.algos.resume); the language-model policy's terms are not kept.

@@ -1,0 +1,3 @@
+"""AC-TD, one-env A2C: one folder, the algorithm's spec (``spec.py``) and its implementations.
+
+Imports nothing: the registry reads ``spec.py`` without torch."""

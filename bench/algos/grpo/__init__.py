@@ -1,0 +1,3 @@
+"""GRPO (Shao et al. 2024): one folder, the algorithm's spec (``spec.py``) and its implementations.
+
+Imports nothing: the registry reads ``spec.py`` without torch."""

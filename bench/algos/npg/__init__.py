@@ -1,0 +1,3 @@
+"""NPG (Kakade 2001): one folder, the algorithm's spec (``spec.py``) and its implementations.
+
+Imports nothing: the registry reads ``spec.py`` without torch."""

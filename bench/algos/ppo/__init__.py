@@ -1,0 +1,3 @@
+"""PPO (Schulman et al. 2017): one folder, the algorithm's spec (``spec.py``) and its implementations.
+
+Imports nothing: the registry reads ``spec.py`` without torch."""

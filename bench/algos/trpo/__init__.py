@@ -1,0 +1,3 @@
+"""TRPO (Schulman et al. 2015): one folder, the algorithm's spec (``spec.py``) and its implementations.
+
+Imports nothing: the registry reads ``spec.py`` without torch."""
