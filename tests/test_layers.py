@@ -37,7 +37,7 @@ PARTS: list[tuple[str, str]] = [
     ("bench.analysis.permutation", "pure"),
     ("bench.analysis.survival", "pure"),
     # The trait vocabulary (trait values, priorities), declared once: plain literals every layer reads.
-    ("bench.traits", "traits"),
+    ("bench.envs.traits", "traits"),
     # The distribution's name (pip's, for install hints and --version): a literal every layer may read.
     ("bench.distribution", "distribution"),
     ("bench.analysis.metrics", "pure"),

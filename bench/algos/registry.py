@@ -28,7 +28,7 @@ from bench.algos import onpolicy_params as on
 from bench.algos import search, zoo
 from bench.algos.offpolicy_params import OFF_POLICY_PARAMS, ZOO_OFF_POLICY, ZOO_OFF_POLICY_TIMESTEPS
 from bench.algos.search import Dim
-from bench.traits import ACTIONS
+from bench.envs.traits import ACTIONS
 
 __all__ = ["AlgoSpec", "ALGOS", "CellFacts", "Refusal", "register", "unregister", "spec", "names", "IMPLS", "PARAMS",
            "ZOO", "ZOO_TIMESTEPS", "AVAILABLE", "DEFAULT_SPACES", "OFF_POLICY_ACTIONS", "View", "BudgetMinimum",

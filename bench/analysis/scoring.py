@@ -88,7 +88,7 @@ from bench.analysis.scores import EnvCurves, Scored, score
 from bench.analysis.tables import (across_envs, categories, category_of, final_table, improvement_matrix,
                                    mark_by_test, normalised_envs, score_matrices)
 # The problem vocabulary lives apart so the command line checks options without importing this module.
-from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
+from bench.envs.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 from bench.storage.vocabulary import CONTENTION_RATIO
 
 __all__ = [

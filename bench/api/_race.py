@@ -198,7 +198,7 @@ def race(env: str, *, algos: str | None = None, seeds: int = DEFAULT_SEEDS, budg
     from bench.api._oneline import OneLineSuite, write_oneline_suite
     from bench.api._run import plan_run, run_suite
     from bench.suites.oneline import suite_yaml, suites_dir, zoo_budget
-    from bench.traits import PRIORITIES
+    from bench.envs.traits import PRIORITIES
 
     if priority is not None and priority not in PRIORITIES:
         raise BadInput(f"--priority: {priority!r} is not allowed; allowed: {', '.join(PRIORITIES)}")

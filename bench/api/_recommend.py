@@ -59,7 +59,7 @@ def recommend(source: str | Reference | None = None, *, action: str | None = Non
     pack, a changed line of bench or another option computes afresh. A user's store changes with every
     run, so its answer is computed on each call, through the same read model.
     """
-    from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
+    from bench.envs.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 
     for flag, value, allowed in (("--action", action, ACTIONS), ("--obs", obs, OBS), ("--reward", reward, REWARDS),
                                  ("--priority", priority, PRIORITIES)):
