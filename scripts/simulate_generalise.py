@@ -3,7 +3,7 @@
     .venv/bin/python scripts/simulate_generalise.py            # about a minute on one core
     nox -s simulate
 
-Prints two Markdown tables (bench.analysis.simulation): the false-winner rate of the random-effects
+Prints two Markdown tables (bench.stats.simulation): the false-winner rate of the random-effects
 rule (HKSJ) and of the fixed-env rule under an env × algorithm interaction with zero mean difference,
 the largest over the run counts and run spreads simulated; and the random-effects rule's power at the
 mean differences the shipped reference shows between the two best candidates of a profile (0.05 to 0.14
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.analysis.simulation import table  # noqa: E402
+from bench.stats.simulation import table  # noqa: E402
 
 KS = (2, 3, 4, 5, 6, 8)
 NS = (5, 10, 20)

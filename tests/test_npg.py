@@ -13,7 +13,7 @@ import torch
 from bench.algos import npg, trpo
 from bench.algos.hyperparams import resolve
 from bench.algos.policy import ActorCritic
-from bench.analysis.metrics import first_crossing
+from bench.stats.metrics import first_crossing
 from bench.storage.record import Recorder
 
 #: CartPole settings: sb3-contrib's tuned TRPO values for CartPole-v1 (rl-baselines3-zoo trpo.yml),

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from bench.analysis.parity import ALPHA, MARGIN, compare, parity, seeds_for_equivalence, welch
+from bench.stats.parity import ALPHA, MARGIN, compare, parity, seeds_for_equivalence, welch
 from tests.synthetic import Planted, write_store
 
 

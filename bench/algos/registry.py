@@ -24,8 +24,9 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel
 
-from bench.algos import onpolicy_params as on
-from bench.algos import search, zoo
+import bench.algos.onpolicy_params as on
+import bench.algos.search as search
+import bench.algos.zoo as zoo
 from bench.algos.offpolicy_params import OFF_POLICY_PARAMS, ZOO_OFF_POLICY, ZOO_OFF_POLICY_TIMESTEPS
 from bench.algos.search import Dim
 from bench.envs.traits import ACTIONS

@@ -1,7 +1,7 @@
 """``bench report``: one self-contained static HTML page from the results store.
 
 The numbers come from :mod:`bench.analysis.scoring` (read once through the command's
-:class:`bench.analysis.readmodel.ReadModel`; the pure statistics of :mod:`bench.analysis.stats`); the
+:class:`bench.analysis.readmodel.ReadModel`; the pure statistics of :mod:`bench.stats.aggregate`); the
 figures from :mod:`bench.analysis.figures`. This module writes ``index.html`` with every figure
 embedded as a base64 PNG, no external CSS, JavaScript or fonts, so the page opens offline and fetches
 nothing.
@@ -25,12 +25,12 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from bench.analysis import answers as ans
-from bench.analysis import claims as cl
-from bench.analysis import figures as fg
-from bench.analysis import matrix as mx
-from bench.analysis import scoring as an
-from bench.analysis import stats
+import bench.analysis.answers as ans
+import bench.analysis.claims as cl
+import bench.analysis.figures as fg
+import bench.analysis.matrix as mx
+import bench.analysis.scoring as an
+from bench.stats import aggregate as stats
 from bench.analysis.offpolicy import line_text, off_policy_lines
 from bench.analysis.published import SOURCE
 from bench.analysis.readmodel import ReadModel, read_model
@@ -210,7 +210,7 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     style = fg.Style(labels, impl, dict(zip(data.runs.get("label", []), data.runs.get("algo", []))))
     warn = an.hardware_warnings(data)
 
-    from bench.analysis import collapse
+    import bench.analysis.collapse as collapse
 
     # Each env's figures first, so the drawing processes start while the flags and the tables are computed.
     diag_rows = _rows_by_env(data.diagnostics, runs)
@@ -276,7 +276,7 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     stage("claims")
     claim_rows = cl.rows(cl.evaluate(db, suites, anchors=anchors))
 
-    from bench.analysis import parity as par
+    from bench.stats import parity as par
 
     stage("implementation parity")
 
@@ -428,7 +428,7 @@ def _budgets(data: an.Data) -> set[tuple[str, int]]:
 
 
 def parity_table_rows(envs: list[Any], algo: str = "") -> list[dict[str, str]]:
-    """Display rows of :func:`bench.analysis.parity.parity` results: one per env and metric (the report's
+    """Display rows of :func:`bench.stats.parity.parity` results: one per env and metric (the report's
     parity table and ``bench parity`` print the same)."""
     def pair(d: dict[str, float], fmt: str) -> str:
         return " / ".join("—" if not np.isfinite(v) else format(v, fmt) for v in d.values()) if d else "—"
@@ -526,9 +526,9 @@ def _bytes(m: dict[str, int] | None) -> str:
 
 
 def _rules() -> dict[str, Any]:
-    from bench.analysis import collapse
+    import bench.analysis.collapse as collapse
 
-    from bench.analysis.generalise import MIN_ENVS_GENERALISE
+    from bench.stats.generalise import MIN_ENVS_GENERALISE
 
     return dict(alpha=an.ALPHA, min_seeds=an.MIN_SEEDS, min_envs=an.MIN_ENVS, min_ci=stats.MIN_CI_RUNS,
                 min_envs_generalise=MIN_ENVS_GENERALISE,

@@ -325,7 +325,7 @@ def _answer(result: RaceResult, alive: list[str]) -> None:
     """The tied set, its pick (the highest IQM of the last rung's scores, as :func:`bench.analysis.race.race`
     picks) and each kept label's interval over its seeds."""
     from bench.analysis.matrix import interval_text
-    from bench.analysis.stats import interval, iqm
+    from bench.stats.aggregate import interval, iqm
 
     last = result.rungs[-1].scores if result.rungs else {}
     result.kept = tuple(alive)

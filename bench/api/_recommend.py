@@ -83,7 +83,8 @@ def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
     """:func:`recommend`'s answer, computed: read once (:func:`bench.analysis.scoring.load`), scored, answered."""
     import json
 
-    from bench.analysis import answers, claims, generalise, offpolicy, scoring
+    from bench.stats import generalise
+    from bench.analysis import answers, claims, offpolicy, scoring
     from bench.analysis.matrix import interval_text
     from bench.analysis.readmodel import ReadModel
     from bench.suites.suite import one_line

@@ -239,7 +239,7 @@ def import_packs(packs: list[Path], store: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class ParityResult:
-    """:func:`parity`'s answer: ``envs``, one :class:`bench.analysis.parity.EnvParity` per env (its verdict and
+    """:func:`parity`'s answer: ``envs``, one :class:`bench.stats.parity.EnvParity` per env (its verdict and
     comparisons); ``rows``, the same as the report's parity table (text, one row per metric); ``alpha``, the
     tests' level."""
 
@@ -251,14 +251,15 @@ class ParityResult:
 def parity(label_a: str, label_b: str, *, envs: list[str] | None = None, margin: float = 0.05,
            store: str | None = None, log: Callable[[str], None] | None = None) -> ParityResult:
     """Are two labels the same algorithm? Per env, equivalent, different or inconclusive, with the evidence
-    (:func:`bench.analysis.parity.parity`); ``margin`` on the normalised scale (0 random policy, 1 threshold).
+    (:func:`bench.stats.parity.parity`); ``margin`` on the normalised scale (0 random policy, 1 threshold).
     ``log`` is told which store is read.
 
     :raises BadInput: a margin outside (0, 1], a label or env with no scored runs, no env in common.
     """
     import math
 
-    from bench.analysis import collapse, parity as par, scoring
+    from bench.stats import parity as par
+    from bench.analysis import collapse, scoring
     from bench.analysis.report import parity_table_rows
 
     if not (math.isfinite(margin) and 0 < margin <= 1):

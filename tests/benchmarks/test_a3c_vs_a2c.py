@@ -27,7 +27,7 @@ import numpy as np
 
 from bench.algos import a2c, a3c
 from bench.algos.hyperparams import resolve
-from bench.analysis.metrics import first_crossing
+from bench.stats.metrics import first_crossing
 from bench.storage.record import Recorder
 from bench.run.provenance import run_metadata
 

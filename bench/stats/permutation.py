@@ -1,6 +1,6 @@
 """Stratified permutation tests: does ``aggregate(x) - aggregate(y)`` differ from what relabelling runs gives?
 
-Pure NumPy, no I/O (the conventions of :mod:`bench.analysis.stats`: a *task* is one env, scores of many
+Pure NumPy, no I/O (the conventions of :mod:`bench.stats.aggregate`: a *task* is one env, scores of many
 tasks a list of 1-D arrays). :func:`permutation_test` relabels runs within each task only (a stratified
 test: runs are never exchanged across envs), exactly by enumeration when the relabelings are few, with the p-value's floor made visible (3 vs 3 runs can never
 reach p < 0.1 two-sided); :func:`mann_whitney_exact` is its rank version for one task.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.analysis.stats import Aggregate, Tasks, _rng, aggregate_task_mean, aggregate_task_mean_iqm, as_tasks
+from bench.stats.aggregate import Aggregate, Tasks, _rng, aggregate_task_mean, aggregate_task_mean_iqm, as_tasks
 
 __all__ = ["PermutationTest", "mann_whitney_exact", "permutation_test"]
 

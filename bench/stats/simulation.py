@@ -6,7 +6,7 @@ difference over envs, and counts how often each rule names a winner:
 
 - each of ``k`` envs draws its true effect ``θ_i ~ N(delta, sd_env²)``;
 - on env ``i`` each side has ``n`` runs with scores ``N(±θ_i / 2, sd_run²)``;
-- the **random-effects rule** (:func:`bench.analysis.generalise.hksj`) names a winner when its
+- the **random-effects rule** (:func:`bench.stats.generalise.hksj`) names a winner when its
   two-sided p < ``alpha``;
 - the **fixed-env rule** (what a stratified test over the envs asks: did A beat B on *these* envs)
   names one when ``|mean_i d_i| / sqrt(Σ se_i²) / k`` exceeds the normal quantile: the large-sample
@@ -24,7 +24,7 @@ from typing import Iterable
 
 import numpy as np
 
-from bench.analysis.generalise import SE_FLOOR
+from bench.stats.generalise import SE_FLOOR
 
 __all__ = ["Cell", "rates", "table"]
 
@@ -45,8 +45,8 @@ class Cell:
 
 
 def _hksj_p(d: np.ndarray, se: np.ndarray) -> np.ndarray:
-    """:func:`bench.analysis.generalise.hksj`'s p-value for each row of ``d``, ``se`` ``(reps, k)`` → ``(reps,)``."""
-    from bench.analysis import distributions as dist
+    """:func:`bench.stats.generalise.hksj`'s p-value for each row of ``d``, ``se`` ``(reps, k)`` → ``(reps,)``."""
+    import bench.stats.distributions as dist
 
     k = d.shape[1]
     w = 1.0 / se**2
@@ -64,7 +64,7 @@ def _hksj_p(d: np.ndarray, se: np.ndarray) -> np.ndarray:
 def rates(k: int, n: int, sd_env: float, sd_run: float, delta: float = 0.0, *, reps: int = 20_000,
           alpha: float = 0.05, rng: np.random.Generator | int | None = 0) -> Cell:
     """Simulate ``reps`` profiles of ``k`` envs with ``n`` runs per side and env (see the module docstring)."""
-    from bench.analysis import distributions as dist
+    import bench.stats.distributions as dist
 
     if k < 1 or n < 2:
         raise ValueError(f"need k >= 1 envs and n >= 2 runs per side, got k={k}, n={n}")
@@ -98,7 +98,7 @@ def table(ks: Iterable[int], ns: Iterable[int], sd_envs: Iterable[float], sd_run
 class SelectionCell:
     """One simulated setting of :func:`selection_rates` and its rates over ``reps`` profiles.
 
-    ``best_out``: the true best ruled out (paired tests, :func:`bench.analysis.selection.best_p`);
+    ``best_out``: the true best ruled out (paired tests, :func:`bench.stats.selection.best_p`);
     ``best_out_pooled``: the same by Hsu's pooled-variance form; ``power_1`` / ``power_2``: an algorithm
     0.1 / 0.2 below the best ruled out (paired); ``coverage``: the default's (least observed mean regret)
     95% regret interval holds its true expected regret on the next env of the kind."""
@@ -124,7 +124,7 @@ def _gaps(m: int) -> np.ndarray:
 def _pooled_best_p(S: np.ndarray) -> np.ndarray:
     """Hsu's MCB in its pooled-variance form on ``S`` ``(reps, k, m)``: the two-way (env × label) residual
     variance on ``(k − 1)(m − 1)`` df for every pair, Bonferroni over each label's ``m − 1`` comparisons."""
-    from bench.analysis import distributions as dist
+    import bench.stats.distributions as dist
 
     reps, k, m = S.shape
     resid = S - S.mean(1, keepdims=True) - S.mean(2, keepdims=True) + S.mean((1, 2), keepdims=True)
@@ -143,7 +143,7 @@ def selection_rates(k: int, m: int, sd_int: float, sd_run: float = 0.1, n: int =
     Label ``a``'s true score on env ``e`` is ``μ_a + sd_int · z`` (the env × algorithm interaction), with ``μ``
     from :func:`_gaps`; each env's observed score is the mean of ``n`` runs of sd ``sd_run``. The true expected
     regret of a label is estimated on 20,000 fresh envs."""
-    from bench.analysis import selection
+    import bench.stats.selection as selection
 
     if k < 2 or m < 2:
         raise ValueError(f"need k >= 2 envs and m >= 2 labels, got k={k}, m={m}")
@@ -157,7 +157,7 @@ def selection_rates(k: int, m: int, sd_int: float, sd_run: float = 0.1, n: int =
     R = S.max(2, keepdims=True) - S  # (reps, k, m)
     pick = R.mean(1).argmin(1)
     r = R[np.arange(reps), :, pick]  # (reps, k)
-    from bench.analysis import distributions as dist
+    import bench.stats.distributions as dist
 
     half = dist.t_ppf(0.975, k - 1) * r.std(1, ddof=1) / np.sqrt(k)
     lo, hi = np.maximum(r.mean(1) - half, 0.0), np.maximum(r.mean(1) + half, 0.0)

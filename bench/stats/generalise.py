@@ -4,7 +4,7 @@
 answer as a claim about their own env of that kind. A stratified permutation test treats the
 profile's envs as fixed: it asks "did A beat B on these envs". When two algorithms are equal on
 average over envs but differ env by env (an env × algorithm interaction), that test names a winner
-far more often than 5% of the time (:mod:`bench.analysis.simulation` measures how often).
+far more often than 5% of the time (:mod:`bench.stats.simulation` measures how often).
 
 So a profile's answer is a random-effects meta-analysis of per-env effects:
 
@@ -39,7 +39,7 @@ import numpy as np
 __all__ = ["MIN_ENVS_GENERALISE", "SE_FLOOR", "Meta", "directions", "env_effects", "format_p", "hksj", "holm"]
 
 #: Least envs for a claim about the next env of a profile (the random-effects test). Fewer envs give an
-#: answer about the envs measured only. From the simulation (:mod:`bench.analysis.simulation`,
+#: answer about the envs measured only. From the simulation (:mod:`bench.stats.simulation`,
 #: docs/statistics.md "How many envs"): at 2 envs the test keeps its false-winner rate at or below 5% under
 #: an env × algorithm interaction of sd 0.05-0.1, but with t on 1 degree of freedom it has almost no power
 #: at the effects the reference shows; from 3 envs it has some.
@@ -89,7 +89,7 @@ def hksj(effects: np.ndarray, ses: np.ndarray, level: float = 0.95) -> Meta:
 
     :param effects, ses: shape ``(k,)``, per-env effects and their standard errors (all > 0).
     """
-    from bench.analysis import distributions as dist
+    import bench.stats.distributions as dist
 
     y, s2 = np.asarray(effects, float), np.asarray(ses, float) ** 2
     k = y.size
