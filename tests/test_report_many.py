@@ -126,7 +126,7 @@ def fourteen(tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(figures, "_png", recording)
-        page = report.build(url, d / "rep", anchors=True)
+        page = report.build(url, d / "rep", anchors=for_reading)
     return dict(url=url, page=page, html=page.read_text(), figs=figs)
 
 

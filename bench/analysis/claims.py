@@ -54,7 +54,7 @@ import pandas as pd
 from bench.stats import generalise, permutation, aggregate as stats
 import bench.analysis.machines as machines
 import bench.analysis.scoring as scoring
-from bench.analysis.readmodel import read_model
+from bench.analysis.readmodel import AnchorSource, read_model
 
 #: Expectation measure (as a suite writes it) → the per-run column it compares.
 MEASURES: dict[str, str] = {
@@ -421,15 +421,16 @@ def _equivalence(line: str, x: list[np.ndarray], y: list[np.ndarray], envs: list
 
 
 def evaluate(source: Any, suites: list[str] | None = None, *, n_boot: int = scoring.N_BOOT,
-             anchors: bool = True) -> list[ClaimResult]:
+             anchors: bool | AnchorSource = False) -> list[ClaimResult]:
     """The claim of every suite in ``suites`` (default: all in the store) that has one, with its verdict.
-    ``source``: a store URL or an open reader (a command's :class:`bench.analysis.readmodel.ReadModel`)."""
+    ``source``: a store URL or an open reader (a command's :class:`bench.analysis.readmodel.ReadModel`);
+    ``anchors`` as :func:`bench.analysis.readmodel.load`'s."""
     with read_model(source) as db:
         return _evaluate(db, db.suite_specs(), suites, n_boot=n_boot, anchors=anchors)
 
 
 def _evaluate(db: Any, specs: dict[str, dict[str, Any]], suites: list[str] | None, *, n_boot: int,
-              anchors: bool) -> list[ClaimResult]:
+              anchors: bool | AnchorSource) -> list[ClaimResult]:
     out = []
     for name, spec in sorted(specs.items()):
         claim = spec.get("claim")

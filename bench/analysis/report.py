@@ -33,7 +33,7 @@ import bench.analysis.scoring as an
 from bench.stats import aggregate as stats
 from bench.analysis.offpolicy import line_text, off_policy_lines
 from bench.analysis.published import SOURCE
-from bench.analysis.readmodel import ReadModel, read_model
+from bench.analysis.readmodel import AnchorSource, ReadModel, read_model
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 #: The run columns an env's figures read (the rest of the frame stays in this process).
@@ -148,7 +148,7 @@ def answer_data(data: an.Data, scored: an.Scored, recs: list[ans.Recommendation]
 
 
 def build(source: Any, out_dir: Path, suites: list[str] | None = None, *,
-          log: Callable[[str], None] | None = None, anchors: bool = True,
+          log: Callable[[str], None] | None = None, anchors: bool | AnchorSource = False,
           stage: Callable[[str], None] | None = None, workers: int | None = None) -> Path:
     """Write ``out_dir/index.html`` for ``suites`` (default: all in the store); returns its path.
 
@@ -156,6 +156,8 @@ def build(source: Any, out_dir: Path, suites: list[str] | None = None, *,
         :class:`bench.analysis.readmodel.ReadModel`: every section reads through that one model, so each
         table is read once.
     :param log: gets the lines worth keeping (notes while reading, the time it took).
+    :param anchors: where the normalisation anchors come from, as :func:`bench.analysis.readmodel.load`'s (the api
+        passes the run layer's :func:`bench.run.anchors.for_reading`, which computes and stores missing ones).
     :param stage: gets the step under way, for a live status line (a report of the shipped
         reference takes tens of CPU seconds).
     :param workers: processes drawing the figures beside this one (:class:`bench.analysis.figures.Painter`),
@@ -183,7 +185,7 @@ def default_workers() -> int:
 
 
 def _build(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Callable[[str], None] | None,
-           anchors: bool, stage: Callable[[str], None], workers: int) -> Path:
+           anchors: bool | AnchorSource, stage: Callable[[str], None], workers: int) -> Path:
     with fg.Painter(workers if _env_count(db, suites) >= PAINT_ENVS else 0) as painter:
         return _build_with(db, out_dir, suites, log=log, anchors=anchors, stage=stage, painter=painter)
 
@@ -197,7 +199,7 @@ def _env_count(db: ReadModel, suites: list[str] | None) -> int:
 
 
 def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Callable[[str], None] | None,
-                anchors: bool, stage: Callable[[str], None], painter: fg.Painter) -> Path:
+                anchors: bool | AnchorSource, stage: Callable[[str], None], painter: fg.Painter) -> Path:
     import jinja2
 
     t0 = time.perf_counter()
@@ -358,7 +360,7 @@ def _only(data: an.Data, envs: list[str], keep: Callable[[pd.DataFrame], pd.Seri
                                traits={e: t for e, t in data.traits.items() if e in envs})
 
 
-def variant_sections(source: Any, data: an.Data, suites: list[str] | None, *, anchors: bool = True,
+def variant_sections(source: Any, data: an.Data, suites: list[str] | None, *, anchors: bool | AnchorSource = False,
                      log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """The report's section per variant suite (``variant:``; ``bench tune --export`` writes ``tuned``):
     its labels beside the runs of the report's other suites on the same envs, in one decision matrix
@@ -375,7 +377,7 @@ def variant_sections(source: Any, data: an.Data, suites: list[str] | None, *, an
                 if (s := _variant_section(db, data, name, variant, anchors=anchors, log=log)) is not None]
 
 
-def _variant_section(db: ReadModel, data: an.Data, name: str, variant: str, *, anchors: bool,
+def _variant_section(db: ReadModel, data: an.Data, name: str, variant: str, *, anchors: bool | AnchorSource,
                      log: Callable[[str], None] | None) -> dict[str, Any] | None:
     """:func:`variant_sections`' entry for the variant suite ``name``, or None (no runs to set it beside)."""
     mine = db.runs_frame(name)  # the runs table only: which envs and labels, before anything is read

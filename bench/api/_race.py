@@ -270,7 +270,7 @@ def _fraction_text(f: float) -> str:
 
 def _anchors(plan: Any, env: str, log: Callable[[str], None] | None) -> float:
     """The env's random-policy return (its score's 0), computed once and stored as the report does."""
-    from bench.envs.anchors import ensure_anchors
+    from bench.run.anchors import ensure_anchors
     from bench.storage.store import Store
 
     meta = plan.loaded.env_meta[plan.cells[0].env_id]

@@ -87,11 +87,13 @@ def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
     from bench.analysis import answers, claims, offpolicy, scoring
     from bench.analysis.matrix import interval_text
     from bench.analysis.readmodel import ReadModel
+    from bench.run.anchors import for_reading
     from bench.suites.suite import one_line
 
     with ReadModel(url) as db:  # one read of the store or packs for the whole answer
         data = scoring.load(db, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
-                            log=log, sensitivity=False)  # the table does not use the tuner's studies
+                            log=log, sensitivity=False,  # the table does not use the tuner's studies
+                            anchors=for_reading)
         left_out = [one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
                              "sets it beside them") for name, variant in scoring.variant_suites(db).items()]
     scored = scoring.score(data)

@@ -20,7 +20,7 @@ per-seed objective:
   running mean of the last ``window`` returns, read on a fixed grid of env
   steps, mapped so that the env's random-policy return is 0 and its threshold 1,
   capped at 1, and averaged (maximised). The random-policy return is the report's
-  anchor (:func:`bench.envs.anchors.ensure_anchors`), resolved once per target
+  anchor (:func:`bench.run.anchors.ensure_anchors`), resolved once per target
   from the study's store before any trial runs (:func:`with_anchor`) and kept in
   the study's settings, so every worker scores with the same value and a trial's
   value is the very number the report gives that run;
