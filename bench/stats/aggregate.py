@@ -354,6 +354,7 @@ def t_bootstrap_ci(
 
     :param scores: ``(n_runs, n_tasks)`` or per-task arrays ``(n_k,)``, every ``n_k ≥ 2``.
     """
+    # Lazy: scipy.special loads only for a test or interval that needs it, so importing the statistics stays cheap.
     import bench.stats.distributions as dist
 
     tasks = as_tasks(scores)

@@ -89,6 +89,7 @@ def hksj(effects: np.ndarray, ses: np.ndarray, level: float = 0.95) -> Meta:
 
     :param effects, ses: shape ``(k,)``, per-env effects and their standard errors (all > 0).
     """
+    # Lazy: scipy.special loads only for a test or interval that needs it, so importing the statistics stays cheap.
     import bench.stats.distributions as dist
 
     y, s2 = np.asarray(effects, float), np.asarray(ses, float) ** 2

@@ -100,6 +100,7 @@ def seeds_for_equivalence(sd: float, margin: float = MARGIN, alpha: float = ALPH
     ``n = 2 sd² (t_{1-α, 2n-2} + t_{1-β/2, 2n-2})² / margin²`` (β = 1 − power), solved by fixed-point
     iteration from the normal approximation; at least 2.
     """
+    # Lazy: scipy.special loads only for a test or interval that needs it, so importing the statistics stays cheap.
     import bench.stats.distributions as dist
 
     if sd <= 0:
@@ -118,6 +119,7 @@ def seeds_for_equivalence(sd: float, margin: float = MARGIN, alpha: float = ALPH
 def compare(a: np.ndarray, b: np.ndarray, metric: str = "", *, margin: float = MARGIN, alpha: float = ALPHA,
             power: float = POWER) -> Comparison:
     """The verdict on one metric for runs ``a`` and ``b`` (shapes ``(n_a,)``, ``(n_b,)``); see the module doc."""
+    # Lazy: scipy.special loads only for a test or interval that needs it, so importing the statistics stays cheap.
     import bench.stats.distributions as dist
 
     a, b = np.asarray(a, float), np.asarray(b, float)

@@ -24,6 +24,8 @@ from typing import Iterable
 
 import numpy as np
 
+import bench.stats.distributions as dist
+import bench.stats.selection as selection
 from bench.stats.generalise import SE_FLOOR
 
 __all__ = ["Cell", "rates", "table"]
@@ -46,8 +48,6 @@ class Cell:
 
 def _hksj_p(d: np.ndarray, se: np.ndarray) -> np.ndarray:
     """:func:`bench.stats.generalise.hksj`'s p-value for each row of ``d``, ``se`` ``(reps, k)`` → ``(reps,)``."""
-    import bench.stats.distributions as dist
-
     k = d.shape[1]
     w = 1.0 / se**2
     sw = w.sum(1)
@@ -64,8 +64,6 @@ def _hksj_p(d: np.ndarray, se: np.ndarray) -> np.ndarray:
 def rates(k: int, n: int, sd_env: float, sd_run: float, delta: float = 0.0, *, reps: int = 20_000,
           alpha: float = 0.05, rng: np.random.Generator | int | None = 0) -> Cell:
     """Simulate ``reps`` profiles of ``k`` envs with ``n`` runs per side and env (see the module docstring)."""
-    import bench.stats.distributions as dist
-
     if k < 1 or n < 2:
         raise ValueError(f"need k >= 1 envs and n >= 2 runs per side, got k={k}, n={n}")
     g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -124,8 +122,6 @@ def _gaps(m: int) -> np.ndarray:
 def _pooled_best_p(S: np.ndarray) -> np.ndarray:
     """Hsu's MCB in its pooled-variance form on ``S`` ``(reps, k, m)``: the two-way (env × label) residual
     variance on ``(k − 1)(m − 1)`` df for every pair, Bonferroni over each label's ``m − 1`` comparisons."""
-    import bench.stats.distributions as dist
-
     reps, k, m = S.shape
     resid = S - S.mean(1, keepdims=True) - S.mean(2, keepdims=True) + S.mean((1, 2), keepdims=True)
     df = (k - 1) * (m - 1)
@@ -143,8 +139,6 @@ def selection_rates(k: int, m: int, sd_int: float, sd_run: float = 0.1, n: int =
     Label ``a``'s true score on env ``e`` is ``μ_a + sd_int · z`` (the env × algorithm interaction), with ``μ``
     from :func:`_gaps`; each env's observed score is the mean of ``n`` runs of sd ``sd_run``. The true expected
     regret of a label is estimated on 20,000 fresh envs."""
-    import bench.stats.selection as selection
-
     if k < 2 or m < 2:
         raise ValueError(f"need k >= 2 envs and m >= 2 labels, got k={k}, m={m}")
     g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -157,8 +151,6 @@ def selection_rates(k: int, m: int, sd_int: float, sd_run: float = 0.1, n: int =
     R = S.max(2, keepdims=True) - S  # (reps, k, m)
     pick = R.mean(1).argmin(1)
     r = R[np.arange(reps), :, pick]  # (reps, k)
-    import bench.stats.distributions as dist
-
     half = dist.t_ppf(0.975, k - 1) * r.std(1, ddof=1) / np.sqrt(k)
     lo, hi = np.maximum(r.mean(1) - half, 0.0), np.maximum(r.mean(1) + half, 0.0)
     cover = float(np.mean((lo <= true_regret[pick]) & (true_regret[pick] <= hi)))
