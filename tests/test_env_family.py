@@ -120,7 +120,7 @@ def test_a_toy_env_family_is_one_declaration(tmp_path: Path):
 
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "BENCH_NO_PROGRESS": "1"}
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(PROBE)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("PROBE "))[6:])
     assert out["bench"] == str(copy / "__init__.py")  # the copy, with the toy family, is what ran
