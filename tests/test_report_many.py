@@ -22,6 +22,7 @@ import pytest
 from bench import analysis
 from bench.analysis import figures, report
 from bench.analysis.style import cielab, styles
+from bench.run.anchors import for_reading
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402
