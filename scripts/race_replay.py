@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.analysis import race as rc  # noqa: E402
 from bench.analysis import scoring  # noqa: E402
 from bench.analysis.criteria import ALPHA, CRITERIA  # noqa: E402
-from bench.analysis.stats import iqm  # noqa: E402
+from bench.stats.aggregate import iqm  # noqa: E402
 
 CRIT = CRITERIA["sample efficiency"]
 #: What a pick is also judged on, beside: the normalised final return (the naive race decides on the last window).

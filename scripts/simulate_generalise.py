@@ -3,7 +3,7 @@
     .venv/bin/python scripts/simulate_generalise.py            # about a minute on one core
     nox -s simulate
 
-Prints three Markdown tables (bench.analysis.simulation): the false-winner rate of the headline test (a t-test
+Prints three Markdown tables (bench.stats.simulation): the false-winner rate of the headline test (a t-test
 over the per-env effects, envs weighted equally), of the random-effects rule (HKSJ, inverse-variance weights; the
 headline test until issue 63) and of the fixed-env rule under an env × algorithm interaction with zero mean difference,
 the largest over the run counts and run spreads simulated; the headline test's power at the
@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.analysis.simulation import table  # noqa: E402
+from bench.stats.simulation import table  # noqa: E402
 
 KS = (2, 3, 4, 5, 6, 8)
 NS = (5, 10, 20)

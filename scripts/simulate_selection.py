@@ -3,7 +3,7 @@
     .venv/bin/python scripts/simulate_selection.py            # a few seconds on one core
     nox -s simulate
 
-Prints one Markdown table (bench.analysis.simulation.selection_table): per number of envs, labels and
+Prints one Markdown table (bench.stats.simulation.selection_table): per number of envs, labels and
 env × algorithm interaction sd, how often the true best is ruled out (paired tests, as `bench recommend`; and
 Hsu's pooled-variance form), the power to rule out a label 0.1 and 0.2 below the best, and how often the
 default's regret interval holds its true expected regret. Runs: 5 per label and env, sd 0.1 (between the
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.analysis.simulation import selection_table  # noqa: E402
+from bench.stats.simulation import selection_table  # noqa: E402
 
 KS = (3, 5, 8)
 MS = (2, 4, 7)

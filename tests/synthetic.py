@@ -1,7 +1,7 @@
 """Synthetic results stores for the report and recommendation tests and the report benchmark.
 
 Runs are written through the store's real path (``register`` → ``claim`` →
-``finish``) with summaries computed by :func:`bench.analysis.metrics.summarize`, so the
+``finish``) with summaries computed by :func:`bench.stats.metrics.summarize`, so the
 report reads exactly what ``bench run`` would have written. Each run's learning
 curve is planted: ``random + (threshold - random) * skill * (1 - exp(-steps / tau))``
 plus Gaussian noise, so the right answer of every comparison is known.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.envs import get_spec
-from bench.analysis.metrics import summarize
+from bench.stats.metrics import summarize
 from bench.storage.schema import RunResult
 from bench.storage.store import Store
 from bench.suites.suite import Cell, cell_key

@@ -13,7 +13,7 @@ from bench.algos import collect
 from bench.algos.a2c import a2c
 from bench.algos.common import FlatParams
 from bench.algos.hyperparams import resolve
-from bench.analysis.metrics import first_crossing, summarize
+from bench.stats.metrics import first_crossing, summarize
 from bench.storage.record import Recorder
 
 #: CI learning check: the zoo's CartPole settings unchanged (8 envs × 5 steps, RMSprop,

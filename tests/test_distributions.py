@@ -1,9 +1,9 @@
-"""bench.analysis.distributions against scipy.stats: the same special functions, so the same values to the bit."""
+"""bench.stats.distributions against scipy.stats: the same special functions, so the same values to the bit."""
 
 import numpy as np
 from scipy import stats as st
 
-from bench.analysis import distributions as dist
+from bench.stats import distributions as dist
 
 
 def test_same_values_as_scipy_stats():

@@ -14,42 +14,9 @@ from bench import envs
 from bench.envs import families
 from bench.storage.record import Recorder
 
-EXPECTED_IDS = [
-    "CartPole-v1",
-    "MountainCar-v0",
-    "Pendulum-v1",
-    "MountainCarContinuous-v0",
-    "LunarLander-v3",
-    "LunarLanderContinuous-v3",
-    "HalfCheetah-v5",
-    "Hopper-v5",
-    "Walker2d-v5",
-    "Humanoid-v5",
-    "Ant-v5",
-    "Swimmer-v5",
-    "BipedalWalker-v3",
-    "CarRacing-v3",
-    "bench/LunarLanderContinuous-Pixels-v3",
-    "bench/BipedalWalker-Pixels-v3",
-    "PointMaze_UMaze-v3",
-    "FetchReach-v4",
-    "highway-fast-v0",
-    "intersection-v0",
-    "two-way-v0",
-    "MiniGrid-DoorKey-5x5-v0",
-    "MiniGrid-Unlock-v0",
-    "MiniGrid-LavaGapS5-v0",
-    "MiniGrid-KeyCorridorS3R1-v0",
-    "bench/MiniGrid-DoorKey-5x5-Pixels-v0",
-    "bench/MiniGrid-Unlock-Pixels-v0",
-    "bench/MiniGrid-LavaGapS5-Pixels-v0",
-    "ALE/Breakout-v5",
-    "ALE/Pong-v5",
-    "MinAtar/Breakout-v1",
-    "MinAtar/Asterix-v1",
-    "MinAtar/Freeway-v1",
-    "MinAtar/Seaquest-v1",
-]
+#: The registry's ids, read off the families (bench.envs.families): the tests below check each entry against
+#: Gymnasium, so a new family's entries are checked without touching this file.
+REGISTERED_IDS = list(envs.REGISTRY)
 
 
 def _find(env: gym.Env, cls: type) -> gym.Env:
@@ -62,17 +29,36 @@ def _find(env: gym.Env, cls: type) -> gym.Env:
 
 
 # -- registry ----------------------------------------------------------------
-def test_registry_ids_in_order():
-    assert list(envs.REGISTRY) == EXPECTED_IDS
-    assert [s.id for s in envs.list_specs()] == EXPECTED_IDS
-    assert all(s.registered for s in envs.list_specs())
+def test_the_registry_is_its_families_entries():
+    """The registry is every family's entries, in family order, none lost to a clash of ids; each entry is a
+    valid trait record of its own family (bench.envs.traits' vocabulary, a threshold with its source)."""
+    from bench.envs.traits import ACTIONS, OBS, REWARDS
+
+    declared = [s for f in families.FAMILIES for s in f.envs]
+    assert len(declared) > 0 and list(envs.REGISTRY.values()) == declared  # order kept, no id declared twice
+    assert [s.id for s in envs.list_specs()] == [s.id for s in declared]
+    names = [f.name for f in families.FAMILIES]
+    assert len(set(names)) == len(names)
+    for s in declared:
+        assert s.registered and s.family in names and families.family_of_id(s.id).name == s.family, s.id
+        assert (s.action, s.obs, s.reward) in {(a, o, r) for a in ACTIONS for o in OBS for r in REWARDS}, s.id
+        assert s.threshold is not None and s.threshold_source, s.id
+        assert s.horizon is None or s.horizon > 0, s.id
+        assert s.time_scale_us is None or s.time_scale_us > 0, s.id
+        assert envs.registry.TIME_SCALE_US.get(s.id) == s.time_scale_us, s.id
 
 
-@pytest.mark.parametrize("env_id", EXPECTED_IDS)
+def test_a_family_entry_names_its_own_family():
+    spec = envs.EnvSpec("X-v0", "classic", "discrete", "vector", "dense", 1, 1.0, "chosen")
+    with pytest.raises(ValueError, match="name another family"):
+        families.EnvFamily("toy", "Toy", envs=(spec,))
+
+
+@pytest.mark.parametrize("env_id", REGISTERED_IDS)
 def test_registry_agrees_with_gymnasium(env_id):
     spec = envs.REGISTRY[env_id]
     fam = families.family_of_id(env_id)
-    if fam is not None:
+    if fam.extra is not None:  # an optional extra: skipped where it is not installed
         pytest.importorskip(fam.module)
     assert envs.env_exists(env_id)  # first: it registers the ALE (and MinAtar) ids gym.spec needs
     g = gym.spec(env_id)
@@ -105,10 +91,11 @@ def test_registry_traits():
     assert mc.reward == "sparse" and mc.threshold == -110.0
     assert (pong.family, pong.action, pong.obs) == ("atari", "discrete", "pixels")
     assert envs.REGISTRY["ALE/Breakout-v5"].threshold == 31.8 and pong.threshold == 9.3
-    assert [s.id for s in envs.list_specs() if s.reward == "sparse"] == [
-        "MountainCar-v0", "MountainCarContinuous-v0", "PointMaze_UMaze-v3", "FetchReach-v4", "MiniGrid-DoorKey-5x5-v0",
-        "MiniGrid-Unlock-v0", "MiniGrid-LavaGapS5-v0", "MiniGrid-KeyCorridorS3R1-v0", "bench/MiniGrid-DoorKey-5x5-Pixels-v0",
-        "bench/MiniGrid-Unlock-Pixels-v0", "bench/MiniGrid-LavaGapS5-Pixels-v0", "MinAtar/Freeway-v1"]
+    # Sparse where the reward says so: MiniGrid rewards success alone, the robotics tasks reward being at the
+    # goal; Freeway pays once per crossing. The dense envs' reward arrives at most steps.
+    assert all(s.reward == "sparse" for s in envs.list_specs() if s.family in ("minigrid", "robotics"))
+    assert envs.REGISTRY["MinAtar/Freeway-v1"].reward == "sparse" and envs.REGISTRY["CartPole-v1"].reward == "dense"
+    assert all(s.reward == "dense" for s in envs.list_specs() if s.family in ("mujoco", "atari", "highway"))
     mcc = envs.REGISTRY["MountainCarContinuous-v0"]
     assert (mcc.family, mcc.action, mcc.obs, mcc.threshold) == ("classic", "continuous", "vector", 90.0)
 

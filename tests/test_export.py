@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from bench import analysis
-from bench.analysis import stats
+from bench.stats import aggregate as stats
 from bench.storage.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

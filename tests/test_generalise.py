@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from bench.analysis import generalise, simulation
-from bench.analysis.generalise import (MIN_ENVS_GENERALISE, directions, env_effects, equal_weights, format_p, hksj,
-                                      holm)
+from bench.stats import generalise, simulation
+from bench.stats.generalise import (MIN_ENVS_GENERALISE, directions, env_effects, equal_weights, format_p, hksj,
+                                   holm)
 
 
 def test_env_effects_are_mean_differences_with_welch_standard_errors():

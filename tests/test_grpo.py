@@ -15,7 +15,7 @@ from bench.algos.grpo.grpo import (
 from bench.algos.common import Normalizer
 from bench.algos.hyperparams import resolve
 from bench.algos.policy import make_policy
-from bench.analysis.metrics import first_crossing
+from bench.stats.metrics import first_crossing
 from bench.envs import make_vec_env
 from bench.storage.record import Recorder
 

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from bench.algos import MODULES, TRAIN
 from bench.algos.hyperparams import PARAMS, resolve
-from bench.analysis.metrics import first_crossing
+from bench.stats.metrics import first_crossing
 from bench.storage.record import Recorder
 
 

@@ -1,18 +1,21 @@
-"""The package's architecture, enforced: no import cycles, and imports only along the documented layers.
+"""The package's architecture, enforced: its folders are its layers, imports run downward only, and there is no
+import cycle, package ``__init__`` files included.
 
-The import graph is read from the source with :mod:`ast`: every ``import`` and
-``from ... import`` in a module, at module level, inside a function or under
-``TYPE_CHECKING`` alike. A call-time import is still a dependency, so it cannot
-be used to dodge a cycle. Layers are checked on direct imports (the rules below
-name what each part of ``bench`` may import); cycles on the whole graph.
+The import graph is read from the source with :mod:`ast`: every ``import`` and ``from ... import`` in a module, at
+module level, inside a function or under ``TYPE_CHECKING`` alike. A call-time import is still a dependency, so it
+cannot be used to dodge a cycle. ``from pkg import name`` reads ``pkg``'s ``__init__`` (and the submodule ``name``
+where there is one): a submodule that does so with its own package runs in a cycle through that ``__init__``.
 
-The checker is tested on a copy of the package with a planted bad module, so the
-test is known to fail when a forbidden import or a cycle is added.
+The layer order is :data:`LAYERS`: one row a folder of ``bench/`` (docs/architecture.md's table, /work/shared's
+DESIGN). Two narrow doors (:data:`DOORS`) say where a layer may use only part of another. The checker is tested
+on a copy of the package with a planted bad module, so each test is known to fail when a forbidden import or a
+cycle is added.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import shutil
 import sys
 from pathlib import Path
@@ -21,105 +24,70 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "bench"
 
-# Parts of the package, most specific prefix first. Each module belongs to the first part whose prefix it matches.
-# The parts are docs/architecture.md's layers; a few layers are split where the DESIGN names what may be imported
-# of them (the algorithm registry of `algos`, the recorder protocol of `storage`, the pure statistics of `analysis`).
-PARTS: list[tuple[str, str]] = [
-    ("bench.cli", "cli"),
-    ("bench.__main__", "cli"),
-    ("bench.api", "api"),
-    # Saved policies: find a run in the store, rebuild its policy (own or SB3), act on an env: execution.
-    ("bench.policies", "execution"),
-    ("bench.run", "execution"),
-    ("bench.tune", "tune"),
-    ("bench.analysis.stats", "pure"),
-    ("bench.analysis.distributions", "pure"),
-    ("bench.analysis.permutation", "pure"),
-    ("bench.analysis.survival", "pure"),
-    # The trait vocabulary (trait values, priorities), declared once: plain literals every layer reads.
-    ("bench.traits", "traits"),
-    # The distribution's name (pip's, for install hints and --version): a literal every layer may read.
-    ("bench.distribution", "distribution"),
-    ("bench.analysis.metrics", "pure"),
-    ("bench.analysis.parity", "pure"),
-    ("bench.analysis.generalise", "pure"),
-    ("bench.analysis.simulation", "pure"),
-    ("bench.analysis.machines", "pure"),
-    ("bench.analysis.race", "pure"),
-    ("bench.analysis.selection", "pure"),
-    ("bench.analysis", "analysis"),
-    ("bench.suites", "suites"),
-    # The algorithm registry as a suite sees it: the AlgoSpec registry and what its specs hold (typed
-    # hyperparameters, zoo tables, default search spaces, plugin declarations). Specs only: implementations are
-    # named by string, so a suite reads them without torch.
-    ("bench.algos.hyperparams", "registry"),
-    ("bench.algos.registry", "registry"),
-    ("bench.algos.param_types", "registry"),
-    ("bench.algos.spec", "registry"),
-    ("bench.algos.search", "registry"),
-    ("bench.algos.plugins", "registry"),
-    ("bench.algos.offpolicy_params", "registry"),
-    ("bench.algos", "algos"),
-    # The recorder protocol: all an algorithm sees of storage.
-    ("bench.storage.record", "record"),
-    ("bench.storage", "storage"),
-    ("bench.envs", "envs"),
-    ("bench", "root"),
-]
-
-# part → the parts it may import (besides itself): /work/shared/DESIGN.md's layer table, one row a layer, with
-# every layer below the ones it names (imports run downward; a layer may reach past the one just below it).
-# The pure statistics import nothing of bench (and only PURE_EXTERNAL outside it): they are the ground floor,
-# which every layer that computes a score may use, so a run's summary, a trial's value and the report's
-# scores are one computation.
-ALLOWED: dict[str, set[str]] = {
+#: The layers, top to bottom, each a folder of ``bench/``, and the layers it may import besides itself. Imports run
+#: downward; a layer may reach past the one just below it. ``stats`` (the pure statistics) is the ground floor that
+#: every layer computing a score stands on: a run's summary, a trial's value and the report's scores are one
+#: computation.
+LAYERS: dict[str, set[str]] = {
     "cli": {"api"},
-    # One public function per everyday job: everything below it.
-    "api": {"execution", "tune", "analysis", "pure", "suites", "registry", "algos", "record", "storage", "envs"},
-    "execution": {"suites", "registry", "algos", "envs", "record", "storage", "pure"},
-    # The tuner sits on execution (a trial is a run): everything below it.
-    "tune": {"execution", "suites", "registry", "algos", "envs", "record", "storage", "pure"},
-    # Analysis reads the store and env traits; never the runner, the tuner or an algorithm.
-    "analysis": {"storage", "record", "envs", "pure"},
-    "suites": {"registry", "envs"},
-    # An algorithm sees an env id, typed parameters, a seed, a budget and a recorder: nothing of suites, stores or the CLI.
-    "algos": {"registry", "envs", "record"},
-    "registry": {"envs"},
-    "record": set(),
+    "api": {"run", "tune", "analysis", "suites", "algos", "storage", "envs", "stats"},
+    # The tuner sits on execution: a trial is a run.
+    "tune": {"run", "suites", "algos", "storage", "envs", "stats"},
+    "run": {"suites", "algos", "storage", "envs", "stats"},
+    # Analysis reads the store and env traits; never the runner, the tuner, a suite or an algorithm.
+    "analysis": {"storage", "envs", "stats"},
+    "suites": {"algos", "envs"},
+    # An algorithm sees an env id, typed parameters, a seed, a budget and a recorder: nothing of suites, stores or
+    # the CLI.
+    "algos": {"storage", "envs"},
     "storage": set(),
     "envs": set(),
-    "pure": set(),
-    "root": set(),
-    "distribution": set(),
+    "stats": set(),
 }
 
-#: Parts every part may import: the trait vocabulary and the distribution's name (plain literals, importing nothing
-#: of bench).
-EVERYWHERE = {"traits", "distribution"}
-# Imports the table above does not allow, each with why it stays: (importing part, imported part) → reason.
-# There are none (test_there_is_no_exception); the mechanism stays for a reviewed, documented one.
-EXCEPTIONS: dict[tuple[str, str], str] = {}
+#: The modules at the package root, by the layer they belong to. The floor, under every layer, is what every layer
+#: reads and which imports nothing of bench: ``bench.distribution`` (pip's name for bench, a literal for install
+#: hints) and the package itself (its public names are resolved on first use).
+ROOT_MODULES: dict[str, str] = {"bench": "floor", "bench.__main__": "cli", "bench.distribution": "floor",
+                                "bench.baselines": "algos"}
 
+#: Narrow doors: (importing layer, imported layer) → the only modules of the imported layer it may use. A suite reads
+#: the algorithm *specs* (the AlgoSpec registry, typed hyperparameters, zoo tables, search spaces, plugin
+#: declarations), which name implementations by string, so validating a suite loads no torch; an algorithm sees
+#: the recorder protocol and nothing else of storage.
+DOORS: dict[tuple[str, str], tuple[str, ...]] = {
+    # The registry as a suite sees it: the AlgoSpec registry and each algorithm folder's spec (params, zoo values,
+    # search space, checks), whose implementations are named by string, so a suite reads them without torch.
+    ("suites", "algos"): ("bench.algos.hyperparams", "bench.algos.registry", "bench.algos.spec", "bench.algos.param_types",
+                          "bench.algos.*.spec", "bench.algos.search", "bench.algos.plugins", "bench.algos.offpolicy_params"),
+    ("algos", "storage"): ("bench.storage.record",),
+}
 
-def allowed(src: str, dst: str) -> bool:
-    return dst == src or dst in ALLOWED[src] or dst in EVERYWHERE or (src, dst) in EXCEPTIONS
-
-
-# Pure statistics: what they may import from outside bench.
-#: scipy: scipy.special's t, normal and chi-square functions (bench.analysis.distributions), a pure function
-#: library like numpy.
+#: The pure statistics: what they may import from outside bench. scipy: scipy.special's t, normal and chi-square
+#: functions (bench.stats.distributions), a pure function library like numpy.
 PURE_EXTERNAL = {"__future__", "dataclasses", "math", "typing", "collections", "functools", "itertools", "numpy", "pandas",
                  "scipy"}
 
 
 def part_of(module: str) -> str:
-    # An algorithm's folder: its spec.py is what the registry reads (no torch); the rest is the algorithm.
-    if module.startswith("bench.algos.") and module.endswith(".spec"):
-        return "registry"
-    for prefix, part in PARTS:
-        if module == prefix or module.startswith(prefix + "."):
-            return part
-    raise AssertionError(f"{module} belongs to no part of the layer table; add it to PARTS")
+    """The layer of a module: its folder under ``bench/``, or :data:`ROOT_MODULES`' word for a root module."""
+    if module in ROOT_MODULES:
+        return ROOT_MODULES[module]
+    folder = module.split(".")[1]
+    if folder not in LAYERS:
+        raise AssertionError(f"{module} belongs to no layer: bench's folders are {', '.join(LAYERS)}, and root "
+                             f"modules are {', '.join(ROOT_MODULES)}; move it into a folder")
+    return folder
+
+
+def allowed(src_module: str, dst_module: str) -> bool:
+    src, dst = part_of(src_module), part_of(dst_module)
+    if dst == "floor":
+        return True
+    if src == "floor" or not (dst == src or dst in LAYERS[src]):
+        return False
+    door = DOORS.get((src, dst))
+    return door is None or any(fnmatch.fnmatchcase(dst_module, d) for d in door)
 
 
 def modules(root: Path, package: str = "bench") -> dict[str, Path]:
@@ -158,8 +126,11 @@ def imports(module: str, path: Path, known: dict[str, Path]) -> tuple[set[str], 
                 pkg = module.split(".") if is_pkg else module.split(".")[:-1]
                 pkg = pkg[: len(pkg) - (node.level - 1)]
                 base = ".".join(pkg + ([base] if base else []))
-            # ``from pkg import sub`` imports the submodule ``pkg.sub`` when there is one.
+            # ``from pkg import sub`` imports the submodule ``pkg.sub`` when there is one, and reads ``pkg``'s
+            # ``__init__`` first in any case: that is an edge too, or a cycle through the ``__init__`` goes unseen.
             names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+            if base in known and known[base].name == "__init__.py":
+                names.append(base)
         for n in names:
             if n == "bench" or n.startswith("bench."):
                 target = _resolve(n, known)
@@ -217,24 +188,29 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def violations(edges: dict[str, set[str]], external: dict[str, set[str]]) -> list[str]:
-    """One line per import against the layer table, and per impure import of the pure statistics."""
+    """One line per import against the layer order (or through no door), and per impure import of the statistics."""
     out = []
     for m, targets in sorted(edges.items()):
         src = part_of(m)
         for t in sorted(targets):
-            dst = part_of(t)
-            if not allowed(src, dst):
-                out.append(f"{m} ({src}) imports {t} ({dst}); {src} may import: {', '.join(sorted(ALLOWED[src])) or 'nothing of bench'}")
-        if src == "pure":
+            if not allowed(m, t):
+                dst = part_of(t)
+                door = DOORS.get((src, dst))
+                may = (f"of {dst} only {', '.join(door)}" if door and dst in LAYERS[src]
+                       else ", ".join(sorted(LAYERS.get(src, ()))) or "nothing of bench")
+                out.append(f"{m} ({src}) imports {t} ({dst}); {src} may import: {may}")
+        if src == "stats":
             for name in sorted(external[m] - PURE_EXTERNAL):
                 out.append(f"{m} (pure statistics) imports {name}; allowed: {', '.join(sorted(PURE_EXTERNAL))}")
     return out
 
 
 def own_package_imports(edges: dict[str, set[str]], known: dict[str, Path]) -> list[str]:
-    """Submodules that import their own package's ``__init__``: the re-exporting packages import them, so that is a cycle too."""
+    """Submodules that import their own package's ``__init__``: a package re-exports its submodules, so that is a
+    cycle, or one as soon as the ``__init__`` imports eagerly. The root package is the floor (it imports nothing of
+    bench, which :func:`violations` checks), so ``from bench import api`` is no cycle."""
     return [f"{m} imports its own package {t}" for m, ts in edges.items() for t in ts
-            if m.startswith(t + ".") and known[t].name == "__init__.py"]
+            if t != "bench" and m.startswith(t + ".") and known[t].name == "__init__.py"]
 
 
 # --------------------------------------------------------------------------- #
@@ -246,41 +222,49 @@ def test_no_import_cycles():
     assert cycles(edges) == []
 
 
+def test_no_submodule_imports_its_own_package():
+    """No cycle through a package ``__init__`` (issue 65 found three: ``envs/registry.py``, ``algos/registry.py``,
+    ``analysis/generalise.py``, each ``from <own package> import <submodule>``)."""
+    edges, _ = graph(ROOT)
+    assert own_package_imports(edges, modules(ROOT)) == []
+
+
 def test_imports_follow_the_layers():
     edges, external = graph(ROOT)
     assert violations(edges, external) == []
 
 
-def test_there_is_no_exception():
-    """Issue 42: 0 upward imports. Every import follows the table; none is let through by an exception."""
-    assert EXCEPTIONS == {}
-
-
-def test_every_exception_is_still_needed():
-    """An exception that no import uses any more is deleted, so the table's count stays true."""
-    edges, _ = graph(ROOT)
-    used = {(part_of(m), part_of(t)) for m, ts in edges.items() for t in ts}
-    stale = [k for k in EXCEPTIONS if k not in used]
-    assert stale == []
-
-
-def test_every_module_has_a_layer():
+def test_every_module_is_in_a_layer_folder():
     for m in modules(ROOT):
-        part_of(m)  # raises for a module outside the table
+        part_of(m)  # raises for a module outside the layer folders
+
+
+def test_every_door_names_real_modules():
+    """A door that names a module which no longer exists would let nothing through and hide a rename."""
+    known = modules(ROOT)
+    assert [d for door in DOORS.values() for d in door if not fnmatch.filter(known, d)] == []
 
 
 def test_documented_boundaries_hold():
-    """The issue's three rules, spelt out on the real graph (the table above implies them)."""
+    """The DESIGN's rules, spelt out on the real graph (the table above implies them)."""
     edges, external = graph(ROOT)
     for m, ts in edges.items():
+        layers = {part_of(t) for t in ts} - {"floor"}
         if part_of(m) == "algos":
-            assert not {part_of(t) for t in ts} & {"suites", "storage", "execution", "tune", "cli", "api", "analysis"}, m
+            assert not layers & {"suites", "run", "tune", "cli", "api", "analysis"}, m
+            assert all(t == "bench.storage.record" for t in ts if part_of(t) == "storage"), m
         if part_of(m) == "analysis":
-            assert not any(t.startswith(("bench.run", "bench.tune", "bench.algos", "bench.suites")) for t in ts), m
-        if part_of(m) == "storage":
-            assert all(part_of(t) in {"storage", "record"} for t in ts), m
-        if part_of(m) == "pure":
-            assert external[m] <= PURE_EXTERNAL and {part_of(t) for t in ts} <= {"pure"}, m
+            assert not layers & {"run", "tune", "algos", "suites"}, m
+        if part_of(m) in ("storage", "envs"):
+            assert layers <= {part_of(m)}, m
+        if part_of(m) == "stats":
+            assert external[m] <= PURE_EXTERNAL and layers <= {"stats"}, m
+
+
+def test_the_layer_folders_are_the_package():
+    """Every folder of ``bench/`` is a layer of the table and every layer a folder: the folders say the order."""
+    folders = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(LAYERS)
 
 
 # --------------------------------------------------------------------------- #
@@ -297,15 +281,23 @@ def test_checker_catches_an_algorithm_importing_the_store(planted: Path):
     (planted / "algos" / "planted.py").write_text("def f():\n    from bench.storage.store import Store  # call time counts too\n")
     edges, external = graph(planted)
     found = violations(edges, external)
-    assert found == ["bench.algos.planted (algos) imports bench.storage.store (storage); algos may import: envs, record, "
-                     "registry"]
+    assert found == ["bench.algos.planted (algos) imports bench.storage.store (storage); algos may import: of storage "
+                     "only bench.storage.record"]
+
+
+def test_checker_catches_a_suite_importing_an_implementation(planted: Path):
+    (planted / "suites" / "planted.py").write_text("from bench.algos.ppo import train\n")
+    edges, external = graph(planted)
+    assert [v.split(";")[0] for v in violations(edges, external)] == [
+        "bench.suites.planted (suites) imports bench.algos.ppo (algos)"]
 
 
 def test_checker_catches_analysis_importing_the_runner(planted: Path):
     (planted / "analysis" / "planted.py").write_text("from bench.run import runner\n")
     edges, external = graph(planted)
     assert [v.split(";")[0] for v in violations(edges, external)] == [
-        "bench.analysis.planted (analysis) imports bench.run.runner (execution)"]
+        "bench.analysis.planted (analysis) imports bench.run (run)",
+        "bench.analysis.planted (analysis) imports bench.run.runner (run)"]
 
 
 def test_checker_catches_the_cli_importing_below_the_api(planted: Path):
@@ -328,15 +320,33 @@ def test_checker_catches_storage_importing_upward(planted: Path):
     (planted / "storage" / "planted.py").write_text("def f():\n    from bench.run.runner import run_cell\n")
     edges, external = graph(planted)
     assert [v.split(";")[0] for v in violations(edges, external)] == [
-        "bench.storage.planted (storage) imports bench.run.runner (execution)"]
+        "bench.storage.planted (storage) imports bench.run.runner (run)"]
 
 
 def test_checker_catches_impure_statistics(planted: Path):
-    stats = planted / "analysis" / "stats.py"
+    stats = planted / "stats" / "aggregate.py"
     stats.write_text(stats.read_text() + "\nimport sqlalchemy\n")
     edges, external = graph(planted)
     assert [v.split(";")[0] for v in violations(edges, external)] == [
-        "bench.analysis.stats (pure statistics) imports sqlalchemy"]
+        "bench.stats.aggregate (pure statistics) imports sqlalchemy"]
+
+
+def test_checker_catches_statistics_importing_the_analysis(planted: Path):
+    (planted / "stats" / "planted.py").write_text("from bench.analysis.readmodel import read_model\n")
+    edges, external = graph(planted)
+    assert [v.split(";")[0] for v in violations(edges, external)] == [
+        "bench.stats.planted (stats) imports bench.analysis.readmodel (analysis)"]
+
+
+def test_checker_catches_a_module_outside_the_layer_folders(planted: Path):
+    (planted / "planted.py").write_text("x = 1\n")
+    with pytest.raises(AssertionError, match="bench.planted belongs to no layer"):
+        part_of("bench.planted")
+    (planted / "extra").mkdir()
+    (planted / "extra" / "__init__.py").write_text("")
+    with pytest.raises(AssertionError, match="belongs to no layer"):
+        for m in modules(planted):
+            part_of(m)
 
 
 def test_checker_catches_a_cycle_through_a_call_time_import(planted: Path):
@@ -363,22 +373,26 @@ def test_checker_catches_a_submodule_importing_its_reexporting_package(planted: 
     assert own_package_imports(edges, known) == ["bench.envs.planted imports its own package bench.envs"]
 
 
-def test_no_submodule_imports_its_own_package():
-    edges, _ = graph(ROOT)
-    assert own_package_imports(edges, modules(ROOT)) == []
+def test_checker_catches_a_submodule_imported_through_its_own_package(planted: Path):
+    # The issue's three cycles had this form: the name is a submodule, but its package's __init__ is read first.
+    (planted / "envs" / "planted.py").write_text("from bench.envs import families\n")
+    edges, _ = graph(planted)
+    assert edges["bench.envs.planted"] == {"bench.envs", "bench.envs.families"}
+    assert own_package_imports(edges, modules(planted)) == ["bench.envs.planted imports its own package bench.envs"]
 
 
 def test_relative_imports_are_resolved(planted: Path):
     (planted / "algos" / "planted.py").write_text("from ..storage import store\n")
     edges, external = graph(planted)
-    assert edges["bench.algos.planted"] == {"bench.storage.store"}
+    assert edges["bench.algos.planted"] == {"bench.storage", "bench.storage.store"}
     assert violations(edges, external)
 
 
 # --------------------------------------------------------------------------- #
-# Old import paths are gone (CHANGELOG.md, "Unreleased")
+# Old import paths (CHANGELOG.md, "Unreleased")
 # --------------------------------------------------------------------------- #
-@pytest.mark.parametrize("old", ["bench.suite", "bench.store", "bench.runner", "bench.report", "bench.stats"])
+@pytest.mark.parametrize("old", ["bench.suite", "bench.store", "bench.runner", "bench.report", "bench.traits",
+                                 "bench.policies", "bench.analysis.stats", "bench.analysis.metrics"])
 def test_retired_module_names_no_longer_import(old: str):
     import importlib
 
@@ -424,17 +438,30 @@ def test_the_size_check_catches_a_long_module(planted: Path):
     assert long_modules(planted) == []
 
 
-def test_the_pure_statistics_load_nothing_heavy():
-    """Importing the pure statistics loads no SQLAlchemy, Arrow or torch, and nothing of bench but themselves
-    (issue 65): ``bench.analysis``'s re-exports of scoring and answers are made on first use. ``machines`` works on
-    pandas frames, and pandas 3 loads Arrow, so it is left out of this list."""
-    import subprocess
-    import sys as _sys
+HEAVY = {"sqlalchemy", "pyarrow", "torch"}
 
-    pure = [m for m, part in PARTS if part == "pure" and m != "bench.analysis.machines"]
-    code = (f"import sys; import {', '.join(pure)}; "
-            "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'pyarrow', 'torch', 'pandas'}); "
-            f"other = sorted(m for m in sys.modules if m.startswith('bench.') and m not in {pure!r} "
-            "and m != 'bench.analysis'); print(heavy, other)")
-    out = subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "[] []", out
+
+def _loaded_after(statement: str) -> set[str]:
+    """The top-level names of the modules a fresh interpreter holds after ``statement``."""
+    import subprocess
+
+    code = f"import sys; {statement}; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    return set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+
+
+def test_the_pure_statistics_load_nothing_heavy():
+    """``import bench.stats`` and every module of it loads no SQLAlchemy, Arrow or torch (issue 65's Done-when:
+    ``python -X importtime -c "import bench.stats"``), nor pandas where a module works on arrays alone."""
+    pure = sorted(m for m in modules(ROOT) if part_of(m) == "stats")
+    assert "bench.stats.aggregate" in pure and "bench.stats.metrics" in pure
+    loaded = _loaded_after(f"import {', '.join(pure)}")
+    assert loaded & HEAVY == set()
+    assert _loaded_after("import bench.stats.metrics, bench.stats.aggregate") & (HEAVY | {"pandas"}) == set()
+
+
+def test_lower_package_inits_load_nothing_heavy():
+    """The package ``__init__`` files below the api resolve their names on first use: importing them (and the trait
+    vocabulary, which the command line reads to check its options) loads no gymnasium, SQLAlchemy, Arrow or torch."""
+    loaded = _loaded_after("import bench, bench.envs, bench.envs.traits, bench.stats, bench.analysis, bench.run, "
+                           "bench.storage, bench.suites")
+    assert loaded & (HEAVY | {"gymnasium"}) == set()

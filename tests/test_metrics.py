@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bench.analysis.metrics import first_crossing, summarize, trailing_mean
+from bench.stats.metrics import first_crossing, summarize, trailing_mean
 
 
 def test_trailing_mean_matches_plain_loop():

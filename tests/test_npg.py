@@ -14,7 +14,7 @@ from bench.algos.npg import npg
 from bench.algos.trpo import trpo
 from bench.algos.hyperparams import resolve
 from bench.algos.policy import ActorCritic
-from bench.analysis.metrics import first_crossing
+from bench.stats.metrics import first_crossing
 from bench.storage.record import Recorder
 
 #: CartPole settings: sb3-contrib's tuned TRPO values for CartPole-v1 (rl-baselines3-zoo trpo.yml),

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from bench.analysis.parity import ALPHA, MARGIN, compare, parity, seeds_for_equivalence, welch
+from bench.stats.parity import ALPHA, MARGIN, compare, parity, seeds_for_equivalence, welch
 from tests.synthetic import Planted, write_store
 
 
@@ -81,7 +81,9 @@ def test_parity_command_and_report_on_a_planted_store(tmp_path):
 
     from bench.analysis import scoring
 
-    runs = scoring.score(scoring.load(url, anchors=True)).runs
+    from bench.run.anchors import for_reading
+
+    runs = scoring.score(scoring.load(url, anchors=for_reading)).runs
     got = {ep.env: ep for ep in parity(runs, "ppo-bench", "ppo-sb3")}
     assert got["Pendulum-v1"].verdict == "different"  # planted: sb3 half as good there
     assert got["Pendulum-v1"].comparisons[1].diff > 0.3

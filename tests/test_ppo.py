@@ -7,7 +7,7 @@ import pytest
 
 from bench.algos.ppo import ppo
 from bench.algos.hyperparams import resolve
-from bench.analysis.metrics import first_crossing, summarize
+from bench.stats.metrics import first_crossing, summarize
 from bench.storage.record import EvalConfig, Recorder
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bench.analysis import race as rc
-from bench.analysis.metrics import normalised_auc
+from bench.stats.metrics import normalised_auc
 
 LEADER = np.array([1.0, 1.1, 0.9, 1.0])
 

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from bench import analysis
-from bench.analysis import stats
+from bench.stats import aggregate as stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402
@@ -96,7 +96,7 @@ def test_implementations_ranked_apart_for_too_few_runs_say_so_not_different(tmp_
     assert rec.impl[0] == "apart" and rec.algorithm in ("ppo-bench", "ppo-sb3"), rec.implementation
     assert rec.implementation == (f"{rec.algorithm} alone: its algorithm's implementations are ranked apart (fewer than 5 "
                                   "runs to check parity on CartPole-v1, LunarLander-v3)"), rec.implementation
-    from bench.analysis import parity
+    from bench.stats import parity
 
     verdicts = {ep.env: ep.verdict for ep in parity.parity(scored(url).runs, "ppo-bench", "ppo-sb3")}
     assert "different" not in verdicts.values() and set(verdicts) == set(DENSE), verdicts  # the parity table's
@@ -142,7 +142,7 @@ def test_headline_p_values_are_holm_adjusted_across_the_call_and_the_floor_is_no
     recs = analysis.recommend(scored(url), n_boot=100, track_record=False)
     tested = [r for r in recs if r.p_value is not None]
     assert len(tested) == 4  # 2 profiles × 2 priorities
-    from bench.analysis.generalise import holm
+    from bench.stats.generalise import holm
 
     assert [r.p_adjusted for r in tested] == holm([r.p_value for r in tested])
     # Pendulum alone, 12 + 12 runs: C(24, 12) relabelings are too many for the exact test, so a Monte Carlo

@@ -11,7 +11,7 @@ import torch
 
 from bench.algos.reinforce.reinforce import discounted_returns, policy_gradient_loss, reinforce_advantages, train
 from bench.algos.hyperparams import REINFORCEParams, resolve
-from bench.analysis.metrics import first_crossing
+from bench.stats.metrics import first_crossing
 from bench.storage.record import Recorder
 
 

@@ -15,7 +15,7 @@ from bench.algos.reinforce import reinforce_numpy as rn
 from bench.algos.hyperparams import resolve
 from bench.algos.policy import ActorCritic
 from bench.algos.reinforce.reinforce import policy_gradient_loss, reinforce_advantages
-from bench.analysis.metrics import first_crossing
+from bench.stats.metrics import first_crossing
 from bench.storage.record import Recorder
 
 #: CartPole settings of the learning checks: batches of >= 500 steps (4 envs x 125), as the torch

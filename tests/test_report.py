@@ -163,7 +163,7 @@ def test_decision_matrix_takes_sensitivity_from_the_tuner_s_table(planted):
 # Anchors: fixed once, never overwritten, independent of the algorithms
 # --------------------------------------------------------------------------- #
 def test_anchors_are_deterministic_stored_once_and_never_overwritten(tmp_path):
-    from bench.envs.anchors import ensure_anchors
+    from bench.run.anchors import ensure_anchors
 
     a = ensure_anchors(Store(f"sqlite:///{tmp_path / 'a.db'}"), {"CartPole-v1": 475.0})["CartPole-v1"]
     b = ensure_anchors(Store(f"sqlite:///{tmp_path / 'b.db'}"), {"CartPole-v1": 475.0})["CartPole-v1"]
@@ -175,7 +175,7 @@ def test_anchors_are_deterministic_stored_once_and_never_overwritten(tmp_path):
 
 def test_two_thresholds_for_one_env_get_two_scales(tmp_path):
     """Suite A says CartPole is solved at 100, suite B at 475: each normalises against its own threshold."""
-    from bench.envs.anchors import ensure_anchors
+    from bench.run.anchors import ensure_anchors
 
     db = Store(f"sqlite:///{tmp_path / 'a.db'}")
     low = ensure_anchors(db, {"CartPole-v1": 100.0})["CartPole-v1"]
@@ -191,11 +191,33 @@ def test_two_thresholds_for_one_env_get_two_scales(tmp_path):
     assert s.runs["final_norm"].notna().all()
 
 
+def test_the_read_model_only_reads(tmp_path):
+    """Issue 65: the analysis never plays an env nor writes. A store without anchors is read without them (the env
+    left out of cross-env scores, the store untouched); the run layer's :func:`bench.run.anchors.for_reading`,
+    which the api passes in, plays and stores them."""
+    from bench.analysis.readmodel import ReadModel
+    from bench.run.anchors import for_reading
+    from bench.storage import schema
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    write_store(url, ["CartPole-v1"], [WINNER], seeds=3, suite="b").dispose()
+    db = Store(url)
+    with db.engine.begin() as c:
+        c.execute(schema.anchors.delete())
+    assert not any(name.startswith("put") for name in dir(ReadModel))
+    data = analysis.load(url, ["b"])
+    assert data.anchors == {} and data.unanchored == {"CartPole-v1": "no normalisation anchor"}
+    assert db.anchors() == {}  # nothing written
+    data = analysis.load(url, ["b"], anchors=for_reading)
+    assert data.anchors["CartPole-v1"].threshold == 475.0 and len(db.anchors()) == 1
+    db.dispose()
+
+
 def test_legacy_anchor_rows_are_still_read(tmp_path):
     """Stores written before anchors were keyed by threshold keep their random returns."""
     import sqlalchemy as sa
 
-    from bench.envs.anchors import ensure_anchors
+    from bench.run.anchors import ensure_anchors
     from bench.storage import schema
 
     db = Store(f"sqlite:///{tmp_path / 'a.db'}")

@@ -22,6 +22,7 @@ import pytest
 from bench import analysis
 from bench.analysis import figures, report
 from bench.analysis.style import cielab, styles
+from bench.run.anchors import for_reading
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402
@@ -126,7 +127,7 @@ def fourteen(tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(figures, "_png", recording)
-        page = report.build(url, d / "rep", anchors=True)
+        page = report.build(url, d / "rep", anchors=for_reading)
     return dict(url=url, page=page, html=page.read_text(), figs=figs)
 
 

@@ -212,7 +212,7 @@ def test_sb3_baseline_runs_with_gsde(algo):
 
 # -- learning --------------------------------------------------------------------
 def _steps_to_90(algo: str, mod, seed: int, steps: int) -> int | None:
-    from bench.analysis.metrics import first_crossing
+    from bench.stats.metrics import first_crossing
 
     rec = Recorder()
     mod.train(MCC, resolve(algo, MCC), seed=seed, timesteps=steps, recorder=rec)

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as st
 
 from bench import analysis
-from bench.analysis import selection, simulation
+from bench.stats import selection, simulation
 
 sys.path.insert(0, str(Path(__file__).parent))
 from synthetic import Planted, write_store  # noqa: E402

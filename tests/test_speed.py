@@ -43,7 +43,7 @@ def test_tiny_side_by_side_run_writes_both_speeds(tmp_path):
 def test_time_to_threshold_is_the_cpu_time_of_the_crossing_episode(monkeypatch):
     """Each seed's steps and CPU seconds to threshold come from the same (first crossing) episode, for
     both implementations; a threshold no run can reach gives None for both."""
-    from bench.analysis.metrics import first_crossing
+    from bench.stats.metrics import first_crossing
     from bench.run import speed
 
     sampled = []  # the recorders of the samples-to-threshold runs, in order: seed 0 own, sb3, seed 1 own, sb3

@@ -1,4 +1,4 @@
-"""bench.analysis.stats against values computed by hand, and bootstrap coverage on data with a known mean."""
+"""bench.stats.aggregate against values computed by hand, and bootstrap coverage on data with a known mean."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from bench.analysis import permutation, stats, survival
+from bench.stats import permutation, aggregate as stats, survival
 
 
 # --------------------------------------------------------------------------- #

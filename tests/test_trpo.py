@@ -11,7 +11,7 @@ from torch.func import functional_call
 from bench.algos.trpo import trpo
 from bench.algos.policy import ActorCritic
 from bench.algos.hyperparams import resolve
-from bench.analysis.metrics import first_crossing, summarize
+from bench.stats.metrics import first_crossing, summarize
 from bench.storage.record import Recorder
 
 

@@ -24,7 +24,7 @@ import yaml
 from optuna.trial import TrialState
 from typer.testing import CliRunner
 
-from bench.analysis.metrics import normalised_auc
+from bench.stats.metrics import normalised_auc
 from bench.analysis.sensitivity import sensitivity_table
 from bench.cli import app
 from bench.suites.spaces import DEFAULT_SPACES, Dim, parse_dim, sample

@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel
 
 from bench.algos.search import Dim
-from bench.traits import ACTIONS
+from bench.envs.traits import ACTIONS
 
 __all__ = ["AlgoSpec", "CellFacts", "Refusal", "Check", "BudgetMinimum", "IMPLS", "SB3_ADAPTER", "rollout_minimum",
            "phase_minimum", "vector_obs_only", "learns_within_budget", "sb3_missing", "own", "sb3_schedule"]

@@ -1,21 +1,17 @@
-"""From the results store to the answer: per-run metrics, cross-run statistics,
-normalisation anchors, scores, the decision matrix, recommendations and the report.
+"""From the results store to the answer: the read model, scores, the decision matrix, recommendations and the
+report. The statistics they compute with are pure functions in :mod:`bench.stats`.
 
-- :mod:`.metrics`: per-run statistics (threshold crossing, censoring, AUC); pure NumPy;
-- :mod:`.stats`: cross-run statistics (IQM, stratified bootstrap, profiles,
-  P(improvement), Kaplan–Meier); pure NumPy;
-- :mod:`.anchors`: per-env normalisation anchors (random-policy return, threshold), stored once;
-- :mod:`.scoring`: store → per-run scores;
-- :mod:`.answers`: recommendations per problem profile (:mod:`.generalise`: the inference over envs;
+- :mod:`.readmodel`: the store's frames, read once (it only reads);
+- :mod:`.scoring`: store → per-run scores (normalised by the anchors the run layer recorded);
+- :mod:`.answers`: recommendations per problem profile (:mod:`bench.stats.generalise`: the inference over envs;
   :mod:`.machines`: time on one machine);
 - :mod:`.matrix`: the decision matrix, its scores per criterion marked by those same answers;
 - :mod:`.report`: figures and the self-contained HTML page (template ``report.html.j2``).
 
-This package reads the store and never runs anything: it imports neither the
-runner nor an algorithm. :mod:`.scoring`'s and :mod:`.answers`' names are re-exported here on first use, so
-``from bench import analysis; analysis.load(url)`` works as before the split, while importing one of the pure
-statistics modules (``bench.analysis.stats``, ``.selection``, ``.metrics`` ...) loads none of them, nor SQLAlchemy,
-Arrow or torch (``tests/test_layers.py`` checks it).
+This package reads the store and never runs or writes anything: it imports neither the runner nor an algorithm.
+:mod:`.scoring`'s and :mod:`.answers`' names are re-exported here on first use, so
+``from bench import analysis; analysis.load(url)`` works as before the split, while importing one module of the
+package loads only what that module needs.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ keeps the headline test of the best two (``--verbose``, the decision matrix's ma
 observations × reward) and a priority (samples or time), the headline:
 
 1. **Candidates.** Algorithms with runs on every env of the profile, their implementations pooled,
-   but only where they agree: where ``bench parity`` (:mod:`bench.analysis.parity`) calls two
+   but only where they agree: where ``bench parity`` (:mod:`bench.stats.parity`) calls two
    implementations of an algorithm *different* on one of the profile's envs, or cannot check them
    (fewer than :data:`~bench.analysis.scoring.MIN_SEEDS` runs of one there), they are ranked apart,
    as labels. Two algorithms whose runs have identical returns on every env and seed they ran (the
@@ -15,13 +15,13 @@ observations × reward) and a priority (samples or time), the headline:
    counted once, under the first name, and the answer says so.
 2. **The best two** by the priority's score (mean over envs of each env's IQM).
 3. **One headline test**, fixed by the number of envs before any score is read
-   (:mod:`bench.analysis.generalise`): from :data:`~bench.analysis.generalise.MIN_ENVS_GENERALISE`
+   (:mod:`bench.stats.generalise`): from :data:`~bench.stats.generalise.MIN_ENVS_GENERALISE`
    envs, a t-test over the per-env effects with every env weighted equally
-   (:func:`bench.analysis.generalise.equal_weights`), whose answer is a claim about the next env of the kind; with fewer, the stratified permutation test over the envs measured, whose answer
+   (:func:`bench.stats.generalise.equal_weights`), whose answer is a claim about the next env of the kind; with fewer, the stratified permutation test over the envs measured, whose answer
    names them ("on CartPole-v1, LunarLander-v3: ppo"). Time is compared on one machine per env, on
    quiet cores only (:mod:`bench.analysis.machines`).
 4. **Holm** across the headline tests of every profile × priority of the store
-   (:func:`bench.analysis.generalise.holm`), whatever the call's filter: the adjusted p is what decides and
+   (:func:`bench.stats.generalise.holm`), whatever the call's filter: the adjusted p is what decides and
    what is printed, and a filtered call returns the very rows of the full one.
 5. **Verdict.** Adjusted p < :data:`~bench.analysis.scoring.ALPHA` with ≥ MIN_SEEDS runs per side and
    env: ``recommended`` (profile-level) or ``measured`` (on the named envs). Adjusted p < ALPHA with
@@ -35,7 +35,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.analysis import choices, generalise, parity, stats
+from bench.stats import generalise, parity, aggregate as stats
+import bench.analysis.choices as choices
 from bench.analysis.scoring import (ACTIONS, ALPHA, CRITERIA, MIN_SEEDS, N_BOOT, OBS, PRIORITIES, PRIORITY_CRITERION,
                                     REWARDS, Criterion, Scored, hardware_line)
 

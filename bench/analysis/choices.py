@@ -1,6 +1,6 @@
 """A profile's answer in three parts: what can still be best, what is ruled out, and the default (issue 63).
 
-The statistics are :mod:`bench.analysis.selection`'s pure functions; this module feeds them from the scored
+The statistics are :mod:`bench.stats.selection`'s pure functions; this module feeds them from the scored
 runs. Labels (algorithm-implementation) are the unit: two implementations are not pooled, so no parity check
 decides what is compared, and a copied label (the same computation under another name: identical returns on
 every env and seed) is counted once, whatever its name, so that it moves nothing. A time measure compares each
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.analysis import machines, selection
+from bench.stats import selection
+import bench.analysis.machines as machines
 from bench.analysis.criteria import ALPHA, OFF_POLICY, Criterion
 from bench.analysis.scores import Scored
 
@@ -33,7 +34,7 @@ class Selection:
     :param ruled_out: ``(label, p, behind)``: the adjusted p of "label is the best" (< α) and the label it is
         most clearly behind.
     :param regret: label → its mean shortfall to the per-env best over the row's envs, with its interval.
-    :param default: the default and how it was chosen (:func:`bench.analysis.selection.choose_default`).
+    :param default: the default and how it was chosen (:func:`bench.stats.selection.choose_default`).
     :param partial: labels that ran some but not all of the row's envs (not compared).
     :param twins: label → the other names of the same computation.
     :param parts: label → its ``(algorithm, implementation)``, for views that group labels by algorithm.

@@ -7,7 +7,7 @@ runs of that suite give:
 
 - the effect: the difference of the two aggregates (mean over envs of each env's
   IQM of the per-run measure), with a 95% stratified bootstrap interval when both
-  sides have at least :data:`bench.analysis.stats.MIN_CI_RUNS` runs on every env;
+  sides have at least :data:`bench.stats.aggregate.MIN_CI_RUNS` runs on every env;
 - a two-sided stratified permutation test of "no difference", at the report's level;
 - the same per env (each env's IQM difference and its own permutation test), because an
   aggregate can hide effects of opposite signs: TRPO ahead on one env and behind on two
@@ -51,8 +51,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.analysis import generalise, machines, permutation, scoring, stats
-from bench.analysis.readmodel import read_model
+from bench.stats import generalise, permutation, aggregate as stats
+import bench.analysis.machines as machines
+import bench.analysis.scoring as scoring
+from bench.analysis.readmodel import AnchorSource, read_model
 
 #: Expectation measure (as a suite writes it) → the per-run column it compares.
 MEASURES: dict[str, str] = {
@@ -244,7 +246,7 @@ def significantly_ahead(per_env: list[tuple[str, float, float]]) -> set[float]:
 
 def _heterogeneity(x: list[np.ndarray], y: list[np.ndarray]) -> float:
     """Cochran's Q test of equal per-env mean differences (χ² on k − 1 df): its p-value; NaN below 2 envs."""
-    from bench.analysis import distributions as dist
+    from bench.stats import distributions as dist
 
     eff, se = generalise.env_effects(x, y)
     if eff.size < 2:
@@ -375,9 +377,9 @@ EQUIVALENCE_MARGIN = 0.05
 def _outside(xa: np.ndarray, yb: np.ndarray, margin: float) -> bool:
     """Whether one env's difference of means is shown *outside* ±``margin``: a one-sided Welch test at ALPHA
     rejects ``diff ≤ margin`` (or ``diff ≥ −margin``), the mirror image of the TOST's two tests."""
-    from bench.analysis import distributions as dist
+    from bench.stats import distributions as dist
 
-    from bench.analysis.parity import welch
+    from bench.stats.parity import welch
 
     if xa.size < 2 or yb.size < 2:
         return False
@@ -389,12 +391,12 @@ def _outside(xa: np.ndarray, yb: np.ndarray, margin: float) -> bool:
 
 def _equivalence(line: str, x: list[np.ndarray], y: list[np.ndarray], envs: list[str], runs_txt: str) -> Check:
     """``A ≈ B``: on every env, two one-sided Welch tests (TOST) put the difference of means within
-    ±:data:`EQUIVALENCE_MARGIN` (bench.analysis.parity). Holds when every env is equivalent (an
+    ±:data:`EQUIVALENCE_MARGIN` (bench.stats.parity). Holds when every env is equivalent (an
     intersection-union test, valid at α without correction); does not hold when some env is shown
     *outside* the margin (:func:`_outside`); otherwise not settled, including a difference that is
     significant but may lie inside the margin. The effect shown is the mean over envs of each env's
     difference of means, with the widest of the envs' 95% intervals; ``p_value`` is the largest TOST p."""
-    from bench.analysis.parity import compare
+    from bench.stats.parity import compare
 
     comps = [compare(a, b, margin=EQUIVALENCE_MARGIN) for a, b in zip(x, y)]
     effect = float(np.mean([c.diff for c in comps]))
@@ -419,15 +421,16 @@ def _equivalence(line: str, x: list[np.ndarray], y: list[np.ndarray], envs: list
 
 
 def evaluate(source: Any, suites: list[str] | None = None, *, n_boot: int = scoring.N_BOOT,
-             anchors: bool = True) -> list[ClaimResult]:
+             anchors: bool | AnchorSource = False) -> list[ClaimResult]:
     """The claim of every suite in ``suites`` (default: all in the store) that has one, with its verdict.
-    ``source``: a store URL or an open reader (a command's :class:`bench.analysis.readmodel.ReadModel`)."""
+    ``source``: a store URL or an open reader (a command's :class:`bench.analysis.readmodel.ReadModel`);
+    ``anchors`` as :func:`bench.analysis.readmodel.load`'s."""
     with read_model(source) as db:
         return _evaluate(db, db.suite_specs(), suites, n_boot=n_boot, anchors=anchors)
 
 
 def _evaluate(db: Any, specs: dict[str, dict[str, Any]], suites: list[str] | None, *, n_boot: int,
-              anchors: bool) -> list[ClaimResult]:
+              anchors: bool | AnchorSource) -> list[ClaimResult]:
     out = []
     for name, spec in sorted(specs.items()):
         claim = spec.get("claim")

@@ -134,7 +134,7 @@ def flags(runs, episodes, diagnostics, anchors: dict, traits: dict):
     """
     import pandas as pd
 
-    from bench.analysis.metrics import running_mean
+    from bench.stats.metrics import running_mean
 
     cols = ["key", "env", "label", "seed", "kind", "step", "detail"]
     out = []

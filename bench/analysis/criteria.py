@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from bench.analysis import permutation, stats
+from bench.stats import permutation, aggregate as stats
 
 __all__ = ["ALPHA", "COLLAPSE_DIAGNOSTICS", "CRITERIA", "CVAR_ALPHA", "Criterion", "DIAGNOSTICS", "MIN_ENVS", "MIN_SEEDS",
            "N_BOOT", "OFF_POLICY", "PRIORITY_CRITERION", "SCORE_COLUMNS", "SENSITIVITY", "SEQUENCE_DIAGNOSTICS"]
@@ -46,8 +46,8 @@ class Criterion:
     #: Least runs on every env for a bootstrap interval; below it, ``small_n`` says what is shown instead.
     min_ci_runs: int = stats.MIN_CI_RUNS
     small_n: str = "range"
-    #: The interval: ``bootstrap`` (stratified, :func:`bench.analysis.stats.interval`) or ``wilson`` (a
-    #: success fraction: :func:`bench.analysis.stats.wilson_pooled`).
+    #: The interval: ``bootstrap`` (stratified, :func:`bench.stats.aggregate.interval`) or ``wilson`` (a
+    #: success fraction: :func:`bench.stats.aggregate.wilson_pooled`).
     interval: str = "bootstrap"
     #: A time measure: compared only on each env's one shared machine, on quiet cores (:mod:`bench.analysis.machines`).
     is_time: bool = False

@@ -4,7 +4,7 @@ each returned as a base64 PNG for :mod:`bench.analysis.report` to embed in its p
 Per environment: learning curves vs steps and vs CPU seconds with IQM and 95% bootstrap bands, the
 Kaplan-Meier fraction solved, diagnostics; across environments: the normalised IQM with its intervals,
 performance profiles, probability of improvement; the decision matrix. Drawing only: the numbers come
-from :mod:`bench.analysis.scoring` and :mod:`bench.analysis.stats`.
+from :mod:`bench.analysis.scoring` and :mod:`bench.stats.aggregate`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from bench.analysis import scoring as an
-from bench.analysis import stats, survival
+import bench.analysis.scoring as an
+from bench.stats import aggregate as stats, survival
 from bench.analysis.style import algo_order, guess_algo, styles
 
 #: Bootstrap replicates for the bands of curves (per grid point).

@@ -20,7 +20,7 @@ answer depend on unrelated labels. Instead, a time comparison is designed so tha
 
 Effects on different envs may come from different machines: the env-level effect is a difference on one
 machine, and what is left of the machine's part (a machine × algorithm interaction) is spread across envs,
-where the test over envs (:mod:`bench.analysis.generalise`) counts it as heterogeneity.
+where the test over envs (:mod:`bench.stats.generalise`) counts it as heterogeneity.
 
 Pure: frames in, arrays out.
 """

@@ -44,7 +44,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from bench.analysis import generalise
+from bench.stats import generalise
 from bench.analysis.answers import Recommendation, p_text, recommend
 from bench.analysis.scoring import CRITERIA, N_BOOT, PRIORITIES, PRIORITY_CRITERION, SENSITIVITY, Scored, categories
 

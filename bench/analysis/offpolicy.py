@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bench.analysis import stats
+from bench.stats import aggregate as stats
 from bench.analysis.scoring import (CRITERIA, N_BOOT, OFF_POLICY, PRIORITIES, PRIORITY_CRITERION, Data, Scored,
                                     score)
 

@@ -14,7 +14,7 @@ way the null is about the score *at the rung*, not at the full budget; the repla
 (``scripts/race_replay.py``, docs/race.md) measures how often the pick is tied-best at the full budget.
 
 Scores a rung can be decided on, from a run's prefix (:func:`prefix_scores`): ``held``, the run's sample score
-(:func:`bench.analysis.metrics.normalised_auc` over the whole budget) with its curve held at its last value
+(:func:`bench.stats.metrics.normalised_auc` over the whole budget) with its curve held at its last value
 after the prefix, which is how the reference scores a run that ended early; ``so_far``, the area under the
 curve up to the rung only; ``last``, the normalised running mean of the last ``window`` returns at the rung.
 """
@@ -26,11 +26,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from bench.analysis import distributions as dist
-from bench.analysis.generalise import holm
-from bench.analysis.metrics import normalised_auc, running_mean
-from bench.analysis.parity import welch
-from bench.analysis.stats import iqm
+from bench.stats import distributions as dist
+from bench.stats.generalise import holm
+from bench.stats.metrics import normalised_auc, running_mean
+from bench.stats.parity import welch
+from bench.stats.aggregate import iqm
 
 __all__ = ["Race", "RaceStep", "SCORES", "SPENDING", "Stop", "prefix_cpu", "prefix_scores", "race", "race_step",
            "rung_alphas", "spent", "welch_below"]

@@ -27,11 +27,12 @@ import pandas as pd
 
 from bench.analysis.criteria import COLLAPSE_DIAGNOSTICS, DIAGNOSTICS, OFF_POLICY, SEQUENCE_DIAGNOSTICS
 from bench.analysis.provenance import PROBE_CLASS_KEY, probe_classes
+from bench.envs.anchors import stored_anchors
 from bench.storage.packread import open_reader, owned
 # One rule: the analysis reads a run's CPU budget as the run layer does.
 from bench.storage.vocabulary import cpu_budget
 
-__all__ = ["Data", "ReadModel", "load", "read_model", "suite_specs", "variant_suites"]
+__all__ = ["AnchorSource", "Data", "ReadModel", "load", "read_model", "suite_specs", "variant_suites"]
 
 _EPISODES = ["key", "step", "wall_s", "cpu_s", "ret"]
 _DIAGNOSTICS = ["key", "step", "name", "value"]
@@ -41,7 +42,8 @@ _DIAGNOSTICS = ["key", "step", "name", "value"]
 # The store, read once per command
 # --------------------------------------------------------------------------- #
 class ReadModel:
-    """The store or packs at ``source`` (a URL, or an open reader), read once per table.
+    """The store or packs at ``source`` (a URL, or an open reader), read once per table. It only reads: it has no
+    method that writes, and nothing here runs an env (missing anchors are the run layer's: :func:`load`).
 
     :param source: a store URL, a ``packs:FOLDER`` URL, or a reader already open (then not disposed here).
     Use as a context manager, or call :meth:`close`.
@@ -105,11 +107,6 @@ class ReadModel:
 
     def anchors(self) -> dict[tuple[str, float, int, int], Any]:
         return self._once("anchors", self.reader.anchors)
-
-    def put_anchor(self, *args: Any) -> bool:
-        """Store a computed anchor through the reader (a pack set keeps none); later reads see it."""
-        self._small.pop("anchors", None)
-        return self.reader.put_anchor(*args)
 
     def runs_frame(self, suite: str | None = None) -> pd.DataFrame:
         if suite not in self._runs:
@@ -260,7 +257,13 @@ def variant_suites(source: Any) -> dict[str, str]:
     return {n: str(s["variant"]) for n, s in sorted(specs.items()) if s.get("variant") and not s.get("claim")}
 
 
-def load(source: Any, suites: Iterable[str] | None = None, *, anchors: bool = True,
+#: What computes the anchors a store lacks: ``(reader, thresholds, log, families) → env id → Anchor``, where
+#: ``reader`` is the store or pack set being read. The run layer's :func:`bench.run.anchors.for_reading` is the one
+#: bench uses; the api passes it in, so this package never plays an env nor writes.
+AnchorSource = Callable[[Any, dict[str, Any], Any, dict[str, Any]], dict[str, Any]]
+
+
+def load(source: Any, suites: Iterable[str] | None = None, *, anchors: bool | AnchorSource = False,
          diagnostics: Iterable[str] | None = None, log: Callable[[str], None] | None = None,
          sensitivity: bool = True) -> Data:
     """Read runs, episodes, diagnostics, env traits and anchors of ``suites`` (default: all but the
@@ -270,8 +273,10 @@ def load(source: Any, suites: Iterable[str] | None = None, *, anchors: bool = Tr
         or a reader already open (a command's :class:`bench.analysis.readmodel.ReadModel`, whose frames are
         read once for all its sections; a :class:`bench.storage.packread.PackSet` or :class:`bench.storage.store.Store`):
         packs are read straight from their Parquet files. Every query is the reader's own: no SQL here.
-    :param anchors: compute missing env anchors (a few seconds of random play per
-        env, stored once; a pack set keeps them for this read only). With ``False`` only stored anchors are used.
+    :param anchors: where the normalisation anchors come from: the store's (``False``, or ``True``, which
+        before issue 65 also computed missing ones here), or an :data:`AnchorSource` that computes and stores
+        those the store lacks (:func:`bench.run.anchors.for_reading`: a few seconds of random play per env,
+        stored once; a pack set keeps them for this read only). The api passes the latter.
     :param diagnostics: the diagnostic names to read (default: every one the report uses,
         :data:`DIAGNOSTICS`, :data:`COLLAPSE_DIAGNOSTICS` and :data:`SEQUENCE_DIAGNOSTICS`). Fewer
         is faster: :func:`score` reads none, the recommendation table only the sequence tasks'.
@@ -280,38 +285,73 @@ def load(source: Any, suites: Iterable[str] | None = None, *, anchors: bool = Tr
     :raises KeyError: a named suite is not in the store.
     """
     diag_names = list(DIAGNOSTICS + COLLAPSE_DIAGNOSTICS + SEQUENCE_DIAGNOSTICS if diagnostics is None else diagnostics)
-    with read_model(source) as db:  # reads only (missing anchors go through a short-lived writer)
+    with read_model(source) as db:  # reads only
         return _load(db, suites, anchors=anchors, diag_names=diag_names, log=log, sensitivity=sensitivity)
 
 
-def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: list[str],
+def _load(db: ReadModel, suites: Iterable[str] | None, *, anchors: bool | AnchorSource, diag_names: list[str],
           log: Callable[[str], None] | None, sensitivity: bool) -> Data:
-    from bench.envs.anchors import ensure_anchors, stored_anchors
-
-    names = db.suite_names()
-    if suites:
-        chosen = list(suites)
-    else:
-        # A suite with a claim: block is an experiment (PPO with gae_lambda 0, REINFORCE without a
-        # baseline, ...): the report's claims section reads it, but its deliberately varied runs must
-        # not be pooled into the answers by algorithm. Nor may a variant's (`variant: tuned`, each
-        # one's best after equal tuning): the answers compare algorithms at one effort, the zoo's
-        # defaults, and the report sets the variant beside them in a section of its own. Named
-        # explicitly, either is read like any suite.
-        specs = suite_specs(db)
-        chosen = [n for n in names if not specs.get(n, {}).get("claim") and not specs.get(n, {}).get("variant")]
-    missing = [s for s in chosen if s not in names]
-    if missing:
-        raise KeyError(", ".join(missing))
+    """:func:`load`'s stages: the suites, their runs, the envs' traits, the pooled runs, their episodes and
+    diagnostics, the anchors."""
+    chosen = _chosen_suites(db, suites)
     frames = [db.runs_frame(s) for s in chosen]
     runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     traits: dict[str, dict[str, Any]] = {}
     for env_meta in db.suite_env_metas(sorted(chosen)).values():
         for env_id, m in env_meta.items():
             traits.setdefault(env_id, m)
-    empty_ep, empty_dg = pd.DataFrame(columns=_EPISODES), pd.DataFrame(columns=["key", "step", "name", "value"])
     if runs.empty:
-        return Data(db.url, chosen, runs, empty_ep, empty_dg, traits, {})
+        return Data(db.url, chosen, runs, pd.DataFrame(columns=_EPISODES), pd.DataFrame(columns=_DIAGNOSTICS), traits,
+                    {})
+    runs = _with_meta(runs)
+    notes: list[str] = []
+    _fill_traits(db, runs, traits, notes)
+    off = runs["algo"].isin(OFF_POLICY)
+    on_flags, budgets, cpu_budgets = _pool(runs[~off], traits, notes)
+    off_flags, off_budgets, _ = _pool(runs[off], traits, notes)
+    runs["pooled"] = on_flags.reindex(runs.index, fill_value=False).astype(bool)
+    runs["pooled_off"] = off_flags.reindex(runs.index, fill_value=False).astype(bool)
+    keys = runs.loc[runs["pooled"] | runs["pooled_off"], "key"].tolist()
+    ep = db.episodes_for(keys) if keys else pd.DataFrame(columns=_EPISODES)
+    dg = db.diagnostics_for(keys, diag_names) if keys and diag_names else pd.DataFrame(columns=_DIAGNOSTICS)
+    thresholds = {e: traits[e].get("threshold") for e in {**off_budgets, **budgets}}
+    anch, unanchored = _anchors(db, thresholds, traits, cpu_budgets, anchors, log, notes)
+    for e, cpu in cpu_budgets.items():
+        notes.append(f"{e}: runs stop at an equal-compute budget of {cpu:,g} training CPU seconds (or "
+                     f"{budgets[e]:,} steps, whichever comes first), so it is compared at equal compute: time "
+                     f"efficiency over those {cpu:,g} CPU seconds, final performance and success at the end. "
+                     "Sample efficiency (over env steps) is not scored there: each algorithm ran as many steps "
+                     "as its speed allowed.")
+    sens = db.sensitivity(_sensitivity) if sensitivity else None
+    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes, cpu_budgets, off_budgets,
+                unanchored)
+
+
+def _chosen_suites(db: ReadModel, suites: Iterable[str] | None) -> list[str]:
+    """The suites read: those named, else every suite but those that test a claim or hold a variant.
+
+    A suite with a claim: block is an experiment (PPO with gae_lambda 0, REINFORCE without a baseline, ...): the
+    report's claims section reads it, but its deliberately varied runs must not be pooled into the answers by
+    algorithm. Nor may a variant's (`variant: tuned`, each one's best after equal tuning): the answers compare
+    algorithms at one effort, the zoo's defaults, and the report sets the variant beside them in a section of its
+    own. Named explicitly, either is read like any suite.
+
+    :raises KeyError: a named suite is not in the store.
+    """
+    names = db.suite_names()
+    if suites:
+        chosen = list(suites)
+    else:
+        specs = suite_specs(db)
+        chosen = [n for n in names if not specs.get(n, {}).get("claim") and not specs.get(n, {}).get("variant")]
+    missing = [s for s in chosen if s not in names]
+    if missing:
+        raise KeyError(", ".join(missing))
+    return chosen
+
+
+def _with_meta(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs once per key (first suite wins), ``meta`` parsed, each run's machine class in its meta."""
     runs = runs.drop_duplicates("key", keep="first").reset_index(drop=True)
     runs["meta"] = [json.loads(m) if isinstance(m, str) and m else {} for m in runs["meta"]]
     # Machines are told apart over the runs read together (probe_classes), and every reader of a run's
@@ -319,11 +359,16 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
     for m, c in zip(runs["meta"], probe_classes(list(runs["meta"]))):
         if c is not None:
             m[PROBE_CLASS_KEY] = c
-    # A store describes its envs (the suites' env_meta, and env_facts recorded by `bench run`), so it is
-    # read without importing a user's env package; the registry is asked only where a store written
-    # before env_facts lacks something (a run whose suite row is gone, a time scale measured later).
+    return runs
+
+
+def _fill_traits(db: ReadModel, runs: pd.DataFrame, traits: dict[str, dict[str, Any]], notes: list[str]) -> None:
+    """The traits of every env of ``runs`` that its suites' ``env_meta`` lacks, added to ``traits``.
+
+    A store describes its envs (the suites' env_meta, and env_facts recorded by `bench run`), so it is read
+    without importing a user's env package; the registry is asked only where a store written before env_facts
+    lacks something (a run whose suite row is gone, a time scale measured later)."""
     facts = db.env_facts()
-    notes: list[str] = []
     for env_id in runs["env"].unique():
         if env_id not in traits and env_id in facts:  # a run whose suite row is gone: what the store recorded
             traits[env_id] = dict(facts[env_id])
@@ -334,29 +379,25 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
             notes.append(f"{env_id}: the store records no traits for it, and bench does not import module "
                          f"{_module_of(env_id)!r} that the store names to read them; left out of cross-env scores")
         elif env_id not in traits:  # nor recorded (an old store): the registry, which may build the env
-            from bench.envs import get_spec
+            # Lazy, as in _module_of: only an old store needs the registry (and gymnasium).
+            from bench.envs.registry import get_spec
 
             s = get_spec(env_id)
             traits[env_id] = dict(threshold=s.threshold, action=s.action, obs=s.obs, reward=s.reward, family=s.family,
                                   time_scale_us=s.time_scale_us)
         elif traits[env_id].get("time_scale_us") is None:
             # Registered before the registry measured one: its table, read without building the env.
-            from bench.envs import registered_time_scale
+            from bench.envs.registry import registered_time_scale  # lazy, as in _module_of
 
             traits[env_id]["time_scale_us"] = registered_time_scale(env_id)
-    off = runs["algo"].isin(OFF_POLICY)
-    on_flags, budgets, cpu_budgets = _pool(runs[~off], traits, notes)
-    off_flags, off_budgets, _ = _pool(runs[off], traits, notes)
-    runs["pooled"] = on_flags.reindex(runs.index, fill_value=False).astype(bool)
-    runs["pooled_off"] = off_flags.reindex(runs.index, fill_value=False).astype(bool)
-    keys = runs.loc[runs["pooled"] | runs["pooled_off"], "key"].tolist()
 
-    ep = db.episodes_for(keys) if keys else empty_ep
-    dg = db.diagnostics_for(keys, diag_names) if keys and diag_names else empty_dg
 
-    thresholds = {e: traits[e].get("threshold") for e in {**off_budgets, **budgets}}
+def _anchors(db: ReadModel, thresholds: dict[str, Any], traits: dict[str, dict[str, Any]],
+             cpu_budgets: dict[str, float], source: bool | AnchorSource, log: Callable[[str], None] | None,
+             notes: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The compared envs' anchors (stored, or from ``source``), and why each env without usable ones has none."""
     families = {e: traits[e].get("family") for e in thresholds}
-    anch = (ensure_anchors(db, thresholds, log=log, families=families, imports=False) if anchors
+    anch = (source(db.reader, thresholds, log, families) if callable(source)
             else stored_anchors(db, thresholds, families=families))
     unanchored: dict[str, str] = {}
     for e in thresholds:
@@ -373,19 +414,12 @@ def _load(db: Any, suites: Iterable[str] | None, *, anchors: bool, diag_names: l
         elif traits[e].get("time_scale_us") is None and e not in cpu_budgets:
             notes.append(f"{e}: no time scale (time_scale_us), so it has no time-efficiency score; "
                          "set time_scale_us for it in the suite")
-    for e, cpu in cpu_budgets.items():
-        notes.append(f"{e}: runs stop at an equal-compute budget of {cpu:,g} training CPU seconds (or "
-                     f"{budgets[e]:,} steps, whichever comes first), so it is compared at equal compute: time "
-                     f"efficiency over those {cpu:,g} CPU seconds, final performance and success at the end. "
-                     "Sample efficiency (over env steps) is not scored there: each algorithm ran as many steps "
-                     "as its speed allowed.")
-    sens = db.sensitivity(_sensitivity) if sensitivity else None
-    return Data(db.url, chosen, runs, ep, dg, traits, anch, budgets, sens, notes, cpu_budgets, off_budgets,
-                unanchored)
+    return anch, unanchored
 
 
 def _module_of(env_id: str) -> str | None:
     """The module of a ``module:EnvId`` env key (``None`` for a plain id), read from the key alone."""
+    # Lazy: the registry imports gymnasium, which reading a store (`bench recommend`) does not otherwise load.
     from bench.envs.registry import parse_env_key
 
     return parse_env_key(env_id)[0]

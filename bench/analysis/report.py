@@ -1,7 +1,7 @@
 """``bench report``: one self-contained static HTML page from the results store.
 
 The numbers come from :mod:`bench.analysis.scoring` (read once through the command's
-:class:`bench.analysis.readmodel.ReadModel`; the pure statistics of :mod:`bench.analysis.stats`); the
+:class:`bench.analysis.readmodel.ReadModel`; the pure statistics of :mod:`bench.stats.aggregate`); the
 figures from :mod:`bench.analysis.figures`. This module writes ``index.html`` with every figure
 embedded as a base64 PNG, no external CSS, JavaScript or fonts, so the page opens offline and fetches
 nothing.
@@ -15,9 +15,12 @@ probability of improvement), the decision matrix and the recommendation table.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -25,15 +28,18 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from bench.analysis import answers as ans
-from bench.analysis import claims as cl
-from bench.analysis import figures as fg
-from bench.analysis import matrix as mx
-from bench.analysis import scoring as an
-from bench.analysis import stats
+import bench.analysis.answers as ans
+import bench.analysis.claims as cl
+import bench.analysis.collapse as collapse
+import bench.analysis.figures as fg
+import bench.analysis.matrix as mx
+import bench.analysis.scoring as an
 from bench.analysis.offpolicy import line_text, off_policy_lines
-from bench.analysis.published import SOURCE
-from bench.analysis.readmodel import ReadModel, read_model
+from bench.analysis.published import PUBLISHED, SOURCE, check, published_for
+from bench.analysis.readmodel import AnchorSource, ReadModel, read_model
+from bench.stats import aggregate as stats
+from bench.stats import parity as par
+from bench.stats.generalise import MIN_ENVS_GENERALISE
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 #: The run columns an env's figures read (the rest of the frame stays in this process).
@@ -148,7 +154,7 @@ def answer_data(data: an.Data, scored: an.Scored, recs: list[ans.Recommendation]
 
 
 def build(source: Any, out_dir: Path, suites: list[str] | None = None, *,
-          log: Callable[[str], None] | None = None, anchors: bool = True,
+          log: Callable[[str], None] | None = None, anchors: bool | AnchorSource = False,
           stage: Callable[[str], None] | None = None, workers: int | None = None) -> Path:
     """Write ``out_dir/index.html`` for ``suites`` (default: all in the store); returns its path.
 
@@ -156,6 +162,8 @@ def build(source: Any, out_dir: Path, suites: list[str] | None = None, *,
         :class:`bench.analysis.readmodel.ReadModel`: every section reads through that one model, so each
         table is read once.
     :param log: gets the lines worth keeping (notes while reading, the time it took).
+    :param anchors: where the normalisation anchors come from, as :func:`bench.analysis.readmodel.load`'s (the api
+        passes the run layer's :func:`bench.run.anchors.for_reading`, which computes and stores missing ones).
     :param stage: gets the step under way, for a live status line (a report of the shipped
         reference takes tens of CPU seconds).
     :param workers: processes drawing the figures beside this one (:class:`bench.analysis.figures.Painter`),
@@ -176,14 +184,12 @@ def default_workers() -> int:
     """One drawing process per core this process may run on (at most 8: ~80 figures gain little beyond).
     As many as the cores, not one fewer: the figures take more CPU than the tables computed meanwhile, so
     on 2 cores two drawing processes beside the computing one finish first (measured: docs/reference.md)."""
-    import os
-
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return min(8, cores)
 
 
 def _build(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Callable[[str], None] | None,
-           anchors: bool, stage: Callable[[str], None], workers: int) -> Path:
+           anchors: bool | AnchorSource, stage: Callable[[str], None], workers: int) -> Path:
     with fg.Painter(workers if _env_count(db, suites) >= PAINT_ENVS else 0) as painter:
         return _build_with(db, out_dir, suites, log=log, anchors=anchors, stage=stage, painter=painter)
 
@@ -197,9 +203,9 @@ def _env_count(db: ReadModel, suites: list[str] | None) -> int:
 
 
 def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: Callable[[str], None] | None,
-                anchors: bool, stage: Callable[[str], None], painter: fg.Painter) -> Path:
-    import jinja2
-
+                anchors: bool | AnchorSource, stage: Callable[[str], None], painter: fg.Painter) -> Path:
+    """The report's stages in order: read and score, each env's section, across envs, the answers, variants,
+    claims, parity, then the page."""
     t0 = time.perf_counter()
     stage("reading the store")
     data = an.load(db, suites, anchors=anchors, log=log)
@@ -209,9 +215,55 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
     impl = dict(zip(data.runs.get("label", []), data.runs.get("impl", [])))
     style = fg.Style(labels, impl, dict(zip(data.runs.get("label", []), data.runs.get("algo", []))))
     warn = an.hardware_warnings(data)
+    env_sections, flagged = _env_sections(db, painter, data, scored, style, warn, stage)
+    across = _across(painter, scored, style, stage)
 
-    from bench.analysis import collapse
+    stage("the answers and the decision matrix")
+    recs = ans.recommend(scored)
+    view = answer_data(data, scored, recs)
+    decision = [dict(d, wall_warning=sorted(e for e in d["env_ids"] if e in warn)) for d in view["decision"]]
+    inventory, failures = _inventory(data)
+    stage("variants")
+    variants = variant_sections(db, data, suites, anchors=anchors, log=log)
+    # The claims of the suites asked for; by default of every claim suite in the store (which the
+    # rest of the report leaves out, see scoring.load).
+    stage("claims")
+    claim_rows = cl.rows(cl.evaluate(db, suites, anchors=anchors))
+    stage("implementation parity")
+    parity_rows = _parity_rows(runs, flagged, data)
 
+    stage("figures")
+    for sec in env_sections:
+        sec["figures"], sec["diagnostics"] = sec["figures"].result(), sec["diagnostics"].result()
+    if across is not None:
+        across.update(aggregate=across["aggregate"].result(), profiles=across["profiles"].result(),
+                      improvement=[f.result() for f in across["improvement"]])
+    html = _render(
+        title="bench report: " + (", ".join(data.suites) or "empty store"),
+        generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        store=_describe(data.store_url), suites=data.suites, inventory=inventory, failures=failures,
+        provenance=_provenance(data), warnings=warn,
+        notes=data.notes, envs=env_sections, across=across, unanchored=data.unanchored, correction=ans.CORRECTION,
+        decision=decision, criteria=[(k, v.meaning) for k, v in an.CRITERIA.items()], sensitivity=an.SENSITIVITY,
+        lm_criteria=list(cl.LM_CRITERIA.items()) if view["lm"] else [],
+        recs=view["recs"], n_runs=len(data.runs), n_pooled=int(len(runs)),
+        n_boot=an.N_BOOT, anchors=data.anchors, rules=_rules(), contended=int(runs["contended"].sum()) if len(runs) else 0,
+        hardware_line=an.hardware_line(scored), track=view["track"], claims=claim_rows,
+        published_source=SOURCE, parity=parity_rows, parity_margin=f"{par.MARGIN:g}", variants=variants,
+        off_policy=[line_text(x) for x in off_policy_lines(data, recs)],
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "index.html"
+    path.write_text(html, encoding="utf-8")
+    if log:
+        log(f"report built in {time.perf_counter() - t0:.1f}s from {len(data.runs)} runs")
+    return path
+
+
+def _env_sections(db: ReadModel, painter: fg.Painter, data: an.Data, scored: Any, style: fg.Style,
+                  warn: dict[str, str], stage: Callable[[str], None]) -> tuple[list[dict[str, Any]], pd.DataFrame]:
+    """One section per env (its figures still futures), and the runs flagged as collapsed."""
+    runs = scored.runs
     # Each env's figures first, so the drawing processes start while the flags and the tables are computed.
     diag_rows = _rows_by_env(data.diagnostics, runs)
     drawn = {env_id: _draw_env(painter, env_id, c, runs, data, style, diag_rows.get(env_id, []))
@@ -244,75 +296,47 @@ def _build_with(db: ReadModel, out_dir: Path, suites: list[str] | None, *, log: 
             cpu_budget=f"{data.cpu_budgets[env_id]:,g}" if env_id in data.cpu_budgets else None,
             published=_published_rows(g, env_id, data.budgets.get(env_id, 0), last_eval),
         ))
+    return env_sections, flagged
 
-    across = None
-    if an.normalised_envs(scored):
-        stage("across environments")
-        agg = an.across_envs(scored)
-        pim = an.improvement_matrix(scored)
-        # Best first (as the aggregate figure ranks them), so the top rows and first columns are the leaders.
-        have = set(runs.loc[runs["final_norm"].notna(), "label"])
-        ranked = [lb for lb in agg.sort_values("iqm", ascending=False)["label"] if lb in have]
-        plabels = ranked + sorted(have - set(ranked))
-        across = dict(
-            aggregate=painter.draw(fg.fig_aggregate, agg, style),
-            profiles=painter.draw(fg.fig_profiles, runs[["label", "env", "final_norm"]], style),
-            improvement=[painter.draw(fg.fig_improvement, pim, plabels, cols) for cols in fg.improvement_blocks(plabels)]
-            if len(plabels) > 1 else [],
-            table=[dict(label=r.label, impl=r.impl, envs=r.envs, runs=r.runs, iqm=mx.interval_text(r.iqm, r.lo, r.hi, r.kind))
-                   for r in agg.itertuples()],
-        )
 
-    stage("the answers and the decision matrix")
-    recs = ans.recommend(scored)
-    view = answer_data(data, scored, recs)
-    decision = [dict(d, wall_warning=sorted(e for e in d["env_ids"] if e in warn)) for d in view["decision"]]
-    inventory, failures = _inventory(data)
-    stage("variants")
-    variants = variant_sections(db, data, suites, anchors=anchors, log=log)
+def _across(painter: fg.Painter, scored: Any, style: fg.Style, stage: Callable[[str], None]) -> dict[str, Any] | None:
+    """The across-envs section (its figures still futures), or ``None`` without normalised scores."""
+    if not an.normalised_envs(scored):
+        return None
+    stage("across environments")
+    runs = scored.runs
+    agg = an.across_envs(scored)
+    pim = an.improvement_matrix(scored)
+    # Best first (as the aggregate figure ranks them), so the top rows and first columns are the leaders.
+    have = set(runs.loc[runs["final_norm"].notna(), "label"])
+    ranked = [lb for lb in agg.sort_values("iqm", ascending=False)["label"] if lb in have]
+    plabels = ranked + sorted(have - set(ranked))
+    return dict(
+        aggregate=painter.draw(fg.fig_aggregate, agg, style),
+        profiles=painter.draw(fg.fig_profiles, runs[["label", "env", "final_norm"]], style),
+        improvement=[painter.draw(fg.fig_improvement, pim, plabels, cols) for cols in fg.improvement_blocks(plabels)]
+        if len(plabels) > 1 else [],
+        table=[dict(label=r.label, impl=r.impl, envs=r.envs, runs=r.runs, iqm=mx.interval_text(r.iqm, r.lo, r.hi, r.kind))
+               for r in agg.itertuples()],
+    )
 
-    # The claims of the suites asked for; by default of every claim suite in the store (which the
-    # rest of the report leaves out, see scoring.load).
-    stage("claims")
-    claim_rows = cl.rows(cl.evaluate(db, suites, anchors=anchors))
 
-    from bench.analysis import parity as par
+def _parity_rows(runs: pd.DataFrame, flagged: pd.DataFrame, data: an.Data) -> list[dict[str, Any]]:
+    """The implementation-parity table: every algorithm with two implementations, per env."""
+    return [row for algo, a, b in par.implementation_pairs(runs)
+            for row in parity_table_rows(par.parity(
+                runs, a, b, flagged=set(zip(flagged["key"], flagged["kind"])),
+                checkable=collapse.checkable(data.diagnostics)), algo)]
 
-    stage("implementation parity")
 
-    parity_rows = [row for algo, a, b in par.implementation_pairs(runs)
-                   for row in parity_table_rows(par.parity(
-                       runs, a, b, flagged=set(zip(flagged["key"], flagged["kind"])),
-                       checkable=collapse.checkable(data.diagnostics)), algo)]
+def _render(**page: Any) -> str:
+    """The page: ``report.html.j2`` rendered with ``page``."""
+    # Lazy: jinja2 loads only for a page being written, not for the report's other readers (answer_data, parity).
+    import jinja2
 
-    stage("figures")
-    for sec in env_sections:
-        sec["figures"], sec["diagnostics"] = sec["figures"].result(), sec["diagnostics"].result()
-    if across is not None:
-        across.update(aggregate=across["aggregate"].result(), profiles=across["profiles"].result(),
-                      improvement=[f.result() for f in across["improvement"]])
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["shade"] = shade
-    html = env.from_string(TEMPLATE.read_text()).render(
-        title="bench report: " + (", ".join(data.suites) or "empty store"),
-        generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        store=_describe(data.store_url), suites=data.suites, inventory=inventory, failures=failures,
-        provenance=_provenance(data), warnings=warn,
-        notes=data.notes, envs=env_sections, across=across, unanchored=data.unanchored, correction=ans.CORRECTION,
-        decision=decision, criteria=[(k, v.meaning) for k, v in an.CRITERIA.items()], sensitivity=an.SENSITIVITY,
-        lm_criteria=list(cl.LM_CRITERIA.items()) if view["lm"] else [],
-        recs=view["recs"], n_runs=len(data.runs), n_pooled=int(len(runs)),
-        n_boot=an.N_BOOT, anchors=data.anchors, rules=_rules(), contended=int(runs["contended"].sum()) if len(runs) else 0,
-        hardware_line=an.hardware_line(scored), track=view["track"], claims=claim_rows,
-        published_source=SOURCE, parity=parity_rows, parity_margin=f"{par.MARGIN:g}", variants=variants,
-        off_policy=[line_text(x) for x in off_policy_lines(data, recs)],
-    )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "index.html"
-    path.write_text(html, encoding="utf-8")
-    if log:
-        log(f"report built in {time.perf_counter() - t0:.1f}s from {len(data.runs)} runs")
-    return path
+    return env.from_string(TEMPLATE.read_text()).render(**page)
 
 
 def _draw_env(painter: fg.Painter, env_id: str, c: an.EnvCurves, runs: pd.DataFrame, data: an.Data,
@@ -346,8 +370,6 @@ def _rows_by_env(frame: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarra
 
 def _only(data: an.Data, envs: list[str], keep: Callable[[pd.DataFrame], pd.Series] | None = None) -> an.Data:
     """``data`` cut to the runs on ``envs`` (and, with ``keep``, to the runs it selects)."""
-    import dataclasses
-
     mask = data.runs["env"].isin(envs)
     if keep is not None:
         mask &= keep(data.runs)
@@ -358,7 +380,7 @@ def _only(data: an.Data, envs: list[str], keep: Callable[[pd.DataFrame], pd.Seri
                                traits={e: t for e, t in data.traits.items() if e in envs})
 
 
-def variant_sections(source: Any, data: an.Data, suites: list[str] | None, *, anchors: bool = True,
+def variant_sections(source: Any, data: an.Data, suites: list[str] | None, *, anchors: bool | AnchorSource = False,
                      log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """The report's section per variant suite (``variant:``; ``bench tune --export`` writes ``tuned``):
     its labels beside the runs of the report's other suites on the same envs, in one decision matrix
@@ -375,7 +397,7 @@ def variant_sections(source: Any, data: an.Data, suites: list[str] | None, *, an
                 if (s := _variant_section(db, data, name, variant, anchors=anchors, log=log)) is not None]
 
 
-def _variant_section(db: ReadModel, data: an.Data, name: str, variant: str, *, anchors: bool,
+def _variant_section(db: ReadModel, data: an.Data, name: str, variant: str, *, anchors: bool | AnchorSource,
                      log: Callable[[str], None] | None) -> dict[str, Any] | None:
     """:func:`variant_sections`' entry for the variant suite ``name``, or None (no runs to set it beside)."""
     mine = db.runs_frame(name)  # the runs table only: which envs and labels, before anything is read
@@ -428,7 +450,7 @@ def _budgets(data: an.Data) -> set[tuple[str, int]]:
 
 
 def parity_table_rows(envs: list[Any], algo: str = "") -> list[dict[str, str]]:
-    """Display rows of :func:`bench.analysis.parity.parity` results: one per env and metric (the report's
+    """Display rows of :func:`bench.stats.parity.parity` results: one per env and metric (the report's
     parity table and ``bench parity`` print the same)."""
     def pair(d: dict[str, float], fmt: str) -> str:
         return " / ".join("—" if not np.isfinite(v) else format(v, fmt) for v in d.values()) if d else "—"
@@ -449,8 +471,6 @@ def parity_table_rows(envs: list[Any], algo: str = "") -> list[dict[str, str]]:
 
 def _last_evaluations(db: ReadModel, runs: pd.DataFrame) -> dict[str, float]:
     """Run key → its last evaluation's mean return, for runs on envs with a published number."""
-    from bench.analysis.published import PUBLISHED
-
     envs = {e for _, e in PUBLISHED}
     keys = runs.loc[runs["env"].isin(envs), "key"].tolist() if len(runs) else []
     return db.last_evaluations(keys) if keys else {}
@@ -463,8 +483,6 @@ def _published_rows(g: pd.DataFrame, env_id: str, budget: int, last_eval: dict[s
     periodic evaluation where the suite asked for evaluations, else its final (trailing-mean, stochastic
     policy) training return, and the row says which.
     """
-    from bench.analysis.published import check, published_for
-
     rows = []
     for label, r in g.groupby("label", sort=True):
         pub = published_for(str(r["algo"].iloc[0]), env_id)
@@ -512,6 +530,7 @@ def shade(rank: float | None) -> str:
 
 
 def _describe(url: str) -> str:
+    # Lazy: bench.storage.urls imports SQLAlchemy, which a report read from packs does not otherwise load.
     from bench.storage.urls import describe_url
 
     return describe_url(url)
@@ -526,10 +545,6 @@ def _bytes(m: dict[str, int] | None) -> str:
 
 
 def _rules() -> dict[str, Any]:
-    from bench.analysis import collapse
-
-    from bench.analysis.generalise import MIN_ENVS_GENERALISE
-
     return dict(alpha=an.ALPHA, min_seeds=an.MIN_SEEDS, min_envs=an.MIN_ENVS, min_ci=stats.MIN_CI_RUNS,
                 min_envs_generalise=MIN_ENVS_GENERALISE,
                 min_cvar=stats.MIN_CVAR_CI_RUNS, contention=an.CONTENTION_RATIO, cvar=an.CVAR_ALPHA,
@@ -557,8 +572,6 @@ def screenshot(html: Path, png: Path, *, width: int = 1400, height: int = 2400, 
 
     :raises FileNotFoundError: no Chromium on PATH (Debian: ``apt-get install chromium``).
     """
-    import tempfile
-
     exe = find_chromium()
     if exe is None:
         raise FileNotFoundError("no chromium on PATH (Debian: apt-get install chromium)")

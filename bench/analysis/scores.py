@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.analysis import machines, stats
+from bench.stats import aggregate as stats
+import bench.analysis.machines as machines
 from bench.analysis.criteria import Criterion
-from bench.analysis.metrics import axis_grid, curve_on_grid, first_crossing, normalised_auc
+from bench.stats.metrics import axis_grid, curve_on_grid, first_crossing, normalised_auc
 from bench.analysis.provenance import hardware_key, hardware_of, least_probe, probe_class_ms
 from bench.analysis.readmodel import Data
 from bench.storage.vocabulary import CONTENTION_RATIO

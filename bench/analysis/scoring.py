@@ -2,7 +2,7 @@
 
 This is the numbers half of ``bench report`` and all of ``bench recommend``; it
 draws nothing (figures and HTML are :mod:`bench.analysis.report`). It reads the
-store only, and leans on the pure statistics of :mod:`bench.analysis.stats`.
+store only, and leans on the pure statistics of :mod:`bench.stats.aggregate`.
 The work is done, in this order, by:
 
 - :mod:`bench.analysis.readmodel`: the store or packs read once per command, and :class:`Data`
@@ -36,7 +36,7 @@ Per-run scores (the inputs of every criterion); none depends on other runs
 - ``final_norm``: the normalised final return (mean of the last ``window`` episodes),
   capped at 1;
 - ``auc_steps_norm``: the mean of the normalised learning curve over the env's
-  budget in env steps (:func:`bench.analysis.metrics.normalised_auc`): high when a
+  budget in env steps (:func:`bench.stats.metrics.normalised_auc`): high when a
   run learns early, so it measures *sample efficiency*;
 - ``auc_time_norm``: the same over the env's fixed time horizon in training
   **process CPU seconds** (budget × the env's ``time_scale_us``; a run that ended
@@ -57,17 +57,17 @@ Across runs
 - Every aggregate weights each environment once, whatever its number of runs
   (the mean over envs of each env's IQM, CVaR or success fraction).
 - Intervals: a 95% stratified bootstrap interval with at least
-  :data:`bench.analysis.stats.MIN_CI_RUNS` runs on every env; below that the
+  :data:`bench.stats.aggregate.MIN_CI_RUNS` runs on every env; below that the
   observed range, labelled so. Success rates use Wilson intervals. The CVaR gets
-  no interval below :data:`bench.analysis.stats.MIN_CVAR_CI_RUNS` runs per env.
+  no interval below :data:`bench.stats.aggregate.MIN_CVAR_CI_RUNS` runs per env.
 - Winners: only from the answers of :mod:`bench.analysis.answers` (one headline test per profile and
   priority, Holm-adjusted over the call), whose p-value is shown; interval overlap alone never decides.
   The decision matrix (:mod:`bench.analysis.matrix`) takes its marks from those same answers.
 - Time by design (:mod:`bench.analysis.machines`): a time comparison uses, on each env, only runs that
   had their core to themselves and whose machine is known (speed-probe class), on the one machine both
   sides share most. No store-wide correction factor: nothing depends on other labels' runs.
-- Answers generalise over envs (:mod:`bench.analysis.generalise`): from
-  :data:`bench.analysis.generalise.MIN_ENVS_GENERALISE` envs on, a profile's winner comes from a
+- Answers generalise over envs (:mod:`bench.stats.generalise`): from
+  :data:`bench.stats.generalise.MIN_ENVS_GENERALISE` envs on, a profile's winner comes from a
   t-test over the per-env effects, envs weighted equally; below that, the answer names the envs it was measured
   on. The headline p-values of one call are Holm-adjusted.
 - Recommendations answer by algorithm first, with its implementations pooled
@@ -80,7 +80,7 @@ from __future__ import annotations
 from bench.analysis.criteria import (ALPHA, COLLAPSE_DIAGNOSTICS, CRITERIA, CVAR_ALPHA, DIAGNOSTICS, MIN_ENVS, MIN_SEEDS,
                                      N_BOOT, OFF_POLICY, PRIORITY_CRITERION, SCORE_COLUMNS, SENSITIVITY,
                                      SEQUENCE_DIAGNOSTICS, Criterion)
-from bench.analysis.metrics import GRID, running_mean
+from bench.stats.metrics import GRID, running_mean
 from bench.analysis.provenance import (PROBE_CLASS, PROBE_CLASS_KEY, PROBE_SPAN, hardware_line, hardware_of,
                                        hardware_warnings, probe_class_ms, probe_classes)
 from bench.analysis.readmodel import Data, ReadModel, load, suite_specs, variant_suites
@@ -88,7 +88,7 @@ from bench.analysis.scores import EnvCurves, Scored, score
 from bench.analysis.tables import (across_envs, categories, category_of, final_table, improvement_matrix,
                                    mark_by_test, normalised_envs, score_matrices)
 # The problem vocabulary lives apart so the command line checks options without importing this module.
-from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
+from bench.envs.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 from bench.storage.vocabulary import CONTENTION_RATIO
 
 __all__ = [

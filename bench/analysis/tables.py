@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.analysis import stats, survival
+from bench.stats import aggregate as stats, survival
 from bench.analysis.criteria import ALPHA, CRITERIA, MIN_ENVS, MIN_SEEDS, N_BOOT, SCORE_COLUMNS, Criterion
 from bench.analysis.scores import Scored
 
@@ -37,7 +37,7 @@ def _counts(scored: Scored, name: str, col: str, envs: list[str], by: str) -> st
 def final_table(scored: Scored, env_id: str, *, n_boot: int = N_BOOT) -> pd.DataFrame:
     """Per label on one env: runs, IQM final return with its interval (a CI from 5 runs, else the
     observed range), success rate with Wilson CI, Kaplan-Meier median steps and CPU seconds to threshold
-    (unsolved runs censored at the end of the budget, :func:`bench.analysis.survival.censored_at_budget`; ``NaN``,
+    (unsolved runs censored at the end of the budget, :func:`bench.stats.survival.censored_at_budget`; ``NaN``,
     "not reached", when fewer than half the runs solved), median wall and CPU
     seconds of a whole run, how many runs were contended, and the memory the label's models held
     (``meta["model_memory"]``: parameters, other copies and optimiser state; ``None`` where not recorded)."""

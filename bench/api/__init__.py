@@ -51,7 +51,7 @@ from bench.api._run import (STATES, CellStatus, GroupStatus, HyperparamRow, RunP
                             run_outputs, run_suite, status)
 from bench.api._tools import SPEED_ALGOS, SPEED_KERNELS, envs, speed, suite_schema
 from bench.api._tune import IMPLS, TUNE_ALGOS, TunePlan, export_best, plan_tune, tune
-from bench.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load_policy, video_missing
+from bench.run.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load_policy, video_missing
 # The vocabulary a caller (the command line) reads results and errors in.
 from bench.run.progress import duration, progress_line
 from bench.run.speed import median_steps
@@ -59,7 +59,7 @@ from bench.storage.packed import PackError
 from bench.storage.schema import StoreError
 from bench.storage.urls import disk_full
 from bench.storage.urls import DEFAULT_URL, check_url, describe_url, redact, url_secret
-from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
+from bench.envs.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 
 __all__ = [
     "ACTIONS", "DEFAULT_URL", "EXPORT_FORMATS", "EXPORT_WHAT", "IMPLS", "OBS", "ONELINE_IMPLS", "PRIORITIES",

@@ -138,12 +138,13 @@ def scores(store: str | None = None, suite: str | None = None, *,
     import pandas as pd
 
     from bench.analysis import scoring
+    from bench.run.anchors import for_reading
 
     url = store_url(store, "store")
     open_store(url, "store").dispose()
     with scoring.ReadModel(url) as db:
         check_suite(db, suite, "suite")
-        scored = scoring.score(scoring.load(db, [suite] if suite else None, diagnostics=(), log=log))
+        scored = scoring.score(scoring.load(db, [suite] if suite else None, diagnostics=(), log=log, anchors=for_reading))
     if not len(scored.runs):
         return pd.DataFrame(columns=SCORE_FRAME_COLUMNS)
     return scored.runs[SCORE_FRAME_COLUMNS].reset_index(drop=True)

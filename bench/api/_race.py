@@ -198,7 +198,7 @@ def race(env: str, *, algos: str | None = None, seeds: int = DEFAULT_SEEDS, budg
     from bench.api._oneline import OneLineSuite, write_oneline_suite
     from bench.api._run import plan_run, run_suite
     from bench.suites.oneline import suite_yaml, suites_dir, zoo_budget
-    from bench.traits import PRIORITIES
+    from bench.envs.traits import PRIORITIES
 
     if priority is not None and priority not in PRIORITIES:
         raise BadInput(f"--priority: {priority!r} is not allowed; allowed: {', '.join(PRIORITIES)}")
@@ -270,7 +270,7 @@ def _fraction_text(f: float) -> str:
 
 def _anchors(plan: Any, env: str, log: Callable[[str], None] | None) -> float:
     """The env's random-policy return (its score's 0), computed once and stored as the report does."""
-    from bench.envs.anchors import ensure_anchors
+    from bench.run.anchors import ensure_anchors
     from bench.storage.store import Store
 
     meta = plan.loaded.env_meta[plan.cells[0].env_id]
@@ -325,7 +325,7 @@ def _answer(result: RaceResult, alive: list[str]) -> None:
     """The tied set, its pick (the highest IQM of the last rung's scores, as :func:`bench.analysis.race.race`
     picks) and each kept label's interval over its seeds."""
     from bench.analysis.matrix import interval_text
-    from bench.analysis.stats import interval, iqm
+    from bench.stats.aggregate import interval, iqm
 
     last = result.rungs[-1].scores if result.rungs else {}
     result.kept = tuple(alive)

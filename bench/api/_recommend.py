@@ -59,7 +59,7 @@ def recommend(source: str | Reference | None = None, *, action: str | None = Non
     pack, a changed line of bench or another option computes afresh. A user's store changes with every
     run, so its answer is computed on each call, through the same read model.
     """
-    from bench.traits import ACTIONS, OBS, PRIORITIES, REWARDS
+    from bench.envs.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 
     for flag, value, allowed in (("--action", action, ACTIONS), ("--obs", obs, OBS), ("--reward", reward, REWARDS),
                                  ("--priority", priority, PRIORITIES)):
@@ -83,14 +83,17 @@ def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
     """:func:`recommend`'s answer, computed: read once (:func:`bench.analysis.scoring.load`), scored, answered."""
     import json
 
-    from bench.analysis import answers, claims, generalise, offpolicy, scoring
+    from bench.stats import generalise
+    from bench.analysis import answers, claims, offpolicy, scoring
     from bench.analysis.matrix import interval_text
     from bench.analysis.readmodel import ReadModel
+    from bench.run.anchors import for_reading
     from bench.suites.suite import one_line
 
     with ReadModel(url) as db:  # one read of the store or packs for the whole answer
         data = scoring.load(db, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
-                            log=log, sensitivity=False)  # the table does not use the tuner's studies
+                            log=log, sensitivity=False,  # the table does not use the tuner's studies
+                            anchors=for_reading)
         left_out = [one_line(f"left out: suite {name}, a variant ({variant}) of other suites' runs; `bench report` "
                              "sets it beside them") for name, variant in scoring.variant_suites(db).items()]
     scored = scoring.score(data)

@@ -29,8 +29,9 @@ def export_scores(url: str, suite: str | None, column: str, format: str, out_pat
     import numpy as np
 
     from bench.analysis import scoring
+    from bench.run.anchors import for_reading
 
-    scored = scoring.score(scoring.load(url, [suite] if suite else None, diagnostics=(), log=log))
+    scored = scoring.score(scoring.load(url, [suite] if suite else None, diagnostics=(), log=log, anchors=for_reading))
     envs, mats = scoring.score_matrices(scored, column)
     if not mats:
         raise NothingToExport("no done runs with normalised scores in the store" + (f" for suite {suite!r}" if suite else ""))
@@ -55,7 +56,7 @@ def pack_suite(store: Any, suite: str, out: Path, log: Callable[[str], None] | N
     normalisation anchors computed first where missing (so the pack has them); returns the pack's manifest.
     Runs already in a sibling pack (a claim suite sharing the reference's cells) are not stored twice. ``keep``:
     what of unfinished work the pack holds (:data:`bench.storage.packed.KEEP`)."""
-    from bench.envs.anchors import ensure_anchors
+    from bench.run.anchors import ensure_anchors
 
     if (meta := store.suite_env_meta(suite)) is not None:
         ensure_anchors(store, {e: m.get("threshold") for e, m in meta.items()}, log=log,
@@ -80,6 +81,7 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
     """
     from bench.analysis.readmodel import ReadModel
     from bench.analysis.report import build, find_chromium, screenshot as take
+    from bench.run.anchors import for_reading
     from bench.suites.suite import SuiteError, load_suite
 
     if screenshot is not None:
@@ -110,7 +112,7 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
                            folder=True)
         if log is not None:
             log(where)
-        path = build(db, out_dir, chosen or None, log=log, stage=stage, workers=workers)
+        path = build(db, out_dir, chosen or None, log=log, stage=stage, workers=workers, anchors=for_reading)
     if screenshot is not None:
         shot = take(path, screenshot)
         if log is not None:
@@ -239,7 +241,7 @@ def import_packs(packs: list[Path], store: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class ParityResult:
-    """:func:`parity`'s answer: ``envs``, one :class:`bench.analysis.parity.EnvParity` per env (its verdict and
+    """:func:`parity`'s answer: ``envs``, one :class:`bench.stats.parity.EnvParity` per env (its verdict and
     comparisons); ``rows``, the same as the report's parity table (text, one row per metric); ``alpha``, the
     tests' level."""
 
@@ -251,22 +253,24 @@ class ParityResult:
 def parity(label_a: str, label_b: str, *, envs: list[str] | None = None, margin: float = 0.05,
            store: str | None = None, log: Callable[[str], None] | None = None) -> ParityResult:
     """Are two labels the same algorithm? Per env, equivalent, different or inconclusive, with the evidence
-    (:func:`bench.analysis.parity.parity`); ``margin`` on the normalised scale (0 random policy, 1 threshold).
+    (:func:`bench.stats.parity.parity`); ``margin`` on the normalised scale (0 random policy, 1 threshold).
     ``log`` is told which store is read.
 
     :raises BadInput: a margin outside (0, 1], a label or env with no scored runs, no env in common.
     """
     import math
 
-    from bench.analysis import collapse, parity as par, scoring
+    from bench.stats import parity as par
+    from bench.analysis import collapse, scoring
     from bench.analysis.report import parity_table_rows
+    from bench.run.anchors import for_reading
 
     if not (math.isfinite(margin) and 0 < margin <= 1):
         raise BadInput(f"--margin: {margin!r} is not a margin; allowed: a number in (0, 1] on the normalised scale")
     url, where = results_store(store, log=log)
     if log is not None:
         log(where)
-    data = scoring.load(url, log=log)
+    data = scoring.load(url, log=log, anchors=for_reading)
     runs = scoring.score(data).runs
     have = sorted(runs.loc[runs["final_norm"].notna(), "label"].unique()) if len(runs) else []
     for name in (label_a, label_b):

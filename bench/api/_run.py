@@ -45,7 +45,7 @@ def record_env_facts(store: Any, env_meta: dict[str, dict[str, Any]],
         (what could be is still recorded).
     :returns: env key → the facts recorded.
     """
-    from bench.envs.anchors import ensure_anchors
+    from bench.run.anchors import ensure_anchors
 
     out: dict[str, dict[str, Any]] = {}
     for env_id, meta in env_meta.items():

@@ -7,9 +7,13 @@ are fixed per env: the low anchor is the mean return of a uniform-random
 policy, computed once, deterministically, and the high anchor is the env's
 threshold. An anchor is stored in the results store's ``anchors`` table, keyed
 by everything that defines it (env, threshold, random-policy episodes and seed),
-the first time a report needs it, and never overwritten: two suites that give
+the first time a run or a report needs it, and never overwritten: two suites that give
 one env different thresholds each get their own scale. The random return does
 not depend on the threshold, so it is computed once per env and settings.
+
+This module reads anchors and says how they are keyed; the run layer computes and stores them
+(:mod:`bench.run.anchors`: at run time, and for the api before a report reads a store that lacks some), so
+reading a store never runs an env or writes.
 
 The random policy runs :data:`EPISODES` whole episodes (``make_env(...,
 training=False)``: Atari scores are raw game scores over whole games) with the
@@ -43,22 +47,6 @@ class Anchor:
     seed: int
 
 
-def random_policy_return(env_id: str, episodes: int = EPISODES, seed: int = SEED) -> float:
-    """Mean return of ``episodes`` episodes of uniformly random actions; deterministic for a seed.
-
-    Episodes are capped at the env's horizon (or :data:`bench.envs.registry.EVAL_STEP_CAP`).
-    """
-    from bench.envs.factory import evaluate_policy, make_env
-
-    # A copy of the env's action space, seeded, samples the actions: the same stream the
-    # env's own space would give, fed through the harness's one evaluation loop.
-    probe = make_env(env_id, training=False)
-    space = probe.action_space
-    probe.close()
-    space.seed(seed)
-    return float(np.mean(evaluate_policy(env_id, lambda obs: np.array([space.sample()]), episodes, seed=seed)))
-
-
 def episodes_for(env_id: str, family: str | None = None) -> int:
     """Random-policy episodes of an env's anchor. ``family`` as the store recorded it (``env_meta``,
     ``env_facts``) is enough; without it the registry is asked, which imports the env's package."""
@@ -71,63 +59,10 @@ def episodes_for(env_id: str, family: str | None = None) -> int:
     return ATARI_EPISODES if family == "atari" else EPISODES
 
 
-def ensure_anchors(store, thresholds: dict[str, float], log=None,
-                   families: dict[str, str | None] | None = None, *, imports: bool = True) -> dict[str, Anchor]:
-    """The anchor of every env in ``thresholds`` at that threshold, computing and storing missing ones.
-
-    :param store: a :class:`bench.storage.store.Store`.
-    :param thresholds: env id → the threshold the scores are normalised to (``None``: no anchor).
-    :param log: optional ``callable(str)`` told about each env whose random return is computed, or
-        whose env cannot be built to compute it (its package is not importable here: it is left out).
-    :param families: env id → its family as the store recorded it, so that stored anchors are found
-        without importing the env (see :func:`episodes_for`).
-    :param imports: whether a ``module:EnvId`` env may be played to compute its anchor, which imports its
-        module. ``False`` where the store is read (report, recommend, pack): a store or pack from elsewhere
-        names modules, and reading it must run none of them; such an env without a stored anchor is left out.
-    """
-    from bench.envs.registry import parse_env_key
-
-    have = store.anchors()
-    out = {}
-    for env_id, thr in thresholds.items():
-        if thr is None:
-            continue
-        n = episodes_for(env_id, (families or {}).get(env_id))
-        key = (env_id, float(thr), n, SEED)
-        if key not in have:
-            # The random return depends on the env and the random policy's settings only.
-            known = [r.random_return for (e, _, k, sd), r in have.items() if (e, k, sd) == (env_id, n, SEED)]
-            if known:
-                random_return = float(known[0])
-            elif not imports and parse_env_key(env_id)[0]:
-                if log:
-                    log(f"{env_id}: no stored anchor, and bench does not import module {parse_env_key(env_id)[0]!r} "
-                        "that the store names to play it; left out of cross-env scores")
-                continue
-            else:
-                if log:
-                    log(f"computing the random-policy anchor of {env_id} ({n} episodes, seed {SEED}) once; it is stored")
-                try:
-                    random_return = random_policy_return(env_id, n, SEED)
-                except (KeyError, ValueError, ImportError) as e:  # the env's package is not importable here
-                    if log:
-                        log(f"{env_id}: cannot play it to compute its anchor ({e}); left out of cross-env scores")
-                    continue
-            store.put_anchor(env_id, random_return, float(thr), n, SEED)
-            have = store.anchors()
-            if key not in have:
-                # The store did not take it (a read-only mount), or a read-only reader cannot see it yet:
-                # use the computed value for this report.
-                out[env_id] = Anchor(env_id, random_return, float(thr), n, SEED)
-                continue
-        r = have[key]
-        out[env_id] = Anchor(env_id, float(r.random_return), float(r.threshold), int(r.episodes), int(r.seed))
-    return out
-
-
 def stored_anchors(store, thresholds: dict[str, float],
                    families: dict[str, str | None] | None = None) -> dict[str, Anchor]:
-    """Like :func:`ensure_anchors`, from stored anchors only (computes and writes nothing)."""
+    """The stored anchor of every env in ``thresholds`` at that threshold (computes and writes nothing; the run
+    layer's :func:`bench.run.anchors.ensure_anchors` computes missing ones)."""
     have = store.anchors()
     out = {}
     for env_id, thr in thresholds.items():

@@ -26,6 +26,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+import bench.envs.families as families
+
 __all__ = ["MINIGRID_PIXELS", "RENDERED", "ActionRepeat", "register"]
 
 #: MiniGrid pixel id → the MiniGrid id it shows.
@@ -116,8 +118,6 @@ class ChannelFirstImage(gym.ObservationWrapper):
 
 def minigrid_pixels(base: str, **kwargs: Any) -> gym.Env:
     """MiniGrid ``base`` seen through ``RGBImgPartialObsWrapper`` (the agent's view as an image), channel-first."""
-    from bench.envs import families
-
     if not families.register("minigrid"):
         raise ImportError(f"{base} as pixels needs MiniGrid; install the optional extra minigrid")
     from minigrid.wrappers import ImgObsWrapper, RGBImgPartialObsWrapper

@@ -150,8 +150,8 @@ def _sigint_ignored() -> bool:
 
 
 def result_of(cell: Cell, recorder: Any, started: float) -> Any:
-    """Turn a recorder into the store's RunResult (summary computed by bench.analysis.metrics)."""
-    from bench.analysis.metrics import summarize
+    """Turn a recorder into the store's RunResult (summary computed by bench.stats.metrics)."""
+    from bench.stats.metrics import summarize
     from bench.storage.record import downsample_diagnostics
     from bench.storage.schema import RunResult
 

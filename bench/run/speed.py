@@ -76,7 +76,7 @@ def compare(
     from bench.algos.sb3 import train_sb3
     from bench.envs import get_spec
     from bench.algos.hyperparams import resolve
-    from bench.analysis.metrics import first_crossing
+    from bench.stats.metrics import first_crossing
 
     from bench.algos.common import pin_one_thread
 

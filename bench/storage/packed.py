@@ -31,8 +31,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bench.storage import schema
-from bench.storage import store as st
+import bench.storage.schema as schema
+import bench.storage.store as st
 from bench.storage.studies import STUDIES, suite_studies, write_studies
 
 #: The tables a pack holds, in the order they are loaded (parents first). ``env_facts`` (what the store

@@ -19,8 +19,8 @@ from typing import Any, Callable
 
 import sqlalchemy as sa
 
-from bench.storage import schema
-from bench.storage import store as st
+import bench.storage.schema as schema
+import bench.storage.store as st
 from bench.storage.packed import MANIFEST, TABLES, clocks_to_s, verify
 from bench.storage.studies import load_studies
 

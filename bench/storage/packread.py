@@ -25,7 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
-from bench.storage import packed
+import bench.storage.packed as packed
 from bench.storage.studies import read_packed_studies
 
 #: The columns and order of :meth:`bench.storage.store.Store.runs_frame`.

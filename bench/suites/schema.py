@@ -1,7 +1,7 @@
 """A suite file's schema: its bounds and the pydantic models a suite validates against (extra keys forbidden).
 
 Which algorithms and implementations a suite may name is read from the registry
-(:data:`bench.algos.registry.ALGOS`); the trait values from :mod:`bench.traits`.
+(:data:`bench.algos.registry.ALGOS`); the trait values from :mod:`bench.envs.traits`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from bench.algos.registry import ALGOS, names
 from bench.suites.problems import SeedsMixin
 from bench.suites.spaces import TuneSpec
-from bench.traits import Action, Obs, Reward
+from bench.envs.traits import Action, Obs, Reward
 
 #: Hyperparameters only the project's own implementations understand.
 BENCH_ONLY = ("grad_noise_chunks", "kernel", "policy", "kl_coef", "kl_in", "critic")

@@ -12,15 +12,15 @@ A trial samples hyperparameters from the target's search space
 through the very path ``bench run`` uses: :func:`bench.run.runner.train_cell`
 dispatches the same :class:`~bench.suites.suite.Cell`, and
 :func:`bench.run.runner.result_of` computes the same summary with
-:func:`bench.analysis.metrics.summarize`. Its value is the mean over seeds of the
+:func:`bench.stats.metrics.summarize`. Its value is the mean over seeds of the
 per-seed objective:
 
 - ``auc``: the report's sample-efficiency score of the run,
-  :func:`bench.analysis.metrics.normalised_auc` over ``(0, budget]``: the
+  :func:`bench.stats.metrics.normalised_auc` over ``(0, budget]``: the
   running mean of the last ``window`` returns, read on a fixed grid of env
   steps, mapped so that the env's random-policy return is 0 and its threshold 1,
   capped at 1, and averaged (maximised). The random-policy return is the report's
-  anchor (:func:`bench.envs.anchors.ensure_anchors`), resolved once per target
+  anchor (:func:`bench.run.anchors.ensure_anchors`), resolved once per target
   from the study's store before any trial runs (:func:`with_anchor`) and kept in
   the study's settings, so every worker scores with the same value and a trial's
   value is the very number the report gives that run;

@@ -256,7 +256,7 @@ def with_anchor(target: Target, url: str, log: Callable[[str], None] | None = No
 
     Read from the store at ``url``, where the report keeps it; computed (a few
     seconds of random play) and stored the first time an env and threshold need it
-    (:func:`bench.envs.anchors.ensure_anchors`). A target whose objective does
+    (:func:`bench.run.anchors.ensure_anchors`). A target whose objective does
     not use the anchor, or that has it already, is returned as it is.
     """
     if target.objective not in ANCHORED or target.random_return is not None:
@@ -268,7 +268,7 @@ def with_anchor(target: Target, url: str, log: Callable[[str], None] | None = No
         return target
     from dataclasses import replace
 
-    from bench.envs.anchors import ensure_anchors
+    from bench.run.anchors import ensure_anchors
     from bench.storage.store import Store
 
     db = Store(url)

@@ -27,12 +27,12 @@ def seed_score(steps: np.ndarray, returns: np.ndarray, target: Target, *, upto: 
         for a finished seed, a checkpoint's steps for an intermediate value
         (default: the budget).
 
-    ``auc`` is :func:`~bench.analysis.metrics.normalised_auc` on ``(0, upto]``
+    ``auc`` is :func:`~bench.stats.metrics.normalised_auc` on ``(0, upto]``
     (``target.random_return`` must be set, see :func:`with_anchor`); the others come
-    from :func:`~bench.analysis.metrics.summarize`, the summary ``bench run`` stores,
+    from :func:`~bench.stats.metrics.summarize`, the summary ``bench run`` stores,
     with a censored ``steps_to_threshold`` counted as :data:`CENSORED_PENALTY` × budget.
     """
-    from bench.analysis.metrics import normalised_auc, summarize
+    from bench.stats.metrics import normalised_auc, summarize
 
     steps = np.asarray(steps)
     returns = np.asarray(returns, dtype=float)
@@ -83,7 +83,7 @@ class CheckpointRecorder(Recorder):
 
 
 def _partial_summary(rec: Recorder, target: Target) -> dict[str, Any]:
-    from bench.analysis.metrics import summarize
+    from bench.stats.metrics import summarize
 
     a = rec.summary_inputs()
     return summarize(a["steps"], a["wall"], a["returns"], threshold=target.threshold, window=target.window).as_dict()

@@ -28,7 +28,7 @@ import numpy as np
 from bench.algos.a2c import a2c
 from bench.algos.a3c import a3c
 from bench.algos.hyperparams import resolve
-from bench.analysis.metrics import first_crossing
+from bench.stats.metrics import first_crossing
 from bench.storage.record import Recorder
 from bench.run.provenance import run_metadata
 

@@ -6,9 +6,9 @@ difference over envs, and counts how often each rule names a winner:
 
 - each of ``k`` envs draws its true effect ``θ_i ~ N(delta, sd_env²)``;
 - on env ``i`` each side has ``n`` runs with scores ``N(±θ_i / 2, sd_run²)``;
-- the **equal-weight rule** (:func:`bench.analysis.generalise.equal_weights`, the headline test) names a
+- the **equal-weight rule** (:func:`bench.stats.generalise.equal_weights`, the headline test) names a
   winner when its two-sided t-test over the per-env effects gives p < ``alpha``;
-- the **random-effects rule** (:func:`bench.analysis.generalise.hksj`, inverse-variance weights; the
+- the **random-effects rule** (:func:`bench.stats.generalise.hksj`, inverse-variance weights; the
   headline test until issue 63) likewise;
 - the **fixed-env rule** (what a stratified test over the envs asks: did A beat B on *these* envs)
   names one when ``|mean_i d_i| / sqrt(Σ se_i²) / k`` exceeds the normal quantile: the large-sample
@@ -26,7 +26,9 @@ from typing import Iterable
 
 import numpy as np
 
-from bench.analysis.generalise import SE_FLOOR
+import bench.stats.distributions as dist
+import bench.stats.selection as selection
+from bench.stats.generalise import SE_FLOOR
 
 __all__ = ["Cell", "rates", "table"]
 
@@ -50,9 +52,7 @@ class Cell:
 
 
 def _hksj_p(d: np.ndarray, se: np.ndarray) -> np.ndarray:
-    """:func:`bench.analysis.generalise.hksj`'s p-value for each row of ``d``, ``se`` ``(reps, k)`` → ``(reps,)``."""
-    from bench.analysis import distributions as dist
-
+    """:func:`bench.stats.generalise.hksj`'s p-value for each row of ``d``, ``se`` ``(reps, k)`` → ``(reps,)``."""
     k = d.shape[1]
     w = 1.0 / se**2
     sw = w.sum(1)
@@ -67,9 +67,7 @@ def _hksj_p(d: np.ndarray, se: np.ndarray) -> np.ndarray:
 
 
 def _equal_p(d: np.ndarray) -> np.ndarray:
-    """:func:`bench.analysis.generalise.equal_weights`'s p-value for each row of ``d`` ``(reps, k)`` → ``(reps,)``."""
-    from bench.analysis import distributions as dist
-
+    """:func:`bench.stats.generalise.equal_weights`'s p-value for each row of ``d`` ``(reps, k)`` → ``(reps,)``."""
     k = d.shape[1]
     se = d.std(1, ddof=1) / np.sqrt(k)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -81,8 +79,6 @@ def rates(k: int, n: int, sd_env: float, sd_run: float, delta: float = 0.0, *, r
           alpha: float = 0.05, rng: np.random.Generator | int | None = 0, stuck: int = 0) -> Cell:
     """Simulate ``reps`` profiles of ``k`` envs with ``n`` runs per side and env (see the module docstring);
     ``stuck`` of them (the first) an env that no algorithm learns: every run of both sides scores 0."""
-    from bench.analysis import distributions as dist
-
     if k < 1 or n < 2:
         raise ValueError(f"need k >= 1 envs and n >= 2 runs per side, got k={k}, n={n}")
     g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -117,7 +113,7 @@ def table(ks: Iterable[int], ns: Iterable[int], sd_envs: Iterable[float], sd_run
 class SelectionCell:
     """One simulated setting of :func:`selection_rates` and its rates over ``reps`` profiles.
 
-    ``best_out``: the true best ruled out (paired tests, :func:`bench.analysis.selection.best_p`);
+    ``best_out``: the true best ruled out (paired tests, :func:`bench.stats.selection.best_p`);
     ``best_out_pooled``: the same by Hsu's pooled-variance form; ``power_1`` / ``power_2``: an algorithm
     0.1 / 0.2 below the best ruled out (paired); ``coverage``: the default's (least observed mean regret)
     95% regret interval holds its true expected regret on the next env of the kind."""
@@ -143,8 +139,6 @@ def _gaps(m: int) -> np.ndarray:
 def _pooled_best_p(S: np.ndarray) -> np.ndarray:
     """Hsu's MCB in its pooled-variance form on ``S`` ``(reps, k, m)``: the two-way (env × label) residual
     variance on ``(k − 1)(m − 1)`` df for every pair, Bonferroni over each label's ``m − 1`` comparisons."""
-    from bench.analysis import distributions as dist
-
     reps, k, m = S.shape
     resid = S - S.mean(1, keepdims=True) - S.mean(2, keepdims=True) + S.mean((1, 2), keepdims=True)
     df = (k - 1) * (m - 1)
@@ -162,8 +156,6 @@ def selection_rates(k: int, m: int, sd_int: float, sd_run: float = 0.1, n: int =
     Label ``a``'s true score on env ``e`` is ``μ_a + sd_int · z`` (the env × algorithm interaction), with ``μ``
     from :func:`_gaps`; each env's observed score is the mean of ``n`` runs of sd ``sd_run``. The true expected
     regret of a label is estimated on 20,000 fresh envs."""
-    from bench.analysis import selection
-
     if k < 2 or m < 2:
         raise ValueError(f"need k >= 2 envs and m >= 2 labels, got k={k}, m={m}")
     g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -176,8 +168,6 @@ def selection_rates(k: int, m: int, sd_int: float, sd_run: float = 0.1, n: int =
     R = S.max(2, keepdims=True) - S  # (reps, k, m)
     pick = R.mean(1).argmin(1)
     r = R[np.arange(reps), :, pick]  # (reps, k)
-    from bench.analysis import distributions as dist
-
     half = dist.t_ppf(0.975, k - 1) * r.std(1, ddof=1) / np.sqrt(k)
     lo, hi = np.maximum(r.mean(1) - half, 0.0), np.maximum(r.mean(1) + half, 0.0)
     cover = float(np.mean((lo <= true_regret[pick]) & (true_regret[pick] <= hi)))

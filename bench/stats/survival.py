@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.analysis.stats import _rng, percentile_interval
+from bench.stats.aggregate import _rng, percentile_interval
 
 __all__ = ["censored_at_budget", "kaplan_meier", "kaplan_meier_band", "kaplan_meier_median"]
 

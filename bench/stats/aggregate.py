@@ -1,7 +1,7 @@
 """Cross-run statistics: pure NumPy functions, no I/O.
 
 Per-run summaries (threshold crossing, final return, AUC) live in
-:mod:`bench.analysis.metrics`; this module aggregates *many* runs into figures with
+:mod:`bench.stats.metrics`; this module aggregates *many* runs into figures with
 honest uncertainty, following Agarwal et al. 2021, "Deep Reinforcement Learning
 at the Edge of the Statistical Precipice" (NeurIPS), whose reference library is
 rliable. rliable itself is not importable here (its dependency ``arch`` fails
@@ -20,7 +20,7 @@ Two more, for censored samples-to-threshold and for reliability:
 
 - the Kaplan-Meier estimate of the fraction of runs solved by step ``s``, runs
   that never reached the threshold being right-censored at their last step
-  (Kaplan & Meier 1958), never dropped (:mod:`bench.analysis.survival`);
+  (Kaplan & Meier 1958), never dropped (:mod:`bench.stats.survival`);
 - the lower-tail CVaR (the mean of the worst α fraction of runs), the
   "risk across runs" reliability measure of Chan et al. 2020, "Measuring the
   Reliability of Reinforcement Learning Algorithms" (ICLR).
@@ -32,12 +32,12 @@ Small-sample honesty, because a benchmark often has 3 to 10 runs per env:
   the runs, labelled as such (``Interval.kind == "range"``), never as a CI;
 - env-weighted aggregates (:func:`aggregate_task_mean_iqm` and friends): each
   environment counts once, whatever its number of runs;
-- :func:`bench.analysis.permutation.permutation_test`: a stratified (within-task)
+- :func:`bench.stats.permutation.permutation_test`: a stratified (within-task)
   permutation test of ``aggregate(x) - aggregate(y)``, exact by enumeration when
   small, with the p-value's floor made visible (3 vs 3 runs can never reach
   p < 0.1 two-sided); ``mann_whitney_exact`` is its rank version for one task;
 - :func:`wilson_pooled` for success rates over envs, and
-  :func:`bench.analysis.survival.kaplan_meier_median`, the median time to
+  :func:`bench.stats.survival.kaplan_meier_median`, the median time to
   threshold as R's survival package prints it.
 
 Conventions. A *task* is one environment. Scores of many tasks are a list of 1-D
@@ -354,7 +354,8 @@ def t_bootstrap_ci(
 
     :param scores: ``(n_runs, n_tasks)`` or per-task arrays ``(n_k,)``, every ``n_k ≥ 2``.
     """
-    from bench.analysis import distributions as dist
+    # Lazy: scipy.special loads only for a test or interval that needs it, so importing the statistics stays cheap.
+    import bench.stats.distributions as dist
 
     tasks = as_tasks(scores)
     point = float(aggregate(tasks))

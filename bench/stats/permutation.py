@@ -1,6 +1,6 @@
 """Stratified permutation tests: does ``aggregate(x) - aggregate(y)`` differ from what relabelling runs gives?
 
-Pure NumPy, no I/O (the conventions of :mod:`bench.analysis.stats`: a *task* is one env, scores of many
+Pure NumPy, no I/O (the conventions of :mod:`bench.stats.aggregate`: a *task* is one env, scores of many
 tasks a list of 1-D arrays). :func:`permutation_test` relabels runs within each task only (a stratified
 test: runs are never exchanged across envs), exactly by enumeration when the relabelings are few, with the p-value's floor made visible (3 vs 3 runs can never
 reach p < 0.1 two-sided); :func:`mann_whitney_exact` is its rank version for one task.
@@ -12,10 +12,11 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from bench.analysis.stats import Aggregate, Tasks, _rng, aggregate_task_mean, aggregate_task_mean_iqm, as_tasks
+from bench.stats.aggregate import Aggregate, Tasks, _rng, aggregate_task_mean, aggregate_task_mean_iqm, as_tasks
 
 __all__ = ["PermutationTest", "mann_whitney_exact", "permutation_test"]
 
@@ -113,46 +114,57 @@ def permutation_test(
     t_obs = float(aggregate(xs) - aggregate(ys))
     tol = 1e-12 * max(abs(t_obs), max(float(np.abs(pool).max()) for pool in pools))
 
-    def count_extreme(t: np.ndarray) -> int:
+    def hits_of(pools: list[np.ndarray], idx: list[tuple[np.ndarray, np.ndarray]]) -> int:
+        """How many of a batch of relabelings (``idx``: per task, X and Y positions) reach ``t_obs``."""
+        bx, by = _relabel(pools, idx)
+        t = np.asarray(aggregate(bx) - aggregate(by))
         if alternative == "greater":
             return int(np.count_nonzero(t >= t_obs - tol))
         if alternative == "less":
             return int(np.count_nonzero(t <= t_obs + tol))
         return int(np.count_nonzero(np.abs(t) >= abs(t_obs) - tol))
 
-    def stat(idx: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        bx, by = _relabel(pools, idx)
-        return np.asarray(aggregate(bx) - aggregate(by))
-
     chunk = max(1, _PERM_CHUNK_FLOATS // sum(pool.size for pool in pools))
     n_total = math.prod(math.comb(pool.size, n) for pool, n in zip(pools, n_x))
     if n_total <= max_exact:
-        # Every task's relabelings: its X positions and its Y positions, (C_k, n_k) and (C_k, m_k).
-        # Both list positions in increasing order, so with each pool sorted every relabelled side
-        # arrives sorted and the aggregates' own sorts (IQM, CVaR) have nothing to do (_sorted_last).
-        # The set of relabelings, and so the p-value, does not depend on the pool's order.
-        pools = [np.sort(pool) for pool in pools]
-        orders = [_orderings(pool.size, n) for pool, n in zip(pools, n_x)]
-        sizes = [o[0].shape[0] for o in orders]
-        strides = [math.prod(sizes[k + 1:]) for k in range(len(sizes))]  # mixed radix: task 0 slowest
-        hits = 0
-        for start in range(0, n_total, chunk):
-            stop = min(start + chunk, n_total)
-            if len(orders) == 1:  # one task: slices of its orderings, not a gather
-                hits += count_extreme(stat([(orders[0][0][start:stop], orders[0][1][start:stop])]))
-                continue
-            g = np.arange(start, stop)
-            rows = [(g // st) % sz for st, sz in zip(strides, sizes)]
-            hits += count_extreme(stat([(ch[r], ot[r]) for (ch, ot), r in zip(orders, rows)]))
-        return PermutationTest(t_obs, hits / n_total, True, n_total, alternative)
+        return PermutationTest(t_obs, _exact_hits(pools, n_x, n_total, chunk, hits_of) / n_total, True, n_total,
+                               alternative)
+    hits = _sampled_hits(pools, n_x, n_perm, chunk, _rng(rng), hits_of)
+    return PermutationTest(t_obs, (1 + hits) / (1 + n_perm), False, n_perm, alternative)
 
-    gen = _rng(rng)
+
+def _exact_hits(pools: list[np.ndarray], n_x: list[int], n_total: int, chunk: int,
+                hits_of: Callable[[list[np.ndarray], list[tuple[np.ndarray, np.ndarray]]], int]) -> int:
+    """:func:`permutation_test`'s count over every relabeling (``n_total`` of them), ``chunk`` at a time."""
+    # Every task's relabelings: its X positions and its Y positions, (C_k, n_k) and (C_k, m_k).
+    # Both list positions in increasing order, so with each pool sorted every relabelled side
+    # arrives sorted and the aggregates' own sorts (IQM, CVaR) have nothing to do (_sorted_last).
+    # The set of relabelings, and so the p-value, does not depend on the pool's order.
+    pools = [np.sort(pool) for pool in pools]
+    orders = [_orderings(pool.size, n) for pool, n in zip(pools, n_x)]
+    sizes = [o[0].shape[0] for o in orders]
+    strides = [math.prod(sizes[k + 1:]) for k in range(len(sizes))]  # mixed radix: task 0 slowest
+    hits = 0
+    for start in range(0, n_total, chunk):
+        stop = min(start + chunk, n_total)
+        if len(orders) == 1:  # one task: slices of its orderings, not a gather
+            hits += hits_of(pools, [(orders[0][0][start:stop], orders[0][1][start:stop])])
+            continue
+        g = np.arange(start, stop)
+        rows = [(g // st) % sz for st, sz in zip(strides, sizes)]
+        hits += hits_of(pools, [(ch[r], ot[r]) for (ch, ot), r in zip(orders, rows)])
+    return hits
+
+
+def _sampled_hits(pools: list[np.ndarray], n_x: list[int], n_perm: int, chunk: int, gen: np.random.Generator,
+                  hits_of: Callable[[list[np.ndarray], list[tuple[np.ndarray, np.ndarray]]], int]) -> int:
+    """:func:`permutation_test`'s count over ``n_perm`` random within-task relabelings, ``chunk`` at a time."""
     hits = 0
     for start in range(0, n_perm, chunk):
         b = min(chunk, n_perm - start)
         perms = [np.argsort(gen.random((b, pool.size)), axis=1) for pool in pools]
-        hits += count_extreme(stat([(p[:, :n], p[:, n:]) for p, n in zip(perms, n_x)]))
-    return PermutationTest(t_obs, (1 + hits) / (1 + n_perm), False, n_perm, alternative)
+        hits += hits_of(pools, [(p[:, :n], p[:, n:]) for p, n in zip(perms, n_x)])
+    return hits
 
 
 def _midranks(v: np.ndarray) -> np.ndarray:

@@ -4,12 +4,12 @@
 answer as a claim about their own env of that kind. A stratified permutation test treats the
 profile's envs as fixed: it asks "did A beat B on these envs". When two algorithms are equal on
 average over envs but differ env by env (an env × algorithm interaction), that test names a winner
-far more often than 5% of the time (:mod:`bench.analysis.simulation` measures how often).
+far more often than 5% of the time (:mod:`bench.stats.simulation` measures how often).
 
 So a profile's answer is a test over per-env effects, every env weighted equally (:func:`equal_weights`, a t
 on k − 1 degrees of freedom; issue 63: inverse-variance weights let an env whose runs all scored the same carry
 the profile). The random-effects meta-analysis below (:func:`hksj`) was the rule before, and is kept for the
-simulation that compares the two (:mod:`bench.analysis.simulation`):
+simulation that compares the two (:mod:`bench.stats.simulation`):
 
 - each env gives one effect, the difference of the two sides' mean normalised scores over runs,
   with its standard error from the runs (Welch: ``sqrt(s_x²/n_x + s_y²/n_y)``);
@@ -43,7 +43,7 @@ __all__ = ["MIN_ENVS_GENERALISE", "SE_FLOOR", "Meta", "directions", "env_effects
            "holm"]
 
 #: Least envs for a claim about the next env of a profile (the random-effects test). Fewer envs give an
-#: answer about the envs measured only. From the simulation (:mod:`bench.analysis.simulation`,
+#: answer about the envs measured only. From the simulation (:mod:`bench.stats.simulation`,
 #: docs/statistics.md "How many envs"): at 2 envs the test keeps its false-winner rate at 5% under an
 #: env × algorithm interaction of sd 0.05-0.1, but with t on 1 degree of freedom it has little power (≤ 0.26
 #: at a difference of 0.2) at the effects the reference shows; from 3 envs it has more.
@@ -93,7 +93,8 @@ def hksj(effects: np.ndarray, ses: np.ndarray, level: float = 0.95) -> Meta:
 
     :param effects, ses: shape ``(k,)``, per-env effects and their standard errors (all > 0).
     """
-    from bench.analysis import distributions as dist
+    # Lazy: scipy.special loads only for a test or interval that needs it, so importing the statistics stays cheap.
+    import bench.stats.distributions as dist
 
     y, s2 = np.asarray(effects, float), np.asarray(ses, float) ** 2
     k = y.size
@@ -126,7 +127,7 @@ def equal_weights(effects: np.ndarray, level: float = 0.95) -> Meta:
     The answer is about the next env of the kind, where every env counts the same, as the rankings count them.
     ``tau`` is the standard deviation of the per-env effects (between-env spread plus each env's noise).
     """
-    from bench.analysis import distributions as dist
+    import bench.stats.distributions as dist  # lazy, as in hksj: scipy.special only where a test needs it
 
     y = np.asarray(effects, float)
     k = y.size

@@ -21,7 +21,7 @@ Precedence: a difference smaller than the margin that is nevertheless significan
 interval that excludes 0 but lies inside ±δ) is **equivalent**: δ is the size below which the two
 count as the same algorithm for the recommendation, which is what the verdict is for.
 
-Everything here is pure: arrays in, dataclasses out. The t distribution is :mod:`bench.analysis.distributions`'s.
+Everything here is pure: arrays in, dataclasses out. The t distribution is :mod:`bench.stats.distributions`'s.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bench.analysis.survival import censored_at_budget, kaplan_meier_median
+from bench.stats.survival import censored_at_budget, kaplan_meier_median
 
 __all__ = ["ALPHA", "MARGIN", "POWER", "METRICS", "Comparison", "EnvParity", "compare", "parity",
            "seeds_for_equivalence", "welch", "implementation_pairs"]
@@ -100,7 +100,8 @@ def seeds_for_equivalence(sd: float, margin: float = MARGIN, alpha: float = ALPH
     ``n = 2 sd² (t_{1-α, 2n-2} + t_{1-β/2, 2n-2})² / margin²`` (β = 1 − power), solved by fixed-point
     iteration from the normal approximation; at least 2.
     """
-    from bench.analysis import distributions as dist
+    # Lazy: scipy.special loads only for a test or interval that needs it, so importing the statistics stays cheap.
+    import bench.stats.distributions as dist
 
     if sd <= 0:
         return 2
@@ -118,7 +119,8 @@ def seeds_for_equivalence(sd: float, margin: float = MARGIN, alpha: float = ALPH
 def compare(a: np.ndarray, b: np.ndarray, metric: str = "", *, margin: float = MARGIN, alpha: float = ALPHA,
             power: float = POWER) -> Comparison:
     """The verdict on one metric for runs ``a`` and ``b`` (shapes ``(n_a,)``, ``(n_b,)``); see the module doc."""
-    from bench.analysis import distributions as dist
+    # Lazy: scipy.special loads only for a test or interval that needs it, so importing the statistics stays cheap.
+    import bench.stats.distributions as dist
 
     a, b = np.asarray(a, float), np.asarray(b, float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]

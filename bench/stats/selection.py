@@ -14,7 +14,7 @@ env ``e`` (NaN where the pair could not be compared there, e.g. no shared machin
   with probability ≤ α whatever the others do (only its own ``m − 1`` comparisons can exclude it). Paired
   t-tests over envs rather than Hsu's pooled-variance form: the env × algorithm interaction differs from pair to
   pair (A2C and PPO disagree across envs far more than PPO's two implementations do), and the pooled form
-  assumes it does not. :mod:`bench.analysis.simulation` measures both rates.
+  assumes it does not. :mod:`bench.stats.simulation` measures both rates.
 - **Regret** of ``a`` on env ``e``: its shortfall to the env's best, ``max(0, max_b D[e, b, a])`` (a pairwise
   form, so that a time measure needs only pairs compared on one machine). Its mean over envs estimates the
   expected shortfall on the next env of the kind; the interval is Student's t over envs, cut at 0.
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.analysis import distributions as dist
+import bench.stats.distributions as dist
 
 __all__ = ["SWITCH_LEVEL", "Choice", "Interval", "best_p", "choose_default", "differences", "mean_interval",
            "pair_p", "regrets"]
