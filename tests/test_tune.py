@@ -352,7 +352,7 @@ def test_a_study_tuned_with_the_old_auc_is_refused_with_one_line(tmp_path):
     assert "--study NEW_NAME" in lines[0]
     assert trials_of(url, "a2c-bench-CartPole-v1") == []  # nothing ran
     # An objective whose definition did not change keeps its older studies.
-    check_studies([replace(t, objective="final_return", study="old-final")], url)
+    check_studies([replace(t, objective="final_return", study="old-final")], StoreURL.parse(url))
 
 
 def test_auc_needs_a_threshold_above_the_random_policy_return(tmp_path):

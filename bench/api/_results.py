@@ -16,14 +16,16 @@ class NothingToExport(ValueError):
     """An export that has nothing to write, or cannot write it in the asked format (``str(e)``: one line)."""
 
 
-def export_scores(store_url: StoreURL, suite: str | None, column: str, format: str, out_path: Path,
+def export_scores(store: StoreURL | str, suite: str | None, column: str, format: str, out_path: Path,
                   log: Callable[[str], None] | None = None) -> tuple[int, int]:
     """Write normalised per-run scores, label → (runs × envs), for rliable: ``rliable-npz`` (one array per
     label, plus ``__envs__`` and ``__score__``) or ``rliable-json`` (``envs``, ``score``, ``scores``: label →
     rows, ``null`` where a column is padded). Read from the store alone (its recorded env facts).
 
+    :param store: the store (a :class:`StoreURL`, or its URL as text, checked here).
     :returns: (labels, envs) written.
     :raises NothingToExport: no scores to write, or a label the ``.npz`` keeps for its own keys.
+    :raises BadInput: a URL that is not a usable store URL.
     """
     import json
 
@@ -31,7 +33,7 @@ def export_scores(store_url: StoreURL, suite: str | None, column: str, format: s
 
     from bench.analysis import scoring
 
-    scored = scoring.score(scoring.load(store_url, [suite] if suite else None, diagnostics=(), log=log))
+    scored = scoring.score(scoring.load(parse_store(store), [suite] if suite else None, diagnostics=(), log=log))
     envs, mats = scoring.score_matrices(scored, column)
     if not mats:
         raise NothingToExport("no done runs with normalised scores in the store" + (f" for suite {suite!r}" if suite else ""))

@@ -455,7 +455,7 @@ def _execute(plan: RunPlan, db: Any, run: SuiteRun, todo: list, again: frozenset
     run.seconds = time.perf_counter() - t0
 
 
-def run_outputs(store_url: StoreURL, tensorboard: Path | None = None, wandb: str | None = None,
+def run_outputs(store: StoreURL | str, tensorboard: Path | None = None, wandb: str | None = None,
                 artifacts: Path | None = None, verbose: bool = False) -> Any:
     """``bench run``'s ``--tensorboard``, ``--wandb``, ``--artifacts`` and ``--verbose`` as the cells'
     :class:`bench.suites.suite.Outputs`, checked. Paths are made absolute here: a Ray worker need not share
@@ -475,10 +475,10 @@ def run_outputs(store_url: StoreURL, tensorboard: Path | None = None, wandb: str
         raise BadInput(f"--wandb: {wandb!r} is not a W&B project name; allowed: a name without / \\ # ? % :")
     tb, art = (None if p is None else str(writable(f, p, folder=True).resolve())
                for f, p in (("--tensorboard", tensorboard), ("--artifacts", artifacts)))
-    return Outputs(policies=art or str(policies_dir(store_url).resolve()), tensorboard=tb, wandb=wandb, verbose=verbose)
+    return Outputs(policies=art or str(policies_dir(parse_store(store)).resolve()), tensorboard=tb, wandb=wandb, verbose=verbose)
 
 
-def contended_keys(store_url: StoreURL, cells: list) -> set[str]:
+def contended_keys(store: StoreURL | str, cells: list) -> set[str]:
     """Keys of the done runs among ``cells`` that shared their core (``bench run --remeasure contended``
     would run them again), read without writing anything; none where there is no store yet."""
     from bench.storage.schema import StoreMissing
@@ -486,7 +486,7 @@ def contended_keys(store_url: StoreURL, cells: list) -> set[str]:
     from bench.storage.vocabulary import contended_done
 
     try:
-        db = Store(store_url, readonly=True)
+        db = Store(parse_store(store), readonly=True)
     except StoreMissing:
         return set()
     try:

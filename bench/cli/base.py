@@ -33,6 +33,7 @@ from bench import api
 from bench.distribution import version
 from bench.cli.streams import ensure_standard_streams, silence_output
 
+
 @dataclass(frozen=True)
 class Invocation:
     """One ``bench`` command line, as its error lines need it: made once from its arguments when they are parsed,
@@ -204,7 +205,8 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(debug: bool = typer.Option(False, "--debug", help="Show the traceback of an error (also accepted after the command)."),
           _v: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print bench's version.")) -> None:
-    """(``--debug`` is read where the arguments are parsed, :class:`Invocation`: listed here for ``--help``.)"""
+    # --debug is read where the arguments are parsed (Invocation); it is declared here for --help only.
+    del debug, _v
 
 
 ensure_standard_streams()  # `bench … >&-`: before anything opens a file that would take descriptor 1 or 2
