@@ -20,6 +20,7 @@ import pytest
 
 from bench.run.checkpoints import MANIFEST, CheckpointError, Checkpoints
 from bench.storage.record import EvalConfig, Recorder
+from bench.storage.urls import StoreURL
 
 ENV = "CartPole-v1"
 #: Small budgets and batches, so that each run is a fraction of a second and checkpoints fall mid-episode.
@@ -237,13 +238,13 @@ def test_run_cell_continues_from_a_checkpoint_and_then_removes_it(tmp_path):
     cell = _cell(tmp_path, url=url)
     whole, err = record_cell(cell)
     assert err is None
-    ck = checkpoints_of(cell, url)
+    ck = checkpoints_of(cell, StoreURL.parse(url))
     assert ck.folder == tmp_path / "s.policies" / cell.key / "checkpoint"
     rec = make_recorder(cell)
     rec.checkpoints = StopAfterSave(ck.folder, ck.every, cell.key)
     assert record_cell(cell, recorder=rec)[1].startswith("training raised Stop()")  # stopped after the checkpoint
     store = Store(url)
-    out = run_cell(url, cell, this_owner())
+    out = run_cell(StoreURL.parse(url), cell, this_owner())
     assert out.status == "done", out.error
     ep = store.episodes_of(cell.key)
     assert ep["ret"].tolist() == whole.ep_return and ep["step"].tolist() == whole.ep_step  # none twice, none lost
@@ -258,10 +259,10 @@ def test_a_refused_checkpoint_fails_the_cell_with_its_one_line(tmp_path):
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     cell = _cell(tmp_path, url=url)
-    folder = checkpoints_of(cell, url).folder
+    folder = checkpoints_of(cell, StoreURL.parse(url)).folder
     folder.mkdir(parents=True)
     (folder / MANIFEST).write_text("{not json")
-    out = run_cell(url, cell, this_owner())
+    out = run_cell(StoreURL.parse(url), cell, this_owner())
     assert out.status == "failed"
     assert out.error.startswith(f"checkpoint {folder / MANIFEST}: not a checkpoint manifest") and "\n" not in out.error
     assert (folder / MANIFEST).exists()  # kept for its owner to look at
@@ -278,7 +279,7 @@ def test_bench_run_after_kill_9_continues_the_cell_from_its_checkpoint(tmp_path)
     steps = 6000
     cell = _cell(tmp_path, steps=steps, every=1000)
     url = f"sqlite:///{tmp_path / 's.db'}"
-    manifest = checkpoints_of(cell, url).folder / MANIFEST
+    manifest = checkpoints_of(cell, StoreURL.parse(url)).folder / MANIFEST
     cmd = [sys.executable, "-m", "bench", "run", str(tmp_path / "ck.yaml"), "--store", url, "--workers", "1"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)

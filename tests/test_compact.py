@@ -14,6 +14,7 @@ from bench import analysis
 from bench.storage import packed, packload, studies
 from bench.storage.record import downsample_diagnostics
 from bench.suites.suite import DIAG_POINTS, Cell
+from bench.storage.urls import StoreURL
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402
@@ -145,7 +146,7 @@ def _study(url: str, name: str, suite: str, values: list[float], cpu_s: float = 
     from bench.storage.vocabulary import STUDY_ATTR
     from bench.tune.study import make_storage
 
-    study = optuna.create_study(storage=make_storage(url), study_name=name)
+    study = optuna.create_study(storage=make_storage(StoreURL.parse(url)), study_name=name)
     study.set_user_attr(STUDY_ATTR, {"algo": "a2c", "impl": "bench", "env_id": "CartPole-v1", "threshold": 100.0,
                                      "timesteps": 1000, "objective": "auc", "objective_version": 2,
                                      "random_return": 20.0, "suite": suite})
@@ -172,8 +173,8 @@ def test_a_tuning_suite_packs_its_studies_and_reads_back_to_the_same_sensitivity
     # 2 studies of 6 and 4 trials at 900 CPU s each: 2.5 CPU-hours; no runs, no tables.
     assert m["studies"] == {"count": 2, "trials": {"complete": 6, "fail": 2, "pruned": 2}} and m["cpu_hours"] == 2.5
     assert m["runs"] == {} and not list((tmp_path / "packs" / "tune-x").glob("*.parquet"))
-    assert studies.suite_studies(url) == ["other-a2c-CartPole", "tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
-    assert studies.tuning_suites(url) == ["other", "tune-x"]
+    assert studies.suite_studies(StoreURL.parse(url)) == ["other-a2c-CartPole", "tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
+    assert studies.tuning_suites(StoreURL.parse(url)) == ["other", "tune-x"]
     # Packed twice, the same bytes (the reader's cache is keyed by them).
     first = (tmp_path / "packs" / "tune-x" / packed.STUDIES).read_bytes()
     packed.pack(url, "tune-x", tmp_path / "packs" / "tune-x")
@@ -182,7 +183,7 @@ def test_a_tuning_suite_packs_its_studies_and_reads_back_to_the_same_sensitivity
     # Read back beside a runs pack: every trial, state, value and attribute as it was.
     packed.pack(url, "runs-x", tmp_path / "packs" / "runs-x")
     got = packload.unpack(packed.packs_under(tmp_path / "packs"), tmp_path / "cache" / "ref.db")
-    assert studies.suite_studies(got) == ["tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
+    assert studies.suite_studies(StoreURL.parse(got)) == ["tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]
     want = sensitivity_table(url).set_index("study").loc[["tune-x-a2c-CartPole", "tune-x-ppo-CartPole"]]
     pd.testing.assert_frame_equal(sensitivity_table(got).set_index("study"), want)
     assert want.loc["tune-x-a2c-CartPole", "n_trials"] == 5  # 4 complete and the pruned one at its last value
@@ -205,7 +206,7 @@ def test_bench_import_adds_a_pack_s_studies_once(tmp_path):
         p = _bench("import", str(tmp_path / "tune-y"), "--store", mine, cwd=tmp_path)
         assert p.returncode == 0, p.stderr
         assert (added in p.stderr) if added else "tuning stud" not in p.stderr, p.stderr
-    assert studies.suite_studies(mine) == ["s1"]
+    assert studies.suite_studies(StoreURL.parse(mine)) == ["s1"]
 
 
 def test_a_trial_running_when_packed_is_failed_and_requeued_on_import(tmp_path):
@@ -220,7 +221,7 @@ def test_a_trial_running_when_packed_is_failed_and_requeued_on_import(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'tune.db'}"
     _study(url, "s1", "tune-y", [0.1, 0.2])
-    cut = optuna.load_study(study_name="s1", storage=make_storage(url)).ask()
+    cut = optuna.load_study(study_name="s1", storage=make_storage(StoreURL.parse(url))).ask()
     lr = cut.suggest_float("learning_rate", 1e-5, 1.0, log=True)
     p = _bench("export", "--store", url, "--suite", "tune-y", "--format", "pack", "--out", str(tmp_path / "tune-y"),
                cwd=tmp_path)
@@ -229,7 +230,7 @@ def test_a_trial_running_when_packed_is_failed_and_requeued_on_import(tmp_path):
     mine = f"sqlite:///{tmp_path / 'mine.db'}"
     p = _bench("import", str(tmp_path / "tune-y"), "--store", mine, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    study = optuna.load_study(study_name="s1", storage=make_storage(mine))
+    study = optuna.load_study(study_name="s1", storage=make_storage(StoreURL.parse(mine)))
     trials = study.get_trials(deepcopy=False)
     was = trials[cut.number]
     assert was.state == TrialState.FAIL and was.user_attrs["error"] == CUT_OFF

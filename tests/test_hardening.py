@@ -35,6 +35,7 @@ from synthetic import Planted, write_store
 from bench.storage.schema import StoreError
 from bench.storage.store import Store
 from bench.suites.suite import SuiteError, load_suite
+from bench.storage.urls import StoreURL
 
 ROOT = Path(__file__).resolve().parent.parent
 #: A small shipped pack, for `bench import` against a bad store.
@@ -377,7 +378,7 @@ def _create(url: str, barrier, tune: bool) -> None:
     if tune:
         from bench.tune import make_storage
 
-        make_storage(url)
+        make_storage(StoreURL.parse(url))
     else:
         Store(url).dispose()
 
@@ -713,7 +714,7 @@ def test_case14_heartbeats_keep_coming_during_a_long_update(tmp_path, monkeypatc
     monkeypatch.setattr(runner, "HEARTBEAT_EVERY_S", 0.25)
     monkeypatch.setattr(runner, "train_cell", one_long_update)
     runner._STORES.clear()
-    out = runner.run_cell(url, cell, "me:1:1")
+    out = runner.run_cell(StoreURL.parse(url), cell, "me:1:1")
     assert out.status == "done", out
     assert seen and seen[0] > 1.5, seen  # beats arrived while the update ran, not only after it
 

@@ -48,8 +48,7 @@ LAYERS: dict[str, set[str]] = {
 #: The modules at the package root, by the layer they belong to. The floor, under every layer, is what every layer
 #: reads and which imports nothing of bench: ``bench.distribution`` (pip's name for bench, a literal for install
 #: hints) and the package itself (its public names are resolved on first use).
-ROOT_MODULES: dict[str, str] = {"bench": "floor", "bench.__main__": "cli", "bench.distribution": "floor",
-                                "bench.baselines": "algos"}
+ROOT_MODULES: dict[str, str] = {"bench": "floor", "bench.__main__": "cli", "bench.distribution": "floor"}
 
 #: Narrow doors: (importing layer, imported layer) → the only modules of the imported layer it may use. A suite reads
 #: the algorithm *specs* (the AlgoSpec registry, typed hyperparameters, zoo tables, search spaces, plugin

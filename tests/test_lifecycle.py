@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from bench.storage.owners import is_claimable, owner_alive, pid_alive
+from bench.storage.urls import StoreURL
 
 
 # --------------------------------------------------------------------------- #
@@ -346,7 +347,7 @@ def test_a_run_stuck_in_its_env_is_stalled_while_it_is_and_not_after(tmp_path, m
     db = Store(url)
     db.register(loaded.suite.name, str(f), loaded.suite.model_dump(mode="json"), loaded.env_meta, loaded.cells)
     out: dict = {}
-    threads = [threading.Thread(target=lambda c=c: out.update({c.env_id: runner.run_cell(url, c, this_owner())}))
+    threads = [threading.Thread(target=lambda c=c: out.update({c.env_id: runner.run_cell(StoreURL.parse(url), c, this_owner())}))
                for c in loaded.cells]
     for t in threads:
         t.start()

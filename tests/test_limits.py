@@ -23,6 +23,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from bench.storage.urls import StoreURL
+
 PLUGIN = '''
 import os, time
 from pathlib import Path
@@ -367,7 +369,7 @@ def test_runs_stopped_by_their_limits_on_the_local_pool_keep_what_they_recorded(
                        + _entry("hog", "hog", "max_memory_mb: 1200, max_wall_minutes: 5")
                        + _entry("nowatch", "nowatch", wall))
     outcomes: dict = {}
-    run_local(url, list(cells.values()), this_owner(), 2, lambda c, o: outcomes.setdefault(c.label, o.error))
+    run_local(StoreURL.parse(url), list(cells.values()), this_owner(), 2, lambda c, o: outcomes.setdefault(c.label, o.error))
     got = _check(outcomes, tmp_path / "s.db", ("deaf",))
     assert (got["nowatch"]["status"], got["nowatch"]["error"]) == ("failed", f"stopped: wall-clock limit of {WALL} min reached")
     assert outcomes["nowatch"] == got["nowatch"]["error"] and got["nowatch"]["returns"] == []

@@ -17,6 +17,7 @@ from bench.run.runner import record_cell, run_cell
 from bench.storage.owners import this_owner
 from bench.storage.store import Store
 from bench.suites.suite import AVAILABLE, OFF_POLICY_ACTIONS, SuiteError, load_suite
+from bench.storage.urls import StoreURL
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import Planted, write_store  # noqa: E402
@@ -73,7 +74,7 @@ def tiny_store(tmp_path_factory):
     url = f"sqlite:///{d / 'tiny.db'}"
     db = Store(url)
     db.register("tiny-off-policy", "tiny.yaml", {}, loaded.env_meta, loaded.cells)
-    outcomes = {(c.algo, c.env_id): run_cell(url, c, this_owner()) for c in loaded.cells}
+    outcomes = {(c.algo, c.env_id): run_cell(StoreURL.parse(url), c, this_owner()) for c in loaded.cells}
     return url, loaded, outcomes
 
 

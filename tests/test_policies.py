@@ -16,6 +16,7 @@ from bench.run.runner import record_cell, run_cell
 from bench.storage.owners import this_owner
 from bench.storage.store import Store
 from bench.suites.suite import Outputs, SuiteError, load_suite
+from bench.storage.urls import StoreURL
 
 SUITE = """\
 name: saved
@@ -171,7 +172,7 @@ def test_a_run_without_save_has_no_policy_to_load(tmp_path):
     loaded = load_suite(_suite(tmp_path, "none"))
     cell = loaded.cells[0]
     Store(url).register("saved", "s.yaml", {}, loaded.env_meta, [cell])
-    assert run_cell(url, cell, this_owner()).status == "done"
+    assert run_cell(StoreURL.parse(url), cell, this_owner()).status == "done"
     assert not (tmp_path / "b.policies").exists()
     r = CliRunner().invoke(app, ["eval", cell.key, "--store", url])
     assert r.exit_code == 2 and "none with a saved policy" in r.stderr
@@ -217,7 +218,7 @@ def test_every_implementation_saves_a_policy_that_acts_as_the_trained_one(tmp_pa
     url = f"sqlite:///{tmp_path}/b.db"
     cell = loaded.cells[0]
     Store(url).register("every-algo", str(f), {}, loaded.env_meta, [cell])
-    out = run_cell(url, cell, this_owner())
+    out = run_cell(StoreURL.parse(url), cell, this_owner())
     assert out.status == "done", out.error
     last = Store(url, readonly=True).evaluations_of(cell.key).iloc[-1]
     pi = load_policy(cell.key, url)

@@ -13,6 +13,7 @@ import pytest
 from bench.run.progress import LiveProgress, duration, fraction, progress_line, run_progress, seconds_left
 from bench.storage.store import Store
 from bench.suites.suite import load_suite
+from bench.storage.urls import StoreURL
 
 
 def test_fractions_times_and_lines():
@@ -102,7 +103,7 @@ def test_a_running_cell_reports_its_steps_through_its_heartbeats(tmp_path, monke
     monkeypatch.setattr(runner, "HEARTBEAT_EVERY_S", 0.02)
     monkeypatch.setattr(runner, "train_cell", slow)
     runner._STORES.clear()
-    out = runner.run_cell(url, cell, "me:1:1")
+    out = runner.run_cell(StoreURL.parse(url), cell, "me:1:1")
     assert out.status == "done", out
     final = out.summary["total_steps"]
     counts = [b for b in beats if b]

@@ -9,6 +9,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from bench.storage.urls import StoreURL
+
 from tests.test_checkpoints import TIMESTEPS, _cell
 
 
@@ -22,19 +24,19 @@ def test_a_run_paused_at_a_third_continues_to_the_uninterrupted_runs_returns(tmp
     whole, err = record_cell(cell)  # the same seed, uninterrupted
     assert err is None
     third = TIMESTEPS // 3
-    paused = run_cell(url, replace(cell, pause_at=third), this_owner())
+    paused = run_cell(StoreURL.parse(url), replace(cell, pause_at=third), this_owner())
     assert paused.status == "paused", paused.error
     row = Store(url).rows([cell.key])[cell.key]
     assert row.status == "interrupted" and "paused at step" in row.error
     assert third <= row.total_steps < TIMESTEPS and paused.summary["total_steps"] == row.total_steps
-    assert checkpoints_of(cell, url).load() is not None  # kept, to continue from
+    assert checkpoints_of(cell, StoreURL.parse(url)).load() is not None  # kept, to continue from
     n = len(paused.episodes["ret"])
     assert 0 < n < len(whole.ep_return)
     assert paused.episodes["ret"] == whole.ep_return[:n] and paused.episodes["step"] == whole.ep_step[:n]
-    again = run_cell(url, replace(cell, pause_at=third), this_owner())  # already there: paused again at once
+    again = run_cell(StoreURL.parse(url), replace(cell, pause_at=third), this_owner())  # already there: paused again at once
     assert again.status == "paused" and again.summary["total_steps"] == row.total_steps
     assert again.episodes == paused.episodes
-    done = run_cell(url, cell, this_owner())  # no pause: on to the full budget, from the checkpoint
+    done = run_cell(StoreURL.parse(url), cell, this_owner())  # no pause: on to the full budget, from the checkpoint
     assert done.status == "done", done.error
     ep = Store(url).episodes_of(cell.key)
     assert ep["ret"].tolist() == whole.ep_return and ep["step"].tolist() == whole.ep_step
@@ -47,9 +49,9 @@ def _in_process(monkeypatch):
     from bench.run import pool
     from bench.run.runner import run_cell
 
-    def run_local(url, todo, owner, workers, on_done, remeasure=frozenset()):
+    def run_local(store_url, todo, owner, workers, on_done, remeasure=frozenset()):
         for c in todo:
-            on_done(c, run_cell(url, c, owner))
+            on_done(c, run_cell(store_url, c, owner))
 
     monkeypatch.setattr(pool, "run_local", run_local)
 

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from bench.storage.owners import STALE_AFTER_S, owner_tag, this_owner
 from bench.storage.store import Store
 from bench.suites.suite import SuiteError, load_suite, parse_only, select
+from bench.storage.urls import StoreURL
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "suites" / "smoke.yaml"
@@ -179,7 +180,7 @@ def _kill_mid_run(pg_url: str, cells, victim, **run_ray_kw):
 
     def drive() -> None:
         try:
-            run_ray(pg_url, cells, lambda c, o: outcomes.append((c, o)), **run_ray_kw)
+            run_ray(StoreURL.parse(pg_url), cells, lambda c, o: outcomes.append((c, o)), **run_ray_kw)
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
             errors.append(e)
 

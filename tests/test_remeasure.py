@@ -17,6 +17,7 @@ from bench.storage.schema import runs
 from bench.storage.store import Store
 from bench.storage.vocabulary import CONTENTION_RATIO, is_contended
 from bench.suites.suite import load_suite
+from bench.storage.urls import StoreURL
 
 SMOKE = Path(__file__).resolve().parent.parent / "suites" / "smoke.yaml"
 
@@ -26,7 +27,7 @@ def _one_done_run(url, *, algo="ppo", impl="bench"):
     cell = next(c for c in loaded.cells if c.algo == algo and c.impl == impl and c.env_id == "CartPole-v1" and c.seed == 0)
     db = Store(url)
     db.register("smoke", str(SMOKE), {}, loaded.env_meta, [cell])
-    assert run_cell(url, cell, this_owner()).status == "done"
+    assert run_cell(StoreURL.parse(url), cell, this_owner()).status == "done"
     return db, cell
 
 
@@ -52,7 +53,7 @@ def test_a_contended_run_is_replaced_and_its_earlier_clocks_kept(store_url, monk
     # Whether the new run gets a core to itself depends on what else this machine runs (the tests
     # run two at a time): here it is taken as quiet; the next test takes it as contended.
     monkeypatch.setattr("bench.storage.vocabulary.is_contended", lambda wall, cpu: False)
-    out = remeasure_cell(store_url, cell)
+    out = remeasure_cell(StoreURL.parse(store_url), cell)
     assert out.status == "done", out.error
     assert "re-measured" in out.note and "the same returns" in out.note
     row = db.rows([cell.key])[cell.key]
@@ -85,14 +86,14 @@ def test_a_failed_or_contended_remeasurement_keeps_the_earlier_run(store_url, mo
 
     real = runner.record_cell
     monkeypatch.setattr(runner, "record_cell", lambda c, recorder=None: (real(c, recorder=recorder)[0], "RuntimeError: boom"))
-    out = remeasure_cell(store_url, cell)
+    out = remeasure_cell(StoreURL.parse(store_url), cell)
     assert out.status == "failed" and "earlier run is kept" in out.error and "boom" in out.error
     unchanged()
     monkeypatch.setattr(runner, "record_cell", real)
 
     # A re-measurement that shared its core too is no better: the earlier run stays.
     monkeypatch.setattr("bench.storage.vocabulary.is_contended", lambda wall, cpu: True)
-    out = remeasure_cell(store_url, cell)
+    out = remeasure_cell(StoreURL.parse(store_url), cell)
     assert out.status == "skipped" and "contended again" in out.error
     unchanged()
 
@@ -129,7 +130,7 @@ def test_replace_done_is_refused_once_the_run_moved_on(store_url):
         c.execute(runs.update().where(runs.c.key == cell.key).values(status="failed"))
     assert not db.replace_done(cell.key, row.attempt, result, started)  # only a done run is replaced
     # A cell that is not a done run has nothing to re-measure.
-    assert remeasure_cell(store_url, cell).status == "skipped"
+    assert remeasure_cell(StoreURL.parse(store_url), cell).status == "skipped"
 
 
 def test_cli_remeasures_only_the_contended_runs(tmp_path):

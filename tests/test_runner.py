@@ -17,6 +17,7 @@ from bench.run.runner import record_cell, run_cell
 from bench.storage.owners import this_owner
 from bench.storage.store import Store
 from bench.suites.suite import load_suite
+from bench.storage.urls import StoreURL
 
 SUITES = Path(__file__).resolve().parent.parent / "suites"
 
@@ -182,12 +183,12 @@ def test_run_cell_in_process_records_a_done_row(store_url):
     cell = loaded.cells[0]
     db = Store(store_url)
     db.register("smoke", "smoke.yaml", {}, loaded.env_meta, [cell])
-    out = run_cell(store_url, cell, this_owner())
+    out = run_cell(StoreURL.parse(store_url), cell, this_owner())
     assert out.status == "done", out.error
     row = db.rows([cell.key])[cell.key]
     assert row.status == "done" and row.total_steps >= cell.timesteps and row.episodes > 0
     # A second call finds it done and does nothing.
-    assert run_cell(store_url, cell, this_owner()).status == "skipped"
+    assert run_cell(StoreURL.parse(store_url), cell, this_owner()).status == "skipped"
 
 
 def test_failures_are_recorded_and_the_suite_goes_on(tmp_path):

@@ -28,6 +28,7 @@ from bench.stats.metrics import normalised_auc
 from bench.analysis.sensitivity import sensitivity_table
 from bench.cli import app
 from bench.suites.spaces import DEFAULT_SPACES, Dim, parse_dim, sample
+from bench.storage.urls import StoreURL
 from bench.tune import (
     STUDY_ATTR, BadInput, Target, check_studies, make_storage, open_study, optimize, run_trial,
     target_from_flags, with_anchor,
@@ -255,13 +256,13 @@ def _lr_target(study: str, **pruner) -> Target:
 
 def test_pruner_stops_a_hopeless_trial_at_a_checkpoint(tmp_path):
     url = f"sqlite:///{tmp_path / 'bench.db'}"
-    target = with_anchor(_lr_target("prune"), url)
+    target = with_anchor(_lr_target("prune"), StoreURL.parse(url))
     from bench.tune import make_storage
 
-    study = open_study(target, make_storage(url))
+    study = open_study(target, make_storage(StoreURL.parse(url)))
     study.enqueue_trial({"learning_rate": 3e-3})  # learns
     study.enqueue_trial({"learning_rate": 5.0})  # collapses to a deterministic policy at once
-    optimize(target, url, trials=2)
+    optimize(target, StoreURL.parse(url), trials=2)
     good, bad = trials_of(url, "prune")
     assert good.state == TrialState.COMPLETE
     assert bad.state == TrialState.PRUNED and bad.user_attrs["outcome"] == "pruned"
@@ -341,7 +342,7 @@ def test_a_study_tuned_with_the_old_auc_is_refused_with_one_line(tmp_path):
     # What `bench tune` stored before objectives had versions (auc was the mean return per episode).
     old = {k: v for k, v in t.identity().items() if k not in ("objective_version", "random_return")}
     for name, objective in (("a2c-bench-CartPole-v1", "auc"), ("old-final", "final_return")):
-        study = optuna.create_study(storage=make_storage(url), study_name=name, direction="maximize")
+        study = optuna.create_study(storage=make_storage(StoreURL.parse(url)), study_name=name, direction="maximize")
         study.set_user_attr(STUDY_ATTR, {**old, "objective": objective})
     r = bench("tune", *TUNE_ARGS, "--trials", "1", "--storage", url)
     assert r.exit_code == 2, r.output
@@ -351,27 +352,27 @@ def test_a_study_tuned_with_the_old_auc_is_refused_with_one_line(tmp_path):
     assert "--study NEW_NAME" in lines[0]
     assert trials_of(url, "a2c-bench-CartPole-v1") == []  # nothing ran
     # An objective whose definition did not change keeps its older studies.
-    check_studies([replace(t, objective="final_return", study="old-final")], url)
+    check_studies([replace(t, objective="final_return", study="old-final")], StoreURL.parse(url))
 
 
 def test_auc_needs_a_threshold_above_the_random_policy_return(tmp_path):
     url = f"sqlite:///{tmp_path / 'bench.db'}"
     t = target_from_flags("a2c", "bench", "CartPole-v1", timesteps=2048, seeds=1)
-    low = with_anchor(t, url).random_return
+    low = with_anchor(t, StoreURL.parse(url)).random_return
     assert 10 < low < 40  # a random CartPole policy lasts about 22 steps
     from bench.envs.anchors import stored_anchors
     from bench.storage.store import Store
 
     assert stored_anchors(Store(url), {"CartPole-v1": t.threshold})["CartPole-v1"].random_return == low  # the report's
     with pytest.raises(BadInput) as e:
-        with_anchor(replace(t, threshold=10.0), url)
+        with_anchor(replace(t, threshold=10.0), StoreURL.parse(url))
     assert "threshold of CartPole-v1 (10) is not above its random-policy return" in str(e.value)
     assert "\n" not in str(e.value)
     with pytest.raises(BadInput, match="CartPole-v1 has no threshold"):
-        with_anchor(replace(t, threshold=None), url)
+        with_anchor(replace(t, threshold=None), StoreURL.parse(url))
     # Objectives that are not normalised by it still tune; final_return keeps the anchor for the sensitivity scale.
-    assert with_anchor(replace(t, objective="final_return", threshold=10.0), url).random_return == low
-    assert with_anchor(replace(t, objective="steps_to_threshold"), url).random_return is None
+    assert with_anchor(replace(t, objective="final_return", threshold=10.0), StoreURL.parse(url)).random_return == low
+    assert with_anchor(replace(t, objective="steps_to_threshold"), StoreURL.parse(url)).random_return is None
 
 
 # --------------------------------------------------------------------------- #
@@ -491,7 +492,7 @@ def _planted_study(url: str, name: str, settings: dict, complete=(), pruned=(), 
     from optuna.distributions import FloatDistribution
     from optuna.trial import create_trial
 
-    study = optuna.create_study(storage=make_storage(url), study_name=name)
+    study = optuna.create_study(storage=make_storage(StoreURL.parse(url)), study_name=name)
     base = {"algo": "a2c", "impl": "bench", "env_id": "CartPole-v1", "threshold": 100.0, "timesteps": 1000,
             "objective": "auc", "objective_version": 2, "random_return": 20.0}
     study.set_user_attr(STUDY_ATTR, {**base, **settings})

@@ -529,11 +529,11 @@ def shade(rank: float | None) -> str:
     return "background: #{:02x}{:02x}{:02x}".format(*rgb)
 
 
-def _describe(url: str) -> str:
-    # Lazy: bench.storage.urls imports SQLAlchemy, which a report read from packs does not otherwise load.
+def _describe(source: str) -> str:
+    """The report's source (a store's URL or ``packs:FOLDER``) as its header names it, password hidden."""
     from bench.storage.urls import describe_url
 
-    return describe_url(url)
+    return describe_url(source)
 
 
 def _bytes(m: dict[str, int] | None) -> str:

@@ -124,11 +124,11 @@ def sensitivity_table(source: Any):
     from bench.storage.packread import open_reader, owned
     from bench.storage.schema import StoreError
     from bench.storage.store import store_exists
-    from bench.storage.urls import normalise_url
+    from bench.storage.urls import StoreURL
 
-    if isinstance(source, str) and not source.startswith("packs:"):
-        source = normalise_url(source)
+    if isinstance(source, StoreURL) or isinstance(source, str) and not source.startswith("packs:"):
         try:
+            source = StoreURL.parse(source)  # a StoreURL as it is; text (a caller of this function) checked here
             if not store_exists(source):
                 return _empty()
         except StoreError:

@@ -58,7 +58,7 @@ from bench.run.speed import median_steps
 from bench.storage.packed import PackError
 from bench.storage.schema import StoreError
 from bench.storage.urls import disk_full
-from bench.storage.urls import DEFAULT_URL, check_url, describe_url, redact, url_secret
+from bench.storage.urls import DEFAULT_URL, StoreURL, check_url, describe_url, redact, url_secret
 from bench.envs.traits import ACTIONS, OBS, PRIORITIES, REWARDS
 
 __all__ = [
@@ -67,7 +67,7 @@ __all__ = [
     "Answer", "BadInput", "CellStatus", "Evaluation", "GroupStatus", "HyperparamRow", "LoadedPolicy",
     "NothingToExport", "OneLineSuite", "PackError", "ParityResult", "PolicyError", "RACE_RUNGS", "RACE_SEEDS",
     "RaceResult", "Reference", "RunPlan", "RungReport",
-    "StoreError", "SuiteRun", "SuiteStatus", "TunePlan",
+    "StoreError", "StoreURL", "SuiteRun", "SuiteStatus", "TunePlan",
     "cache_dir", "check_url", "contended_keys", "describe_url", "diagnostics", "duration", "envs", "episodes",
     "evaluate", "evaluations", "export", "export_best", "export_scores", "hyperparams_lines", "import_packs",
     "load_policy", "median_steps", "oneline_choices", "oneline_suite", "pack_suite", "parity", "plan_run",

@@ -10,7 +10,7 @@ from typing import Callable
 
 from bench.storage import packed, packload, packread
 from bench.storage.schema import StoreError, StoreMissing
-from bench.storage.urls import DEFAULT_URL, check_url, describe_url
+from bench.storage.urls import DEFAULT_URL, StoreURL, describe_url
 
 class BadInput(ValueError):
     """A user's error, found before anything was written: ``lines``, one per problem, each naming what was
@@ -102,43 +102,46 @@ def writable(flag: str, path: Path, *, folder: bool) -> Path:
     return path
 
 
-def store_url(store: str | None, flag: str = "--store") -> str:
-    """The normalised URL of ``store`` (default ``sqlite:///results/bench.db``), checked; :class:`BadInput`
-    naming ``flag`` when it cannot be used (in-memory SQLite, a malformed URL, …)."""
+def parse_store(store: StoreURL | str | None, flag: str = "--store") -> StoreURL:
+    """``store`` as the :class:`StoreURL` every layer below takes: text (default ``sqlite:///results/bench.db``)
+    checked here, once, where a public function receives it; a :class:`StoreURL` (the command line parsed its
+    ``--store`` already) as it is. :class:`BadInput` naming ``flag`` when it cannot be used (in-memory SQLite, a
+    malformed URL, …)."""
     try:
-        return check_url(store or DEFAULT_URL)
+        return StoreURL.parse(store)
     except StoreError as e:
         raise BadInput(f"{flag}: {e}") from None
 
 
-def results_store(store: str | None = None, *, need_done: bool = True, fallback: bool = True,
-                  log: Callable[[str], None] | None = None) -> tuple[str, str]:
+def results_store(store: StoreURL | str | None = None, *, need_done: bool = True, fallback: bool = True,
+                  log: Callable[[str], None] | None = None) -> tuple[StoreURL | str, str]:
     """The store a reading command answers from, and a line saying which it is.
 
     ``store`` defaults to ``sqlite:///results/bench.db``; when that was left at its default and does not exist,
-    the shipped reference (:func:`reference`) is read instead (unless not ``fallback``).
+    the shipped reference (:func:`reference`) is read instead (unless not ``fallback``): then the first item
+    is its ``packs:FOLDER`` URL, which readers (:func:`bench.storage.packread.open_reader`) open as packs;
+    else the store's :class:`StoreURL`.
 
     :raises BadInput: a bad URL, no store, a store with no runs (with ``need_done``: no finished run).
     :raises bench.storage.schema.StoreError: a store that cannot be reached or read.
     """
     from bench.storage.store import Store
 
-    given = store or DEFAULT_URL
-    url = store_url(given)
+    store_url = parse_store(store)
     try:
-        db = Store(url, readonly=True)
+        db = Store(store_url, readonly=True)
     except StoreMissing:
-        if given == DEFAULT_URL and fallback and (ref := reference(log=log)) is not None:
+        if store_url.is_default and fallback and (ref := reference(log=log)) is not None:
             return ref.url, (f"reading the project's shipped reference results ({ref.folder}/): "
                              f"there is no store of your own at {describe_url(DEFAULT_URL)}")
-        raise BadInput(f"--store: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)") \
+        raise BadInput(f"--store: no results store at {store_url.shown}; run a suite first (`bench run SUITE.yaml`)") \
             from None
     status = db.runs_frame()["status"] if db.suite_names() else []
     db.dispose()
     if len(status) == 0:
-        raise BadInput(f"--store: the store at {describe_url(url)} has no runs; run a suite first (`bench run SUITE.yaml`)")
+        raise BadInput(f"--store: the store at {store_url.shown} has no runs; run a suite first (`bench run SUITE.yaml`)")
     if need_done and not (status == "done").any():
-        raise BadInput(f"--store: the store at {describe_url(url)} has no finished runs; run a suite first "
+        raise BadInput(f"--store: the store at {store_url.shown} has no finished runs; run a suite first "
                        "(`bench run SUITE.yaml`)")
-    return url, f"reading {describe_url(url)}"
+    return store_url, f"reading {store_url.shown}"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from bench.api._common import BadInput, store_url
+from bench.api._common import BadInput, parse_store
+from bench.storage.urls import StoreURL
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,19 +24,18 @@ SCORE_FRAME_COLUMNS = ["key", "env", "label", "algo", "impl", "seed", "timesteps
                        "solved", "t_steps", "t_cpu", "final_norm", "auc_steps_norm", "auc_time_norm", "contended"]
 
 
-def open_store(url: str, flag: str = "--store") -> Any:
-    """The store at ``url``, read-only (a :class:`bench.storage.store.Store`; the caller disposes of it).
+def open_store(store_url: StoreURL, flag: str = "--store") -> Any:
+    """The store at ``store_url``, read-only (a :class:`bench.storage.store.Store`; the caller disposes of it).
 
-    :raises BadInput: there is no store at ``url`` (naming ``flag``).
+    :raises BadInput: there is no store at ``store_url`` (naming ``flag``).
     """
     from bench.storage.schema import StoreMissing
     from bench.storage.store import Store
-    from bench.storage.urls import describe_url
 
     try:
-        return Store(url, readonly=True)
+        return Store(store_url, readonly=True)
     except StoreMissing:
-        raise BadInput(f"{flag}: no results store at {describe_url(url)}; run a suite first (`bench run SUITE.yaml`)") \
+        raise BadInput(f"{flag}: no results store at {store_url.shown}; run a suite first (`bench run SUITE.yaml`)") \
             from None
 
 
@@ -53,8 +53,8 @@ def read_table(db: Any, what: str, suite: str | None) -> "pd.DataFrame":
             "diagnostics": db.diagnostics_frame}[what](suite)
 
 
-def _frame(what: str, store: str | None, suite: str | None) -> "pd.DataFrame":
-    db = open_store(store_url(store, "store"), "store")
+def _frame(what: str, store: StoreURL | str | None, suite: str | None) -> "pd.DataFrame":
+    db = open_store(parse_store(store, "store"), "store")
     try:
         check_suite(db, suite, "suite")
         return read_table(db, what, suite)
@@ -62,7 +62,7 @@ def _frame(what: str, store: str | None, suite: str | None) -> "pd.DataFrame":
         db.dispose()
 
 
-def runs(store: str | None = None, suite: str | None = None) -> "pd.DataFrame":
+def runs(store: StoreURL | str | None = None, suite: str | None = None) -> "pd.DataFrame":
     """One row per (suite, run) of ``store`` (a URL; default ``sqlite:///results/bench.db``), of ``suite`` or of
     every suite, runs of every status (filter on ``status == "done"`` for the finished ones), ordered by suite,
     env, label and seed. ``bench export --what runs`` writes the same table.
@@ -78,7 +78,7 @@ def runs(store: str | None = None, suite: str | None = None) -> "pd.DataFrame":
     return _frame("runs", store, suite)
 
 
-def episodes(store: str | None = None, suite: str | None = None) -> "pd.DataFrame":
+def episodes(store: StoreURL | str | None = None, suite: str | None = None) -> "pd.DataFrame":
     """One row per (suite, run, finished training episode): the learning curves, as ``bench export --what
     episodes`` writes them. ``store`` and ``suite`` as :func:`runs`.
 
@@ -91,7 +91,7 @@ def episodes(store: str | None = None, suite: str | None = None) -> "pd.DataFram
     return _frame("episodes", store, suite)
 
 
-def evaluations(store: str | None = None, suite: str | None = None) -> "pd.DataFrame":
+def evaluations(store: StoreURL | str | None = None, suite: str | None = None) -> "pd.DataFrame":
     """One row per (suite, run, periodic evaluation): what a suite's ``eval: {every, episodes}`` recorded, the
     numbers rl-baselines3-zoo users plot from ``evaluations.npz`` (whose ``timesteps`` is ``step`` here, and
     whose per-episode ``results`` are summed up as ``mean_return``, ``std_return`` and ``n``). ``store`` and
@@ -106,7 +106,7 @@ def evaluations(store: str | None = None, suite: str | None = None) -> "pd.DataF
     return _frame("evaluations", store, suite)
 
 
-def diagnostics(store: str | None = None, suite: str | None = None) -> "pd.DataFrame":
+def diagnostics(store: StoreURL | str | None = None, suite: str | None = None) -> "pd.DataFrame":
     """One row per (suite, run, stored diagnostic point), as ``bench export --what diagnostics`` writes them.
     ``store`` and ``suite`` as :func:`runs`.
 
@@ -118,7 +118,7 @@ def diagnostics(store: str | None = None, suite: str | None = None) -> "pd.DataF
     return _frame("diagnostics", store, suite)
 
 
-def scores(store: str | None = None, suite: str | None = None, *,
+def scores(store: StoreURL | str | None = None, suite: str | None = None, *,
            log: Callable[[str], None] | None = None) -> "pd.DataFrame":
     """The normalised per-run scores the report compares: one row per run it pools (a done run at its env's
     comparison budget and threshold; ``suite`` ``None``: every suite but claim and variant suites, as the report
@@ -140,9 +140,9 @@ def scores(store: str | None = None, suite: str | None = None, *,
     from bench.analysis import scoring
     from bench.run.anchors import for_reading
 
-    url = store_url(store, "store")
-    open_store(url, "store").dispose()
-    with scoring.ReadModel(url) as db:
+    store_url = parse_store(store, "store")
+    open_store(store_url, "store").dispose()
+    with scoring.ReadModel(store_url) as db:
         check_suite(db, suite, "suite")
         scored = scoring.score(scoring.load(db, [suite] if suite else None, diagnostics=(), log=log, anchors=for_reading))
     if not len(scored.runs):

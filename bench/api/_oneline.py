@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from bench.api._common import BadInput, store_url
+from bench.api._common import BadInput, parse_store
+from bench.storage.urls import StoreURL
 
 #: The implementations a one-line run takes (a plugin, impl python, needs a suite file for its entry).
 ONELINE_IMPLS = ("bench", "sb3", "numpy")
@@ -23,7 +24,7 @@ class OneLineSuite:
 
 
 def oneline_suite(env: str, algo: str, *, impl: str | None = None, seeds: int | None = None,
-                  timesteps: int | None = None, store: str | None = None,
+                  timesteps: int | None = None, store: StoreURL | str | None = None,
                   overrides: Sequence[str] = ()) -> OneLineSuite:
     """The suite ``bench run --env ENV --algo ALGO [--impl] [--seeds] [--timesteps] [--set ...]`` runs, checked
     (with ``overrides``) and not written (:func:`write_oneline_suite` writes it). ``timesteps`` defaults to
@@ -44,7 +45,7 @@ def oneline_suite(env: str, algo: str, *, impl: str | None = None, seeds: int | 
                                                        "runs from a suite file)", impl, True))
     # A bad --impl is named above; the rest is checked as with the default one, so that one pass names it all.
     data = flags_suite(env, algo, impl if not problems else "bench", seeds, timesteps)
-    path = suites_dir(store_url(store)) / f"{data['name']}.yaml"
+    path = suites_dir(parse_store(store)) / f"{data['name']}.yaml"
     text = suite_yaml(data, f"`{data['description']}`")
     try:
         load_suite_text(text, str(path), overrides)

@@ -23,7 +23,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from bench.api._common import BadInput, store_url
+from bench.api._common import BadInput, parse_store
+from bench.storage.urls import StoreURL
 
 #: The rungs of the design docs/race.md chose on the shipped reference (three times apart from 1/81).
 DEFAULT_RUNGS = "1/81,1/27,1/9,1/3,1"
@@ -57,7 +58,7 @@ class RungReport:
 
 @dataclass
 class RaceResult:
-    """A whole race: its suite (``suite``, ``path``, ``url``), the ``labels`` raced, each rung's report, the
+    """A whole race: its suite (``suite``, ``path``, ``store_url``), the ``labels`` raced, each rung's report, the
     tied set still in at the end (``kept``) and its ``pick`` (the highest IQM of the last rung's scores among
     them), each kept label's interval text, the CPU seconds spent and the full grid's estimate
     (:func:`grid_cpu`), and ``cut``: why it ended before its last rung (``--cpu-hours``), else ``None``."""
@@ -65,7 +66,7 @@ class RaceResult:
     env: str
     suite: str
     path: str
-    url: str
+    store_url: StoreURL
     labels: tuple[str, ...]
     budget: int
     seeds: int
@@ -77,6 +78,11 @@ class RaceResult:
     grid_cpu_s: float = 0.0
     cut: str | None = None
     failed: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        """The store's normalised URL as text (kept for callers of 0.x; :attr:`store_url` is the type)."""
+        return self.store_url.text
 
 
 def parse_rungs(text: str) -> tuple[float, ...]:
@@ -183,7 +189,7 @@ def grid_cpu(rows: dict[str, Any], budget: int) -> tuple[float, float]:
 
 
 def race(env: str, *, algos: str | None = None, seeds: int = DEFAULT_SEEDS, budget: int | None = None,
-         cpu_hours: float | None = None, priority: str | None = None, store: str | None = None,
+         cpu_hours: float | None = None, priority: str | None = None, store: StoreURL | str | None = None,
          rungs: str = DEFAULT_RUNGS, workers: int | None = None,
          on_rung: Callable[[RungReport, RaceResult], None] | None = None,
          log: Callable[[str], None] | None = None) -> RaceResult:
@@ -210,7 +216,7 @@ def race(env: str, *, algos: str | None = None, seeds: int = DEFAULT_SEEDS, budg
     if budget is not None and budget < 1:
         raise BadInput(f"--budget: {budget}; allowed: a positive number of env steps")
     fractions = parse_rungs(rungs)
-    url = store_url(store)
+    store_url = parse_store(store)
     if algos is None:
         algos = default_algos(env, priority, log)
         if log is not None:
@@ -223,14 +229,14 @@ def race(env: str, *, algos: str | None = None, seeds: int = DEFAULT_SEEDS, budg
                            "allowed: --budget N (env steps)")
         budget = max(zoo)
     data = race_suite(env, labels, seeds, budget)
-    made = OneLineSuite(data["name"], suites_dir(url) / f"{data['name']}.yaml",
+    made = OneLineSuite(data["name"], suites_dir(store_url) / f"{data['name']}.yaml",
                         suite_yaml(data, f"`{data['description']}`"))
     write_oneline_suite(made, check=True)
-    plan = plan_run(made.path, url, workers=workers, text=made.text)
+    plan = plan_run(made.path, store_url, workers=workers, text=made.text)
     write_oneline_suite(made)
     cells = plan.cells
     by_label = {lb: [c for c in cells if c.label == lb] for lb in dict.fromkeys(c.label for c in cells)}
-    result = RaceResult(env, plan.name, str(made.path), url, tuple(by_label), budget, seeds)
+    result = RaceResult(env, plan.name, str(made.path), store_url, tuple(by_label), budget, seeds)
     low, high, window = _anchors(plan, env, log), plan.loaded.env_meta[cells[0].env_id]["threshold"], cells[0].window
     alive = list(by_label)
     for r, f in enumerate(fractions):
@@ -242,10 +248,10 @@ def race(env: str, *, algos: str | None = None, seeds: int = DEFAULT_SEEDS, budg
                           "`bench race` with the same flags continues it from the runs' checkpoints")
             break
         result.failed += [f"{c.label} seed {c.seed}: {o.error}" for c, o in run.failed]
-        curves = _curves(url, todo, {c.key: o for c, o in run.results})
+        curves = _curves(store_url, todo, {c.key: o for c, o in run.results})
         scores = {lb: np.array([_score(curves.get(c.key), f, budget, window, low, high) for c in by_label[lb]])
                   for lb in alive}
-        rows = _rows(url, cells)
+        rows = _rows(store_url, cells)
         spent, _ = grid_cpu(rows, budget)
         scored = {lb: s for lb, s in scores.items() if np.any(~np.isnan(s))}
         step = race_step(scored, alpha=ALPHA) if scored else None
@@ -260,7 +266,7 @@ def race(env: str, *, algos: str | None = None, seeds: int = DEFAULT_SEEDS, budg
                           f"{_fraction_text(f)} of the budget; the answer is that rung's")
             break
     _answer(result, alive)
-    result.cpu_s, result.grid_cpu_s = grid_cpu(_rows(url, cells), budget)
+    result.cpu_s, result.grid_cpu_s = grid_cpu(_rows(store_url, cells), budget)
     return result
 
 
@@ -278,19 +284,19 @@ def _anchors(plan: Any, env: str, log: Callable[[str], None] | None) -> float:
     if thr is None:
         raise BadInput(f"{env}: it has no threshold, which a race's score is normalised to; allowed: an env with a "
                        "threshold (give one in a suite file's envs[].threshold)")
-    got = ensure_anchors(Store(plan.url), {plan.cells[0].env_id: thr}, log, {plan.cells[0].env_id: meta.get("family")})
+    got = ensure_anchors(Store(plan.store_url), {plan.cells[0].env_id: thr}, log, {plan.cells[0].env_id: meta.get("family")})
     if plan.cells[0].env_id not in got:
         raise BadInput(f"{env}: its random-policy anchor cannot be computed here, so its runs cannot be scored")
     return got[plan.cells[0].env_id].random_return
 
 
-def _rows(url: str, cells: Sequence[Any]) -> dict[str, Any]:
+def _rows(store_url: StoreURL, cells: Sequence[Any]) -> dict[str, Any]:
     from bench.storage.store import Store
 
-    return Store(url).rows([c.key for c in cells])
+    return Store(store_url).rows([c.key for c in cells])
 
 
-def _curves(url: str, cells: Sequence[Any], outcomes: dict[str, Any]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _curves(store_url: StoreURL, cells: Sequence[Any], outcomes: dict[str, Any]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Each cell's episodes (``step``, ``ret``) so far: a paused run's from its outcome, a done run's from the store
     (one run to the end at this rung, or done before the race)."""
     from bench.storage.store import Store
@@ -302,10 +308,10 @@ def _curves(url: str, cells: Sequence[Any], outcomes: dict[str, Any]) -> dict[st
             out[c.key] = (np.asarray(o.episodes["step"], float), np.asarray(o.episodes["ret"], float))
     rest = [c.key for c in cells if c.key not in out]
     if rest:
-        rows = Store(url).rows(rest)
+        rows = Store(store_url).rows(rest)
         done = [k for k in rest if rows.get(k) is not None and rows[k].status == "done"]
         if done:
-            ep = Store(url).episodes_for(done)
+            ep = Store(store_url).episodes_for(done)
             for k, g in ep.groupby("key"):
                 out[str(k)] = (g["step"].to_numpy(float), g["ret"].to_numpy(float))
     return out

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.api._common import BadInput, Reference, cache_dir, reference
+from bench.api._common import BadInput, Reference, cache_dir, parse_store, reference
+from bench.storage.packread import SCHEME as PACKS
+from bench.storage.urls import StoreURL
 
 @dataclass(frozen=True)
 class Answer:
@@ -43,7 +45,7 @@ _FIELDS = ("rows", "left_out", "lm", "lm_lines", "legend", "off_policy")
 _KEEP_ANSWERS = 64
 
 
-def recommend(source: str | Reference | None = None, *, action: str | None = None, obs: str | None = None,
+def recommend(source: StoreURL | str | Reference | None = None, *, action: str | None = None, obs: str | None = None,
               reward: str | None = None, priority: str | None = None,
               log: Callable[[str], None] | None = None) -> Answer:
     """The recommendation table of ``source`` (a store URL, or the shipped reference, :func:`reference`,
@@ -76,11 +78,14 @@ def recommend(source: str | Reference | None = None, *, action: str | None = Non
         answer = _compute_answer(source.url, action=action, obs=obs, reward=reward, priority=priority, log=log)
         _keep_answer(f, key, answer)
         return answer
+    if isinstance(source, str) and not source.startswith(PACKS):
+        source = parse_store(source)  # a store URL given as text: checked here, once
     return _compute_answer(source, action=action, obs=obs, reward=reward, priority=priority, log=log)
 
 
-def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
-    """:func:`recommend`'s answer, computed: read once (:func:`bench.analysis.scoring.load`), scored, answered."""
+def _compute_answer(source: StoreURL | str, *, action, obs, reward, priority, log) -> Answer:
+    """:func:`recommend`'s answer for ``source`` (a :class:`StoreURL`, or the shipped reference's
+    ``packs:FOLDER``), computed: read once (:func:`bench.analysis.scoring.load`), scored, answered."""
     import json
 
     from bench.stats import generalise
@@ -90,7 +95,7 @@ def _compute_answer(url: str, *, action, obs, reward, priority, log) -> Answer:
     from bench.run.anchors import for_reading
     from bench.suites.suite import one_line
 
-    with ReadModel(url) as db:  # one read of the store or packs for the whole answer
+    with ReadModel(source) as db:  # one read of the store or packs for the whole answer
         data = scoring.load(db, diagnostics=scoring.SEQUENCE_DIAGNOSTICS,  # for the sequence tasks' own criteria
                             log=log, sensitivity=False,  # the table does not use the tuner's studies
                             anchors=for_reading)

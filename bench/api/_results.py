@@ -6,23 +6,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.api._common import BadInput, results_store, store_url, writable
+from bench.api._common import BadInput, parse_store, results_store, writable
 from bench.api._frames import TABLES, check_suite, open_store, read_table
 from bench.storage import packed, packload
 from bench.storage.studies import load_studies, tuning_suites
+from bench.storage.urls import StoreURL
 
 class NothingToExport(ValueError):
     """An export that has nothing to write, or cannot write it in the asked format (``str(e)``: one line)."""
 
 
-def export_scores(url: str, suite: str | None, column: str, format: str, out_path: Path,
+def export_scores(store: StoreURL | str, suite: str | None, column: str, format: str, out_path: Path,
                   log: Callable[[str], None] | None = None) -> tuple[int, int]:
     """Write normalised per-run scores, label → (runs × envs), for rliable: ``rliable-npz`` (one array per
     label, plus ``__envs__`` and ``__score__``) or ``rliable-json`` (``envs``, ``score``, ``scores``: label →
     rows, ``null`` where a column is padded). Read from the store alone (its recorded env facts).
 
+    :param store: the store (a :class:`StoreURL`, or its URL as text, checked here).
     :returns: (labels, envs) written.
     :raises NothingToExport: no scores to write, or a label the ``.npz`` keeps for its own keys.
+    :raises BadInput: a URL that is not a usable store URL.
     """
     import json
 
@@ -31,7 +34,7 @@ def export_scores(url: str, suite: str | None, column: str, format: str, out_pat
     from bench.analysis import scoring
     from bench.run.anchors import for_reading
 
-    scored = scoring.score(scoring.load(url, [suite] if suite else None, diagnostics=(), log=log, anchors=for_reading))
+    scored = scoring.score(scoring.load(parse_store(store), [suite] if suite else None, diagnostics=(), log=log, anchors=for_reading))
     envs, mats = scoring.score_matrices(scored, column)
     if not mats:
         raise NothingToExport("no done runs with normalised scores in the store" + (f" for suite {suite!r}" if suite else ""))
@@ -61,10 +64,10 @@ def pack_suite(store: Any, suite: str, out: Path, log: Callable[[str], None] | N
     if (meta := store.suite_env_meta(suite)) is not None:
         ensure_anchors(store, {e: m.get("threshold") for e, m in meta.items()}, log=log,
                        families={e: m.get("family") for e, m in meta.items()})
-    return packed.pack(store.url, suite, out, beside=packed.packs_under(out.resolve().parent), keep=keep)
+    return packed.pack(store.store_url, suite, out, beside=packed.packs_under(out.resolve().parent), keep=keep)
 
 
-def report(suites: list[str] | None = None, store: str | None = None, out: str | Path | None = None, *,
+def report(suites: list[str] | None = None, store: StoreURL | str | None = None, out: str | Path | None = None, *,
            screenshot: Path | None = None, log: Callable[[str], None] | None = None,
            stage: Callable[[str], None] | None = None, workers: int | None = None) -> Path:
     """Write the self-contained HTML report (``index.html``, figures embedded) of ``suites`` (names in the
@@ -85,15 +88,15 @@ def report(suites: list[str] | None = None, store: str | None = None, out: str |
     from bench.suites.suite import SuiteError, load_suite
 
     if screenshot is not None:
-        store_url(store)
+        parse_store(store)
         # The path first: a path that cannot be written is the same bad input with or without a browser.
         writable("--screenshot", screenshot, folder=False)
         if find_chromium() is None:
             raise BadInput(f"--screenshot: {screenshot} needs chromium on PATH (Debian: apt-get install chromium); "
                            "none found")
 
-    url, where = results_store(store, need_done=False, log=log)
-    with ReadModel(url) as db:  # one read model for the whole report: each table read once
+    source, where = results_store(store, need_done=False, log=log)
+    with ReadModel(source) as db:  # one read model for the whole report: each table read once
         have = db.suite_names()
         names: list[str] = []
         for s in suites or []:
@@ -125,7 +128,7 @@ EXPORT_FORMATS = ("csv", "parquet", "json", "pack", "rliable-npz", "rliable-json
 EXPORT_WHAT = TABLES
 
 
-def export(store: str | None = None, out: Path | str = "", *, suite: str | None = None, what: str = "runs",
+def export(store: StoreURL | str | None = None, out: Path | str = "", *, suite: str | None = None, what: str = "runs",
            format: str = "csv", score: str = "final", keep: str = "all", log: Callable[[str], None] | None = None) -> str:
     """Export ``what`` (runs, episodes, evaluations or diagnostics: the frames :func:`bench.api.runs` …
     :func:`bench.api.diagnostics` return) of ``store`` as CSV, Parquet or JSON records; normalised
@@ -150,15 +153,15 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
                        f"(got --format {format})")
     if format in ("pack", "rliable-npz", "rliable-json") and what != "runs":
         raise BadInput(f"--what: --format {format} exports whole runs; allowed with it: runs (got {what!r})")
-    url = store_url(store)
+    store_url = parse_store(store)
     if format != "pack" and out.is_dir():
         suffix = {"rliable-npz": "npz", "rliable-json": "json"}.get(format, format)
         raise BadInput(f"--out: {out} is a folder; allowed: a file path, e.g. {out / (what + '.' + suffix)}")
     writable("--out", out, folder=format == "pack")
-    db = open_store(url)
+    db = open_store(store_url)
     try:
         # A pack can hold a tuning suite's studies alone (no runs of its name).
-        check_suite(db, suite, also=_tuning_suites(url) if format == "pack" and suite is not None else None)
+        check_suite(db, suite, also=_tuning_suites(store_url) if format == "pack" and suite is not None else None)
         if format == "pack":
             if suite is None:
                 raise BadInput("--format pack: name the suite to pack with --suite")
@@ -173,7 +176,7 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
         if format.startswith("rliable-"):
             db.dispose()
             try:
-                n = export_scores(url, suite, SCORE_COLUMNS[score], format, out, log=log)
+                n = export_scores(store_url, suite, SCORE_COLUMNS[score], format, out, log=log)
             except NothingToExport as e:
                 raise BadInput(f"--format {format}: {e}") from None
             return f"wrote {SCORE_COLUMNS[score]} of {n[0]} labels × {n[1]} envs to {out}"
@@ -191,15 +194,15 @@ def export(store: str | None = None, out: Path | str = "", *, suite: str | None 
     return f"wrote {len(df)} {'runs' if what == 'runs' else what[:-1] + ' rows'} to {out}"
 
 
-def _tuning_suites(url: str) -> list[str]:
+def _tuning_suites(store_url: StoreURL) -> list[str]:
     """The tuning suites whose ``bench tune`` studies are in the store (a pack can hold them)."""
     try:
-        return tuning_suites(url)
+        return tuning_suites(store_url)
     except Exception:  # noqa: BLE001 - a store Optuna cannot read has no studies to pack
         return []
 
 
-def import_packs(packs: list[Path], store: str | None = None) -> str:
+def import_packs(packs: list[Path], store: StoreURL | str | None = None) -> str:
     """Load packs (folders ``bench export --format pack`` wrote, or folders of them) into ``store``, their
     tuning studies too; runs already there are kept as they were (a cell pending and never attempted takes the
     pack's run: it holds nothing to lose). Every pack is verified before the store is
@@ -208,7 +211,6 @@ def import_packs(packs: list[Path], store: str | None = None) -> str:
     :raises BadInput: a path that is not a pack, a manifest or table that cannot be read, a bad URL.
     """
     from bench.storage.store import Store
-    from bench.storage.urls import describe_url
 
     found: list[Path] = []
     for p in packs:
@@ -227,16 +229,16 @@ def import_packs(packs: list[Path], store: str | None = None) -> str:
                        "`bench export --format pack` writes") from None
     if (bad := packed.unreadable(found)) is not None:  # checked before the store is opened: nothing written
         raise BadInput(f"PACK: {bad} is not a readable Parquet table; allowed: what `bench export --format pack` writes")
-    url = store_url(store)
-    db = Store(url)
+    store_url = parse_store(store)
+    db = Store(store_url)
     try:
         n = packload.load(found, db)
     finally:
         db.dispose()
     kept = f"; {n['kept']} already there, kept as they were" if n["kept"] else ""
-    added = load_studies(found, url)
+    added = load_studies(found, store_url)
     studies = f"; {added} tuning stud{'y' if added == 1 else 'ies'}" if added else ""
-    return f"imported {n['new']} runs{studies} of {', '.join(dict.fromkeys(suites))} into {describe_url(url)}{kept}"
+    return f"imported {n['new']} runs{studies} of {', '.join(dict.fromkeys(suites))} into {store_url.shown}{kept}"
 
 
 @dataclass(frozen=True)
@@ -251,7 +253,7 @@ class ParityResult:
 
 
 def parity(label_a: str, label_b: str, *, envs: list[str] | None = None, margin: float = 0.05,
-           store: str | None = None, log: Callable[[str], None] | None = None) -> ParityResult:
+           store: StoreURL | str | None = None, log: Callable[[str], None] | None = None) -> ParityResult:
     """Are two labels the same algorithm? Per env, equivalent, different or inconclusive, with the evidence
     (:func:`bench.stats.parity.parity`); ``margin`` on the normalised scale (0 random policy, 1 threshold).
     ``log`` is told which store is read.
@@ -267,10 +269,10 @@ def parity(label_a: str, label_b: str, *, envs: list[str] | None = None, margin:
 
     if not (math.isfinite(margin) and 0 < margin <= 1):
         raise BadInput(f"--margin: {margin!r} is not a margin; allowed: a number in (0, 1] on the normalised scale")
-    url, where = results_store(store, log=log)
+    source, where = results_store(store, log=log)
     if log is not None:
         log(where)
-    data = scoring.load(url, log=log, anchors=for_reading)
+    data = scoring.load(source, log=log, anchors=for_reading)
     runs = scoring.score(data).runs
     have = sorted(runs.loc[runs["final_norm"].notna(), "label"].unique()) if len(runs) else []
     for name in (label_a, label_b):

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.api._common import BadInput, store_url
+from bench.api._common import BadInput, parse_store
 from bench.distribution import install_hint
+from bench.storage.urls import StoreURL
 
 # --------------------------------------------------------------------------- #
 # A store describes its envs
@@ -165,7 +166,7 @@ class RunPlan:
     """
 
     loaded: Any
-    url: str
+    store_url: StoreURL
     cells: list
     cost: Any
     executor: str = "local"
@@ -178,14 +179,17 @@ class RunPlan:
     def name(self) -> str:
         return self.loaded.suite.name
 
+    @property
+    def url(self) -> str:
+        """The store's normalised URL as text (kept for callers of 0.x; :attr:`store_url` is the type)."""
+        return self.store_url.text
+
     def outputs(self) -> dict[str, str]:
         """Where this plan's runs write, for the line that ends a run: ``store`` (the URL, password hidden),
         ``policies`` (the folder, where a cell saves any: suite ``save:``), ``tensorboard`` (the folder) and
         ``wandb`` (the project) where asked for, and ``report``: the command that writes the suite's report."""
-        from bench.storage.urls import DEFAULT_URL, check_url, describe_url
-
         out = self.cells[0].outputs if self.cells else None
-        shown = describe_url(self.url)
+        shown = self.store_url.shown
         where = {"store": shown}
         if out is not None and out.policies and any(c.save != "none" for c in self.cells):
             where["policies"] = out.policies
@@ -193,7 +197,7 @@ class RunPlan:
             where["tensorboard"] = out.tensorboard
         if out is not None and out.wandb:
             where["wandb"] = out.wandb
-        where["report"] = f"bench report {self.name}" + ("" if self.url == check_url(DEFAULT_URL) else f" --store {shown}")
+        where["report"] = f"bench report {self.name}" + ("" if self.store_url.is_default else f" --store {shown}")
         return where
 
     def with_outputs(self, outputs: Any) -> "RunPlan":
@@ -209,7 +213,7 @@ class SuiteRun:
     ``interrupted``: the signal that stopped it (its finished cells are kept), else ``None``."""
 
     suite: str
-    url: str
+    store_url: StoreURL
     cells: int
     done_before: int
     busy: int
@@ -217,6 +221,11 @@ class SuiteRun:
     results: list = field(default_factory=list)
     seconds: float = 0.0
     interrupted: int | None = None
+
+    @property
+    def url(self) -> str:
+        """The store's normalised URL as text (kept for callers of 0.x; :attr:`store_url` is the type)."""
+        return self.store_url.text
 
     @property
     def failed(self) -> list:
@@ -235,8 +244,8 @@ class SuiteRun:
                                      "wall_s", "error"])
 
 
-def _variant(loaded: Any, url: str) -> Any:
-    """``loaded`` as the variant its overrides make (:mod:`bench.suites.variants`) where ``url``'s store holds
+def _variant(loaded: Any, store_url: StoreURL) -> Any:
+    """``loaded`` as the variant its overrides make (:mod:`bench.suites.variants`) where the store holds
     the suite's name with another grid; else as it is. Reads the store only; one that cannot be read (none
     yet, unreachable) holds no grid here, and :func:`run_suite` says why when it opens it."""
     from bench.storage.schema import StoreError
@@ -246,7 +255,7 @@ def _variant(loaded: Any, url: str) -> Any:
     if not loaded.overrides:
         return loaded
     try:
-        db = Store(url, readonly=True)
+        db = Store(store_url, readonly=True)
     except StoreError:
         return loaded
     try:
@@ -258,7 +267,7 @@ def _variant(loaded: Any, url: str) -> Any:
     return as_variant(loaded, stored) if is_other_grid(loaded, stored) else loaded
 
 
-def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = None,
+def plan_run(suite: str | Path, store: StoreURL | str | None = None, *, only: str | None = None,
              overrides: list[str] | tuple[str, ...] = (), workers: int | None = None, executor: str = "local",
              address: str | None = None, outputs: Any = None, replace: bool = False,
              text: str | None = None) -> RunPlan:
@@ -277,8 +286,6 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
     """
     import dataclasses
 
-    import sqlalchemy as sa
-
     from bench.run.provenance import blas_kernel_problem
     from bench.run.saving import policies_dir
     from bench.suites.cost import estimate
@@ -292,12 +299,12 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
         filt = parse_only(only)
     except ValueError as e:
         raise BadInput(str(e)) from None
-    url = store_url(store)
+    store_url = parse_store(store)
     if outputs is None:
-        outputs = Outputs(policies=str(policies_dir(url).resolve()))
+        outputs = Outputs(policies=str(policies_dir(store_url).resolve()))
     named = loaded.cells
     if not replace:
-        loaded = _variant(loaded, url)
+        loaded = _variant(loaded, store_url)
     # --only names labels as the file does; a variant's own labels work too.
     mine = {c.key: c for c in loaded.cells}
     cells = [dataclasses.replace(mine[c.key], outputs=outputs) for c in (select(named, filt) or select(loaded.cells, filt))]
@@ -315,15 +322,15 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
                            f"{executor})")
         if (why := check_address(address)) is not None:
             raise BadInput(f"--address: {why}")
-        if sa.engine.make_url(url).get_backend_name() == "sqlite":
+        if store_url.backend == "sqlite":
             # Every worker must reach the store, and SQLite's locking is only safe on one host.
             raise BadInput(f"--store: SQLite is not for several hosts; with --executor ray --address give a "
-                           f"PostgreSQL store, e.g. postgresql+psycopg://USER@HOST:5432/DB (got {store!r})")
-    return RunPlan(loaded, url, cells, estimate(cells, loaded.env_meta), executor, address,
+                           f"PostgreSQL store, e.g. postgresql+psycopg://USER@HOST:5432/DB (got {store_url.shown!r})")
+    return RunPlan(loaded, store_url, cells, estimate(cells, loaded.env_meta), executor, address,
                    workers or os.cpu_count() or 1, workers if address else None)
 
 
-def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: str | None = None,
+def run_suite(suite: str | Path | RunPlan, store: StoreURL | str | None = None, *, only: str | None = None,
               overrides: list[str] | tuple[str, ...] = (), workers: int | None = None, executor: str = "local",
               address: str | None = None, replace: bool = False, remeasure: bool = False, yes: bool = False,
               on_start: Callable[[SuiteRun, list], None] | None = None,
@@ -342,37 +349,48 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
         ``replace``); the estimated cost needs confirming (over 1,000 CPU-hours) and ``yes`` is not set;
         Ray is not installed or its cluster cannot be reached.
     """
-    import time
-
-    from bench.run.progress import LiveProgress
-    from bench.run.pool import Interrupted, run_local
-    from bench.run.runner import HEARTBEAT_EVERY_S
-    from bench.storage.owners import is_claimable, this_owner
-    from bench.storage.schema import SuiteConflict
-    from bench.storage.store import Store
-    from bench.storage.vocabulary import contended_done
-    from bench.suites.variants import stored_spec
-
     plan = suite if isinstance(suite, RunPlan) else plan_run(
         suite, store, only=only, overrides=overrides, workers=workers, executor=executor, address=address,
         replace=replace)
+    _check_start(plan, yes)
+    db = _register(plan, replace, log)
+    run, todo, again = _todo(db, plan, remeasure)
+    if on_start is not None:
+        on_start(run, todo)
+    if todo:
+        _execute(plan, db, run, todo, again, on_done, on_poll)
+    return run
+
+
+def _check_start(plan: RunPlan, yes: bool) -> None:
+    """Refuse, before anything is written, a run whose cost needs confirming (and ``yes`` is not set), and a Ray
+    executor that is not installed or whose cluster cannot be reached."""
     if plan.cost.needs_confirmation() and not yes:
         raise BadInput(f"{plan.loaded.path}: the cells to run would take {plan.cost.line()}; to start it, run again "
                        "with --yes (or lower the budgets)")
-    if plan.executor == "ray":
-        from bench.run.ray_executor import RayUnavailable, connect
+    if plan.executor != "ray":
+        return
+    from bench.run.ray_executor import RayUnavailable, connect
 
-        try:  # a cluster that cannot be reached is found out before anything is written
-            import ray  # noqa: F401
+    try:  # a cluster that cannot be reached is found out before anything is written
+        import ray  # noqa: F401
 
-            if plan.address is not None:
-                connect(plan.address)  # stopped at exit: ray.init registers ray.shutdown with atexit
-        except ImportError:
-            raise BadInput(f"--executor: ray is not installed; install it with {install_hint('ray')} (allowed: "
-                           "local, ray)") from None
-        except RayUnavailable as e:
-            raise BadInput(f"--address: {e}") from None
-    db = Store(plan.url)
+        if plan.address is not None:
+            connect(plan.address)  # stopped at exit: ray.init registers ray.shutdown with atexit
+    except ImportError:
+        raise BadInput(f"--executor: ray is not installed; install it with {install_hint('ray')} (allowed: "
+                       "local, ray)") from None
+    except RayUnavailable as e:
+        raise BadInput(f"--address: {e}") from None
+
+
+def _register(plan: RunPlan, replace: bool, log: Callable[[str], None] | None) -> Any:
+    """The store opened for writing, with the plan's suite registered in it and its envs' facts recorded."""
+    from bench.storage.schema import SuiteConflict
+    from bench.storage.store import Store
+    from bench.suites.variants import stored_spec
+
+    db = Store(plan.store_url)
     if plan.loaded.variant_of is not None and log is not None:
         log(f"{plan.loaded.path}: suite {plan.loaded.variant_of} is in the store with another grid, so this run "
             f"with --set is its variant {plan.name}, stored beside it (the runs of {plan.loaded.variant_of} are "
@@ -385,18 +403,35 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
     # The store describes its envs (traits, spaces, threshold, anchor, time scale), so it is read later
     # without importing them: recorded here, where the env's package is importable.
     record_env_facts(db, {c.env_id: plan.loaded.env_meta[c.env_id] for c in plan.cells}, log=log)
+    return db
+
+
+def _todo(db: Any, plan: RunPlan, remeasure: bool) -> tuple[SuiteRun, list, frozenset[str]]:
+    """What this call runs: the :class:`SuiteRun` it fills, the cells to run (claimable ones, then with
+    ``remeasure`` the contended done ones), and the keys of those done ones, to measure again."""
+    from bench.storage.owners import is_claimable
+    from bench.storage.vocabulary import contended_done
+
     cells = plan.cells
     rows = db.rows([c.key for c in cells])
     todo = [c for c in cells if is_claimable(rows[c.key])]
     done_before = sum(rows[c.key].status == "done" for c in cells)
     again = frozenset(contended_done(rows) if remeasure else ())
     todo += [c for c in cells if c.key in again]
-    run = SuiteRun(plan.name, plan.url, len(cells), done_before, len(cells) - len(todo) - done_before + len(again),
-                   len(again))
-    if on_start is not None:
-        on_start(run, todo)
-    if not todo:
-        return run
+    run = SuiteRun(plan.name, plan.store_url, len(cells), done_before,
+                   len(cells) - len(todo) - done_before + len(again), len(again))
+    return run, todo, again
+
+
+def _execute(plan: RunPlan, db: Any, run: SuiteRun, todo: list, again: frozenset[str],
+             on_done: Callable[[Any, Any], None] | None, on_poll: Callable[[dict[str, float]], None] | None) -> None:
+    """Run ``todo`` on the plan's executor, filling ``run`` (its results, seconds, and the signal that stopped it)."""
+    import time
+
+    from bench.run.pool import Interrupted, run_local
+    from bench.run.progress import LiveProgress
+    from bench.run.runner import HEARTBEAT_EVERY_S
+    from bench.storage.owners import this_owner
 
     def finished(cell, outcome) -> None:
         run.results.append((cell, outcome))
@@ -411,17 +446,16 @@ def run_suite(suite: str | Path | RunPlan, store: str | None = None, *, only: st
             if plan.executor == "ray":
                 from bench.run.ray_executor import run_ray
 
-                run_ray(plan.url, todo, finished, num_cpus=plan.workers,
+                run_ray(plan.store_url, todo, finished, num_cpus=plan.workers,
                         max_in_flight=plan.max_in_flight, remeasure=again)
             else:
-                run_local(plan.url, todo, this_owner(), plan.workers, finished, remeasure=again)
+                run_local(plan.store_url, todo, this_owner(), plan.workers, finished, remeasure=again)
     except Interrupted as e:
         run.interrupted = e.signum
     run.seconds = time.perf_counter() - t0
-    return run
 
 
-def run_outputs(url: str, tensorboard: Path | None = None, wandb: str | None = None,
+def run_outputs(store: StoreURL | str, tensorboard: Path | None = None, wandb: str | None = None,
                 artifacts: Path | None = None, verbose: bool = False) -> Any:
     """``bench run``'s ``--tensorboard``, ``--wandb``, ``--artifacts`` and ``--verbose`` as the cells'
     :class:`bench.suites.suite.Outputs`, checked. Paths are made absolute here: a Ray worker need not share
@@ -441,10 +475,10 @@ def run_outputs(url: str, tensorboard: Path | None = None, wandb: str | None = N
         raise BadInput(f"--wandb: {wandb!r} is not a W&B project name; allowed: a name without / \\ # ? % :")
     tb, art = (None if p is None else str(writable(f, p, folder=True).resolve())
                for f, p in (("--tensorboard", tensorboard), ("--artifacts", artifacts)))
-    return Outputs(policies=art or str(policies_dir(url).resolve()), tensorboard=tb, wandb=wandb, verbose=verbose)
+    return Outputs(policies=art or str(policies_dir(parse_store(store)).resolve()), tensorboard=tb, wandb=wandb, verbose=verbose)
 
 
-def contended_keys(url: str, cells: list) -> set[str]:
+def contended_keys(store: StoreURL | str, cells: list) -> set[str]:
     """Keys of the done runs among ``cells`` that shared their core (``bench run --remeasure contended``
     would run them again), read without writing anything; none where there is no store yet."""
     from bench.storage.schema import StoreMissing
@@ -452,7 +486,7 @@ def contended_keys(url: str, cells: list) -> set[str]:
     from bench.storage.vocabulary import contended_done
 
     try:
-        db = Store(url, readonly=True)
+        db = Store(parse_store(store), readonly=True)
     except StoreMissing:
         return set()
     try:
@@ -538,7 +572,7 @@ class SuiteStatus:
         return [c for c in self.cells if c.state in ("failed", "diverged")]
 
 
-def status(suite: str | Path, store: str | None = None, *, overrides: list[str] | tuple[str, ...] = ()) -> SuiteStatus:
+def status(suite: str | Path, store: StoreURL | str | None = None, *, overrides: list[str] | tuple[str, ...] = ()) -> SuiteStatus:
     """Where each cell of ``suite`` stands in ``store``, read without writing anything (on a cluster: every
     host's runs).
 
@@ -552,7 +586,6 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
     from bench.storage.owners import is_claimable, owner_host
     from bench.storage.schema import StoreMissing
     from bench.storage.store import Store
-    from bench.storage.urls import describe_url
     from bench.storage.vocabulary import CONTENTION_RATIO, contended_done, cpu_budget
     from bench.suites.suite import SuiteError, load_suite
 
@@ -560,17 +593,17 @@ def status(suite: str | Path, store: str | None = None, *, overrides: list[str] 
         loaded = load_suite(Path(suite), overrides)
     except SuiteError as e:
         raise BadInput(e.lines) from None
-    url = store_url(store)
+    store_url = parse_store(store)
     try:
-        db = Store(url, readonly=True)  # an unreachable or foreign store is an error, never "all pending"
+        db = Store(store_url, readonly=True)  # an unreachable or foreign store is an error, never "all pending"
     except StoreMissing:
-        raise BadInput(f"--store: no results store at {describe_url(url)}; allowed: a store `bench run {suite}` "
+        raise BadInput(f"--store: no results store at {store_url.shown}; allowed: a store `bench run {suite}` "
                        "wrote (it has not run yet, or --store names another file)") from None
     try:
         rows = db.rows([c.key for c in loaded.cells])
     finally:
         db.dispose()
-    loaded = _variant(loaded, url)  # a run with these overrides is stored as this variant: named as it is
+    loaded = _variant(loaded, store_url)  # a run with these overrides is stored as this variant: named as it is
     cells: list[CellStatus] = []
     counts: dict[str, int] = {}
     now = time.time()

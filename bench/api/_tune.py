@@ -10,8 +10,9 @@ from typing import Any, Callable
 
 from bench.algos.registry import DEFAULT_SPACES
 from bench.algos.registry import IMPLS as _IMPLS
-from bench.api._common import BadInput, store_url, writable
+from bench.api._common import BadInput, parse_store, writable
 from bench.distribution import install_hint
+from bench.storage.urls import StoreURL
 
 #: What ``bench tune --algo`` and ``--impl`` accept without a suite: the algorithms with a default search space
 #: (their :class:`bench.algos.registry.AlgoSpec`), and every implementation.
@@ -21,14 +22,14 @@ IMPLS: tuple[str, ...] = tuple(_IMPLS)
 
 @dataclass(frozen=True)
 class TunePlan:
-    """What :func:`tune` would run: one :class:`bench.tune.Target` per study, on the store ``url``.
+    """What :func:`tune` would run: one :class:`bench.tune.Target` per study, on the store ``store_url``.
 
     :param trials: finished trials wanted per study, in total.
     :param export_seeds: the seeds an exported suite runs (a suite's own count; ``None``: the exporter's default).
     """
 
     targets: list
-    url: str
+    store_url: StoreURL
     trials: int
     workers: int = 1
     executor: str = "local"
@@ -36,10 +37,15 @@ class TunePlan:
     export: Path | None = None
     export_seeds: int | None = None
 
+    @property
+    def url(self) -> str:
+        """The store's normalised URL as text (kept for callers of 0.x; :attr:`store_url` is the type)."""
+        return self.store_url.text
+
 
 def plan_tune(suite: str | Path | None = None, *, algo: str | None = None, impl: str = "bench",
               env: str | None = None, timesteps: int | None = None, trials: int | None = None,
-              seeds: int | None = None, objective: str | None = None, store: str | None = None,
+              seeds: int | None = None, objective: str | None = None, store: StoreURL | str | None = None,
               study: str | None = None, workers: int = 1, executor: str = "local", address: str | None = None,
               export: Path | None = None, only: str | None = None) -> TunePlan:
     """Check a tuning job: a suite file (its ``tune:`` block, flags overriding it) or ``algo``, ``impl`` and
@@ -87,12 +93,12 @@ def plan_tune(suite: str | Path | None = None, *, algo: str | None = None, impl:
             n_trials = trials or 20
         if export is not None:
             check_exportable(targets)
-        url = store_url(store, "--storage")
+        store_url = parse_store(store, "--storage")
         if executor not in ("local", "ray"):
             raise BadInput(f"--executor: {executor!r}; allowed: local, ray")
         if address is not None and executor != "ray":
             raise BadInput("--address: only with --executor ray")
-        if (workers > 1 or executor == "ray") and is_sqlite(url):
+        if (workers > 1 or executor == "ray") and is_sqlite(store_url):
             raise BadInput(SQLITE_RAY if executor == "ray" else SQLITE_WORKERS.format(workers=workers))
         if executor == "ray":
             from bench.run.ray_executor import check_address
@@ -105,11 +111,11 @@ def plan_tune(suite: str | Path | None = None, *, algo: str | None = None, impl:
                 raise BadInput(f"--executor ray: ray is not installed; install it with {install_hint('ray')}") from None
         # The random-policy anchor `auc` is scored against, resolved once here so that a bad
         # threshold is one line before anything runs (and every worker gets the same value).
-        targets = [with_anchor(t, url) for t in targets]
-        check_studies(targets, url)
+        targets = [with_anchor(t, store_url) for t in targets]
+        check_studies(targets, store_url)
     except TuneBadInput as e:
         raise BadInput(str(e)) from None
-    return TunePlan(targets, url, n_trials, workers, executor, address, None if export is None else Path(export),
+    return TunePlan(targets, store_url, n_trials, workers, executor, address, None if export is None else Path(export),
                     export_seeds)
 
 
@@ -130,7 +136,7 @@ def tune(plan: TunePlan, target: Any = None, *, timeout: float | None = None, he
     outcomes = []
     for t in [target] if target is not None else plan.targets:
         try:
-            outcomes.append(tune_target(t, plan.url, trials=plan.trials, timeout=timeout, workers=plan.workers,
+            outcomes.append(tune_target(t, plan.store_url, trials=plan.trials, timeout=timeout, workers=plan.workers,
                                         executor=plan.executor, address=plan.address, heartbeat_s=heartbeat_s,
                                         grace_s=grace_s, on_trial=on_trial, on_start=on_start))
         except TuneBadInput as e:
@@ -150,7 +156,7 @@ def export_best(plan: TunePlan, path: Path | None = None) -> Path:
     if path is None:
         raise BadInput("--export: no path to write the best configuration to")
     try:
-        export_suite(plan.targets, plan.url, path, seeds=plan.export_seeds)
+        export_suite(plan.targets, plan.store_url, path, seeds=plan.export_seeds)
     except TuneBadInput as e:
         raise BadInput(str(e)) from None
     return path

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from bench import api
-from bench.cli.base import StoreOpt, _bad_input, err, out
+from bench.cli.base import StoreOpt, _bad_input, _store_url, err, out
 
 
 def _p(x: float) -> str:
@@ -49,6 +49,7 @@ def race(
 ) -> None:
     """Race labels on one env: all run to each rung, those the statistics rule out stop, the rest continue from
     their checkpoints (docs/race.md)."""
+    store_url = _store_url(store)
     if workers is not None and workers < 1:
         raise _bad_input(f"--workers: {workers}; allowed: 1 or more")
 
@@ -58,7 +59,7 @@ def race(
 
     try:
         result = api.race(env, algos=algos, seeds=seeds, budget=budget, cpu_hours=cpu_hours, priority=priority,
-                          store=store, rungs=rungs, workers=workers, on_rung=on_rung,
+                          store=store_url, rungs=rungs, workers=workers, on_rung=on_rung,
                           log=lambda s: err.print(s, soft_wrap=True))
     except api.BadInput as e:
         raise _bad_input(e.lines) from None

@@ -14,8 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bench import api
-from bench.cli.base import (StoreOpt, _bad_input, _check_url, _choice, _keep_secret, _results_store, describe_url, err,
-                           out)
+from bench.cli.base import StoreOpt, _bad_input, _choice, _results_store, _store_url, err, out
 
 def report(
     suites: Optional[list[str]] = typer.Argument(None, help="Suite names in the store, or suite YAML files (default: every suite in the store)."),
@@ -26,14 +25,14 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (index.html, figures embedded) from the store alone."""
     # A store whose runs all failed still gets a report: it lists the failures and their errors.
-    _check_url(store)
+    store_url = _store_url(store)
     try:
         if err.is_terminal:  # a live line of the step under way; logs and CI get only the lines that stay
             with err.status("report: reading the store") as live:
-                path = api.report(suites, store, out_dir, screenshot=screenshot, log=lambda s: err.print(s),
+                path = api.report(suites, store_url, out_dir, screenshot=screenshot, log=lambda s: err.print(s),
                                   stage=lambda s: live.update(f"report: {s}"), workers=workers)
         else:
-            path = api.report(suites, store, out_dir, screenshot=screenshot, log=lambda s: err.print(s),
+            path = api.report(suites, store_url, out_dir, screenshot=screenshot, log=lambda s: err.print(s),
                               workers=workers)
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
@@ -60,9 +59,9 @@ def export(
 ) -> None:
     """Export runs, episodes, evaluations or diagnostics as CSV, Parquet or JSON; normalised scores for rliable; or
     pack a suite."""
-    _keep_secret(store)
+    store_url = _store_url(store)
     try:
-        line = api.export(store, out_path, suite=suite, what=what, format=format, score=score, keep=keep,
+        line = api.export(store_url, out_path, suite=suite, what=what, format=format, score=score, keep=keep,
                           log=lambda s: err.print(s, markup=False))
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
@@ -76,9 +75,9 @@ def import_(
 ) -> None:
     """Load packed results into a store (SQLite or PostgreSQL): to go on with a packed suite
     (`bench run` then skips its done cells), or to put the shipped reference beside your own runs."""
-    _keep_secret(store)
+    store_url = _store_url(store)
     try:
-        line = api.import_packs(packs, store)
+        line = api.import_packs(packs, store_url)
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
     err.print(line, markup=False)
@@ -117,8 +116,8 @@ def recommend(
 
     sources: list[tuple[Any, str, str]] = []  # (url or Reference, its name in the table's title, the line saying so)
     if store is not None or with_reference:
-        url, where = _results_store(store or api.DEFAULT_URL, fallback=False)
-        sources.append((url, describe_url(url), where))
+        source, where = _results_store(_store_url(store), fallback=False)
+        sources.append((source, str(source), where))
     if store is None:
         ref = api.reference(log=lambda s: err.print(s, markup=False))
         if ref is not None:
@@ -127,20 +126,20 @@ def recommend(
             raise _bad_input("--with-reference: no shipped reference here (no packs under results/reference, nor in "
                              "the checkout bench runs from); allowed: a checkout of bench")
         else:  # a wheel installed on its own: the default store, as before the reference shipped
-            url, where = _results_store(api.DEFAULT_URL, fallback=False)
-            sources.append((url, describe_url(url), where))
-    for i, (url, name, where) in enumerate(sources):
+            source, where = _results_store(_store_url(None), fallback=False)
+            sources.append((source, str(source), where))
+    for i, (source, name, where) in enumerate(sources):
         if i:
             print()
         err.print(where, markup=False)
-        _recommend_from(url, name, action=action, obs=obs, reward=reward, priority=priority, fmt=fmt, verbose=verbose)
+        _recommend_from(source, name, action=action, obs=obs, reward=reward, priority=priority, fmt=fmt, verbose=verbose)
 
 
-def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Optional[str], reward: Optional[str],
+def _recommend_from(source: Any, name: str, *, action: Optional[str], obs: Optional[str], reward: Optional[str],
                     priority: Optional[str], fmt: str, verbose: bool) -> None:
-    """One recommendation table, from ``url`` (a store URL or the shipped reference: :func:`bench.api.recommend`),
-    titled with its ``source``'s name."""
-    answer = api.recommend(url, action=action, obs=obs, reward=reward, priority=priority,
+    """One recommendation table, from ``source`` (a store's URL or the shipped reference: :func:`bench.api.recommend`),
+    titled with its ``name``."""
+    answer = api.recommend(source, action=action, obs=obs, reward=reward, priority=priority,
                            log=lambda s: err.print(s, markup=False))
     for line in answer.left_out:  # left out by the read: say so, once each
         err.print(line, markup=False)
@@ -161,13 +160,13 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
     cols = _recommend_columns(verbose)
     cells = [[_recommend_cell(r, c) for c in cols] for r in shown]
     if fmt == "markdown":
-        print(f"bench recommend — {source}\n")
+        print(f"bench recommend — {name}\n")
         print("| " + " | ".join(cols) + " |")
         print("|" + "|".join("---" for _ in cols) + "|")
         for line in cells:
             print("| " + " | ".join(x.replace("|", "\\|").replace("\n", "<br>") for x in line) + " |")
     elif verbose:  # one block per row: details do not fit a table in 100 columns
-        print(f"bench recommend — {source}")
+        print(f"bench recommend — {name}")
         for r in shown:
             print(f"{_recommend_cell(r, 'problem')}, priority {r['priority']}")
             for c in ("can still be best", "ruled out, p", "default (regret)", "regret", "not on every env", "track",
@@ -176,7 +175,7 @@ def _recommend_from(url: Any, source: str, *, action: Optional[str], obs: Option
                 print(textwrap.fill(_recommend_cell(r, c), width=100, initial_indent=f"  {c + ':':<19}",
                                     subsequent_indent=" " * 21))
     else:
-        t = Table(title=f"bench recommend — {source}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+        t = Table(title=f"bench recommend — {name}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   expand=True)
         # The answer's three parts get the most room: they are the point.
         ratio = {"problem": 2, "can still be best": 4, "ruled out": 3, "default (regret)": 3, "envs": 2, "track": 2}
@@ -243,9 +242,9 @@ def parity(
 ) -> None:
     """Are two labels the same algorithm? Per env: equivalent, different or inconclusive, with the evidence."""
     fmt = _choice("--format", fmt, ("table", "json"))
-    _keep_secret(store)
+    store_url = _store_url(store)
     try:
-        res = api.parity(label_a, label_b, envs=env or None, margin=margin, store=store,
+        res = api.parity(label_a, label_b, envs=env or None, margin=margin, store=store_url,
                          log=lambda s: err.print(s, markup=False))
     except api.BadInput as e:
         raise _bad_input(e.lines) from None

@@ -9,15 +9,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
-import sqlalchemy as sa
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from bench import api
 from bench.distribution import NAME as DIST
-from bench.cli.base import (SetOpt, StoreOpt, _bad_input, _check_url, _fmt, _keep_secret, _styled, describe_url,
-                           err, out)
+from bench.cli.base import SetOpt, StoreOpt, _bad_input, _fmt, _store_url, _styled, err, out
 
 #: How often ``bench run`` writes a progress line when stderr is not a terminal (a log file, CI).
 PROGRESS_LINE_EVERY_S = 300.0
@@ -94,112 +92,125 @@ def run(
     Without a suite file, --env and --algo make one (a one-line run): it is written beside the store
     (``results/bench.db`` → ``results/bench.suites/``; --dry-run prints it instead) and run like any suite.
     """
-    _keep_secret(store)
+    store_url = _store_url(store)
     try:
-        made = _oneline(suite, env, algo, impl, seeds, timesteps, store, overrides or ())
-        plan = api.plan_run(made.path if made else suite, store, only=only, overrides=overrides or (),
+        made = _oneline(suite, env, algo, impl, seeds, timesteps, store_url, overrides or ())
+        plan = api.plan_run(made.path if made else suite, store_url, only=only, overrides=overrides or (),
                             workers=workers, executor=executor.value, address=address, replace=replace,
                             text=made.text if made else None)
         if made and not dry_run:
             api.write_oneline_suite(made, check=True)
+        plan = plan.with_outputs(api.run_outputs(store_url, tensorboard, wandb, artifacts, verbose=verbose))
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
-    url = _check_url(plan.url)
-    try:
-        plan = plan.with_outputs(api.run_outputs(url, tensorboard, wandb, artifacts, verbose=verbose))
-    except api.BadInput as e:
-        raise _bad_input(e.lines) from None
-    if address is not None:
-        if (host := sa.engine.make_url(url).host) in ("localhost", "127.0.0.1", "::1"):
-            err.print(_styled("yellow", "warning", f": the store's host {host} is this machine's loopback; Ray workers "
-                              "on other hosts will not reach it (give the address other hosts see)"))
+    _warn_loopback(store_url, address)
     if dry_run:
-        if made:
-            print(made.text + f"# (dry run: not written; without --dry-run it goes to {made.path})")
-        _dry_run(plan, remeasure is not None)
-        return
-
-    n_workers = plan.workers
-    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("cells"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        console=err, transient=False)
-    # The bar counts finished cells plus the fractions of those in flight (their heartbeats report
-    # their steps); a log, which has no bar, gets a line every PROGRESS_LINE_EVERY_S instead.
-    shown: dict[str, Any] = {"finished": set(), "partial": {}, "line_at": time.perf_counter(), "task": None,
-                             "names": {}, "t0": time.perf_counter()}
-    lock = threading.Lock()
-
-    def on_start(r, todo) -> None:
-        if made:  # the suite is registered: its file is written now, never for a run refused before
-            err.print(f"{made.path}: the suite of these flags (`bench run {made.path}` runs it again)", soft_wrap=True)
-            api.write_oneline_suite(made)
-        err.print(_styled(
-            "bold", r.suite,
-            f": {r.cells} cells — {r.done_before} done already"
-            + (f" ({r.remeasured} of them contended, to measure again)" if remeasure else "")
-            + f", {r.busy} running elsewhere, {len(todo)} to run on "
-            + (f"{min(n_workers, max(len(todo), 1))} worker(s) " if executor is Executor.local
-               else f"the Ray cluster at {address} " if address else f"a local Ray instance with {n_workers} CPUs ")
-            + f"→ {describe_url(url)}"
-        ))
-        if todo:
-            shown["names"] = {c.key: f"{c.env_id} {c.label} seed {c.seed}" for c in todo}
-            shown["total"] = len(todo)
-            progress.start()
-            shown["task"] = progress.add_task(r.suite, total=len(todo))
-            shown["t0"] = shown["line_at"] = time.perf_counter()
-
-    def on_poll(partial: dict[str, float]) -> None:
-        with lock:  # a poll read before a cell finished must not count it again
-            shown["partial"] = {k: f for k, f in partial.items() if k not in shown["finished"]}
-            progress.update(shown["task"], completed=len(shown["finished"]) + sum(shown["partial"].values()))
-            now = time.perf_counter()
-            if (not err.is_terminal and now - shown["line_at"] >= PROGRESS_LINE_EVERY_S
-                    and len(shown["finished"]) < shown["total"]):
-                shown["line_at"] = now
-                running = sorted((shown["names"][k], f) for k, f in shown["partial"].items())
-                # One log line each, however many cells run: a wrapped line breaks grep and tail.
-                progress.console.print(api.progress_line(plan.name, shown["total"], len(shown["finished"]),
-                                                     running, now - shown["t0"]), soft_wrap=True)
-
-    def on_done(cell, outcome) -> None:
-        with lock:
-            shown["finished"].add(cell.key)
-            shown["partial"].pop(cell.key, None)
-            progress.update(shown["task"], completed=len(shown["finished"]) + sum(shown["partial"].values()))
-        s = outcome.summary
-        if outcome.status == "done":
-            stt = s.get("steps_to_threshold")
-            solved = f"solved at {stt:,} steps" if stt is not None else "not solved"
-            progress.console.print(_styled(
-                "green", "done", f"   {cell.env_id} {cell.label} seed {cell.seed}: final return "
-                f"{_fmt(s.get('final_return'))}, {solved}, {outcome.wall_s:.1f}s"
-                + (f"; {outcome.note}" if outcome.note else "")
-            ))
-        elif outcome.status == "failed":
-            progress.console.print(_styled("red", "failed", f" {cell.env_id} {cell.label} seed {cell.seed}: {outcome.error}"))
-        else:
-            progress.console.print(_styled("yellow", "skipped", f" {cell.env_id} {cell.label} seed {cell.seed}: "
-                                           f"{outcome.error or 'taken by another runner'}"))
-
+        return _dry_run(plan, remeasure is not None, made)
+    live = _LiveRun(plan, made, executor, address, remeasure is not None)
     try:
         result = api.run_suite(plan, replace=replace, remeasure=remeasure is Remeasure.contended, yes=yes,
-                               on_start=on_start, on_done=on_done, on_poll=on_poll, log=lambda s: err.print(s))
+                               on_start=live.on_start, on_done=live.on_done, on_poll=live.on_poll,
+                               log=lambda s: err.print(s))
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
     finally:
-        progress.stop()
+        live.progress.stop()
     if result.interrupted is not None:
-        n_done = sum(o.status == "done" for _, o in result.results)
-        err.print(_styled(
-            "yellow", "Interrupted.", f" {n_done} cells finished and are kept; in-flight runs are marked "
-            "interrupted and will re-run with the next `bench run`."
-        ))
-        raise typer.Exit(128 + result.interrupted)
+        raise _interrupted(result)
     failed = _closing(result.suite, result.results, result.done_before, result.busy, result.seconds)
     _outputs(plan)
     if failed:
         raise typer.Exit(1)
+
+
+def _warn_loopback(store_url: api.StoreURL, address: Optional[str]) -> None:
+    """A warning where Ray workers on other hosts (``--address``) are given a store on this machine's loopback."""
+    if address is not None and (host := store_url.host) in ("localhost", "127.0.0.1", "::1"):
+        err.print(_styled("yellow", "warning", f": the store's host {host} is this machine's loopback; Ray workers "
+                          "on other hosts will not reach it (give the address other hosts see)"))
+
+
+def _interrupted(result) -> typer.Exit:
+    """The line of a run that Ctrl-C or SIGTERM stopped, and its exit status (128 + the signal, as a shell's)."""
+    n_done = sum(o.status == "done" for _, o in result.results)
+    err.print(_styled(
+        "yellow", "Interrupted.", f" {n_done} cells finished and are kept; in-flight runs are marked "
+        "interrupted and will re-run with the next `bench run`."
+    ))
+    return typer.Exit(128 + result.interrupted)
+
+
+class _LiveRun:
+    """What ``bench run`` shows while its cells run: the opening line, a progress bar (on a terminal) or a
+    progress line every :data:`PROGRESS_LINE_EVERY_S` (a log), and a line as each cell ends; its methods are
+    :func:`bench.api.run_suite`'s callbacks."""
+
+    def __init__(self, plan, made, executor: Executor, address: Optional[str], remeasure: bool):
+        self.plan, self.made, self.executor, self.address, self.remeasure = plan, made, executor, address, remeasure
+        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("cells"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                 console=err, transient=False)
+        # The bar counts finished cells plus the fractions of those in flight (their heartbeats report
+        # their steps); a log, which has no bar, gets a line every PROGRESS_LINE_EVERY_S instead.
+        self.finished: set[str] = set()
+        self.partial: dict[str, float] = {}
+        self.names: dict[str, str] = {}
+        self.total = 0
+        self.task: Any = None
+        self.t0 = self.line_at = time.perf_counter()
+        self.lock = threading.Lock()
+
+    def on_start(self, r, todo) -> None:
+        if self.made:  # the suite is registered: its file is written now, never for a run refused before
+            err.print(f"{self.made.path}: the suite of these flags (`bench run {self.made.path}` runs it again)",
+                      soft_wrap=True)
+            api.write_oneline_suite(self.made)
+        n_workers = self.plan.workers
+        err.print(_styled(
+            "bold", r.suite,
+            f": {r.cells} cells — {r.done_before} done already"
+            + (f" ({r.remeasured} of them contended, to measure again)" if self.remeasure else "")
+            + f", {r.busy} running elsewhere, {len(todo)} to run on "
+            + (f"{min(n_workers, max(len(todo), 1))} worker(s) " if self.executor is Executor.local
+               else f"the Ray cluster at {self.address} " if self.address
+               else f"a local Ray instance with {n_workers} CPUs ")
+            + f"→ {self.plan.store_url.shown}"
+        ))
+        if todo:
+            self.names = {c.key: f"{c.env_id} {c.label} seed {c.seed}" for c in todo}
+            self.total = len(todo)
+            self.progress.start()
+            self.task = self.progress.add_task(r.suite, total=len(todo))
+            self.t0 = self.line_at = time.perf_counter()
+
+    def on_poll(self, partial: dict[str, float]) -> None:
+        with self.lock:  # a poll read before a cell finished must not count it again
+            self.partial = {k: f for k, f in partial.items() if k not in self.finished}
+            self.progress.update(self.task, completed=len(self.finished) + sum(self.partial.values()))
+            now = time.perf_counter()
+            if (not err.is_terminal and now - self.line_at >= PROGRESS_LINE_EVERY_S
+                    and len(self.finished) < self.total):
+                self.line_at = now
+                running = sorted((self.names[k], f) for k, f in self.partial.items())
+                # One log line each, however many cells run: a wrapped line breaks grep and tail.
+                self.progress.console.print(api.progress_line(self.plan.name, self.total, len(self.finished),
+                                                              running, now - self.t0), soft_wrap=True)
+
+    def on_done(self, cell, outcome) -> None:
+        with self.lock:
+            self.finished.add(cell.key)
+            self.partial.pop(cell.key, None)
+            self.progress.update(self.task, completed=len(self.finished) + sum(self.partial.values()))
+        s, which, say = outcome.summary, f"{cell.env_id} {cell.label} seed {cell.seed}", self.progress.console.print
+        if outcome.status == "done":
+            stt = s.get("steps_to_threshold")
+            solved = f"solved at {stt:,} steps" if stt is not None else "not solved"
+            say(_styled("green", "done", f"   {which}: final return {_fmt(s.get('final_return'))}, {solved}, "
+                        f"{outcome.wall_s:.1f}s" + (f"; {outcome.note}" if outcome.note else "")))
+        elif outcome.status == "failed":
+            say(_styled("red", "failed", f" {which}: {outcome.error}"))
+        else:
+            say(_styled("yellow", "skipped", f" {which}: {outcome.error or 'taken by another runner'}"))
 
 
 def _outputs(plan) -> None:
@@ -210,7 +221,7 @@ def _outputs(plan) -> None:
         out.print(f"{what + ':':<12} {where}{hint}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _oneline(suite, env, algo, impl, seeds, timesteps, store, overrides):
+def _oneline(suite, env, algo, impl, seeds, timesteps, store_url: api.StoreURL, overrides):
     """A one-line run's suite (:func:`bench.api.oneline_suite`), or None with a suite file."""
     given = [f for f, v in (("--env", env), ("--algo", algo), ("--impl", impl), ("--seeds", seeds),
                             ("--timesteps", timesteps)) if v is not None]
@@ -222,14 +233,17 @@ def _oneline(suite, env, algo, impl, seeds, timesteps, store, overrides):
     if env is None or algo is None:
         raise api.BadInput(f"{'--env' if env is None else '--algo'}: missing; allowed: a suite file (bench run "
                            "SUITE.yaml), or a one-line run with --env ID and --algo NAME (`bench envs` lists ids)")
-    return api.oneline_suite(env, algo, impl=impl, seeds=seeds, timesteps=timesteps, store=store, overrides=overrides)
+    return api.oneline_suite(env, algo, impl=impl, seeds=seeds, timesteps=timesteps, store=store_url,
+                             overrides=overrides)
 
 
-def _dry_run(plan, remeasure: bool) -> None:
-    """``bench run --dry-run``: the cells that would run (a table, or plain lines above
-    :data:`DRY_RUN_TABLE_MAX`), their hyperparameters' sources and the estimated cost."""
+def _dry_run(plan, remeasure: bool, made=None) -> None:
+    """``bench run --dry-run``: a one-line run's suite file (``made``), not written; the cells that would run (a
+    table, or plain lines above :data:`DRY_RUN_TABLE_MAX`), their hyperparameters' sources and the estimated cost."""
+    if made:
+        print(made.text + f"# (dry run: not written; without --dry-run it goes to {made.path})")
     cells = plan.cells
-    contended = api.contended_keys(plan.url, cells) if remeasure else set()
+    contended = api.contended_keys(plan.store_url, cells) if remeasure else set()
     title = f"{plan.name}: {len(cells)} cells (dry run, nothing written)"
     if len(cells) > DRY_RUN_TABLE_MAX:
         _plain_dry_run(title, cells, contended if remeasure else None)
@@ -296,9 +310,9 @@ def status(suite: Path = typer.Argument(..., help="Suite YAML file."), store: st
     re-runs it. ``stalled``: running and beating, but its env steps have not grown
     for 10 minutes, or longer on a slow env (a hung plugin or env).
     """
-    _keep_secret(store)
+    store_url = _store_url(store)
     try:
-        st = api.status(suite, store, overrides=overrides or ())
+        st = api.status(suite, store_url, overrides=overrides or ())
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
     if not cells and len(st.cells) > STATUS_CELLS_MAX:

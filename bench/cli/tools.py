@@ -14,8 +14,7 @@ from rich.table import Table
 
 from bench import api
 from bench.distribution import NAME as DIST
-from bench.cli.base import (StoreOpt, _bad_input, _check_url, _choice, _fmt, _keep_secret, _styled, _writable,
-                           describe_url, err, out)
+from bench.cli.base import StoreOpt, _bad_input, _choice, _fmt, _store_url, _styled, _writable, err, out
 
 def envs() -> None:
     """List every env bench knows (its registry and its own sequence tasks): traits and default thresholds."""
@@ -79,7 +78,7 @@ def tune(
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Stop starting trials after this many seconds."),
     seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="Seeds per trial (default 3)."),
     objective: Optional[Objective] = typer.Option(None, "--objective", help="auc | steps_to_threshold | final_return."),
-    storage: str = typer.Option(api.DEFAULT_URL, "--storage", "--store", help="Store URL; studies live beside the results."),
+    store: str = typer.Option(api.DEFAULT_URL, "--storage", "--store", help="Store URL; studies live beside the results."),
     study: Optional[str] = typer.Option(None, "--study", help="Study name (default <algo>-<impl>-<env>)."),
     workers: int = typer.Option(1, "--workers", min=1, help="Tuning processes on the shared storage (PostgreSQL only)."),
     executor: str = typer.Option("local", "--executor", help="local (processes) | ray (workers as Ray tasks; PostgreSQL only)."),
@@ -91,57 +90,14 @@ def tune(
                                        "algo=a2c,impl=bench (keys env, algo, impl, label)."),
 ) -> None:
     """Tune hyperparameters with Optuna: multi-seed trials, pruning, resumable studies in the store."""
-    _keep_secret(storage)
+    store_url = _store_url(store, "--storage")
     try:
         plan = api.plan_tune(suite, algo=algo, impl=impl, env=env, timesteps=timesteps, trials=trials, seeds=seeds,
-                             objective=objective.value if objective else None, store=storage, study=study,
+                             objective=objective.value if objective else None, store=store_url, study=study,
                              workers=workers, executor=executor, address=address, export=export_path, only=only)
     except api.BadInput as e:
         raise _bad_input(e.lines) from None
-    url = _check_url(plan.url, "--storage")
-    n_trials = plan.trials
-    failed = 0
-    for t in plan.targets:
-        err.print(_styled("bold", t.study, f": {t.label} on {t.env_id}, {len(t.seeds)} seeds × {t.timesteps:,} steps "
-                          f"per trial, {t.objective} ({t.direction}), {len(t.space)} dimensions → {describe_url(url)}"))
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("trials"),
-                      TimeElapsedColumn(), console=err) as progress:
-            task = progress.add_task(t.study, total=n_trials)
-
-            def on_trial(ft, progress=progress, task=task, t=t) -> None:
-                state = ft.state.name.lower()
-                if state in ("complete", "pruned"):
-                    # Cooperating workers may each finish one trial past the target.
-                    done = progress.tasks[task].completed + 1
-                    progress.update(task, completed=done, total=max(done, n_trials))
-                val = f"{ft.value:.4g}" if ft.value is not None else "—"
-                why = ft.user_attrs.get("error") or ""
-                progress.console.print(f"trial {ft.number}: {state} {t.objective} {val} {why}".rstrip(), markup=False)
-
-            try:
-                [outcome] = api.tune(plan, t, timeout=timeout, heartbeat_s=heartbeat, grace_s=grace, on_trial=on_trial,
-                                     on_start=lambda n, progress=progress, task=task: progress.update(
-                                         task, completed=n, total=max(n, n_trials)))
-            except api.BadInput as e:
-                progress.stop()
-                raise _bad_input(e.lines) from None
-            except KeyboardInterrupt:
-                progress.stop()
-                err.print(_styled("yellow", "Interrupted.", " Finished trials are kept in the study; run again to continue."))
-                raise typer.Exit(130) from None
-        for ft in outcome.new:
-            if ft.state.name == "FAIL" and "error" not in ft.user_attrs:
-                print(f"trial {ft.number}: failed: its worker stopped sending heartbeats (killed?); "
-                      "re-queued with the same parameters", file=sys.stderr)
-        # Trials failed by the heartbeat check were another worker's; count only what raised here.
-        failed += sum(ft.state.name == "FAIL" and "error" in ft.user_attrs for ft in outcome.new)
-        if outcome.dead_workers:
-            print(f"{t.study}: {outcome.dead_workers} worker process(es) exited with an error", file=sys.stderr)
-            failed += outcome.dead_workers
-        counts = ", ".join(f"{v} {k}" for k, v in sorted(outcome.counts.items()))
-        best = (f"best trial {outcome.best_trial}: {t.objective} {outcome.best_value:.4g} {json.dumps(outcome.best_hyperparams)}"
-                if outcome.best_trial is not None else "no completed trial yet")
-        out.print(f"{t.study}: {counts}; {best}", markup=False)
+    failed = sum(_tune_one(plan, t, timeout=timeout, heartbeat=heartbeat, grace=grace) for t in plan.targets)
     if export_path is not None:
         try:
             api.export_best(plan, export_path)
@@ -150,6 +106,53 @@ def tune(
         err.print(f"wrote the best configuration to {export_path} (`bench run {export_path}` runs it on fresh seeds)")
     if failed:
         raise typer.Exit(1)
+
+
+def _tune_one(plan, t, *, timeout: Optional[float], heartbeat: int, grace: int) -> int:
+    """``bench tune``'s study ``t`` of ``plan``: its head line, a progress bar and a line per trial, then its
+    summary. Returns the failures that count against the exit status: trials that raised here, and worker
+    processes that exited with an error."""
+    n_trials = plan.trials
+    err.print(_styled("bold", t.study, f": {t.label} on {t.env_id}, {len(t.seeds)} seeds × {t.timesteps:,} steps "
+                      f"per trial, {t.objective} ({t.direction}), {len(t.space)} dimensions → {plan.store_url.shown}"))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("trials"),
+                  TimeElapsedColumn(), console=err) as progress:
+        task = progress.add_task(t.study, total=n_trials)
+
+        def on_trial(ft) -> None:
+            state = ft.state.name.lower()
+            if state in ("complete", "pruned"):
+                # Cooperating workers may each finish one trial past the target.
+                done = progress.tasks[task].completed + 1
+                progress.update(task, completed=done, total=max(done, n_trials))
+            val = f"{ft.value:.4g}" if ft.value is not None else "—"
+            why = ft.user_attrs.get("error") or ""
+            progress.console.print(f"trial {ft.number}: {state} {t.objective} {val} {why}".rstrip(), markup=False)
+
+        try:
+            [outcome] = api.tune(plan, t, timeout=timeout, heartbeat_s=heartbeat, grace_s=grace, on_trial=on_trial,
+                                 on_start=lambda n: progress.update(task, completed=n, total=max(n, n_trials)))
+        except api.BadInput as e:
+            progress.stop()
+            raise _bad_input(e.lines) from None
+        except KeyboardInterrupt:
+            progress.stop()
+            err.print(_styled("yellow", "Interrupted.", " Finished trials are kept in the study; run again to continue."))
+            raise typer.Exit(130) from None
+    for ft in outcome.new:
+        if ft.state.name == "FAIL" and "error" not in ft.user_attrs:
+            print(f"trial {ft.number}: failed: its worker stopped sending heartbeats (killed?); "
+                  "re-queued with the same parameters", file=sys.stderr)
+    # Trials failed by the heartbeat check were another worker's; count only what raised here.
+    failed = sum(ft.state.name == "FAIL" and "error" in ft.user_attrs for ft in outcome.new)
+    if outcome.dead_workers:
+        print(f"{t.study}: {outcome.dead_workers} worker process(es) exited with an error", file=sys.stderr)
+        failed += outcome.dead_workers
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(outcome.counts.items()))
+    best = (f"best trial {outcome.best_trial}: {t.objective} {outcome.best_value:.4g} {json.dumps(outcome.best_hyperparams)}"
+            if outcome.best_trial is not None else "no completed trial yet")
+    out.print(f"{t.study}: {counts}; {best}", markup=False)
+    return failed
 
 
 def eval_(
@@ -173,9 +176,9 @@ def eval_(
         raise _bad_input(why)
     if video is not None:
         _writable("--video", video, folder=False)
+    store_url = _store_url(store)
     try:
-        pi = api.load_policy(run_, _check_url(store), kind=kind, artifacts=artifacts,  # type: ignore[arg-type]
-                             trust=trust)
+        pi = api.load_policy(run_, store_url, kind=kind, artifacts=artifacts, trust=trust)
         ev = api.evaluate(pi, episodes, seed=seed, video=video)
     except api.PolicyError as e:
         raise _bad_input(str(e)) from None

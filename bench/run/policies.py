@@ -28,7 +28,7 @@ import numpy as np
 from bench.algos.saved_files import RESAVE, Refused
 from bench.distribution import install_hint
 from bench.run.saving import policies_dir
-from bench.storage.urls import DEFAULT_URL
+from bench.storage.urls import DEFAULT_URL, StoreURL
 
 #: Which saved policy to load: the one at the best evaluation when the run kept it, else the final one.
 Kind = Literal["auto", "best", "final"]
@@ -123,7 +123,7 @@ def find_run(store: Any, run: str, where: str = "the store") -> dict[str, Any]:
 # --------------------------------------------------------------------------- #
 # Loading
 # --------------------------------------------------------------------------- #
-def load_policy(run: str, store: str = DEFAULT_URL, *, kind: Kind = "auto", artifacts: str | None = None,
+def load_policy(run: str, store: StoreURL | str = DEFAULT_URL, *, kind: Kind = "auto", artifacts: str | None = None,
                 deterministic: bool = True, trust: bool = False) -> LoadedPolicy:
     """Load a run's saved policy from ``store`` (a store URL).
 
@@ -144,21 +144,20 @@ def load_policy(run: str, store: str = DEFAULT_URL, *, kind: Kind = "auto", arti
     from bench.envs.registry import parse_env_key
     from bench.storage.schema import StoreMissing
     from bench.storage.store import Store
-    from bench.storage.urls import check_url, describe_url
 
-    url = check_url(store)
+    store_url = StoreURL.parse(store)  # text checked here, once (a StoreURL as it is)
     try:
-        db = Store(url, readonly=True)
+        db = Store(store_url, readonly=True)
     except StoreMissing:
-        raise PolicyError(f"--store: {describe_url(url)} does not exist; allowed: a store that bench run wrote") from None
-    row = find_run(db, run, describe_url(url))
+        raise PolicyError(f"--store: {store_url.shown} does not exist; allowed: a store that bench run wrote") from None
+    row = find_run(db, run, store_url.shown)
     info = row["meta"]["policies"]
     kept = info.get("kept", {})
     chosen = ("best" if "best" in kept else "final") if kind == "auto" else kind
     if chosen not in kept:
         raise PolicyError(f"--kind: run {row['key']} kept {', '.join(sorted(kept)) or 'no policy'}, not {chosen}; "
                           f"allowed: {', '.join(sorted(kept))} or auto")
-    folder = _folder(row["key"], info.get("dir"), url, artifacts, f"{chosen}.json")
+    folder = _folder(row["key"], info.get("dir"), store_url, artifacts, f"{chosen}.json")
     manifest, params = _manifest(folder / f"{chosen}.json")
     names: dict[str, str] = manifest["files"]
     if manifest["format"] == SB3_ZIP and not trust:
@@ -244,12 +243,12 @@ def _manifest(path: Path) -> tuple[dict[str, Any], Any]:
     return m, params
 
 
-def _folder(key: str, recorded: str | None, url: str, artifacts: str | None, probe: str) -> Path:
+def _folder(key: str, recorded: str | None, store_url: StoreURL, artifacts: str | None, probe: str) -> Path:
     """The run's policies folder: under ``artifacts`` when given, else where the run wrote it, else under the
     store's default folder (a results folder moved as a whole)."""
     tried = []
     for base in ([Path(artifacts) / key] if artifacts else [Path(recorded)] if recorded else []) + \
-            [policies_dir(url) / key]:
+            [policies_dir(store_url) / key]:
         if (base / probe).is_file():
             return base
         tried.append(str(base))

@@ -17,11 +17,14 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from bench.run.limits import WATCH_EVERY_S, Backstop, has_limits, is_limit_stop, kill_tree
 from bench.run.runner import THREAD_ENV, Outcome, run_cell
 from bench.suites.suite import Cell
+
+if TYPE_CHECKING:  # annotations only: the run layer opens the store through runner._store
+    from bench.storage.urls import StoreURL
 
 _PR_SET_PDEATHSIG = 1
 
@@ -74,7 +77,7 @@ WORKER_DIED = "worker process died (killed, out of memory or crashed)"
 KILL_AFTER_S = 5.0
 
 
-def _worker_main(conn: Any, store_url: str, remeasure: frozenset[str] = frozenset()) -> None:
+def _worker_main(conn: Any, store_url: StoreURL, remeasure: frozenset[str] = frozenset()) -> None:
     """A pool worker: say who it is, then run the cells it is sent, one at a time, until told to stop."""
     init_worker()
     from bench.storage.owners import this_owner
@@ -128,7 +131,7 @@ def stop_processes(procs: list[Any], grace: float = KILL_AFTER_S) -> None:
 
 
 def run_local(
-    store_url: str,
+    store_url: StoreURL,
     cells: list[Cell],
     owner: str,
     workers: int,
@@ -144,34 +147,80 @@ def run_local(
     Ctrl-C terminates the workers, marks their runs ``interrupted`` and raises
     :class:`Interrupted`.
     """
-    from bench.storage.store import Store
-
     os.environ.update(THREAD_ENV)
-    ctx = mp.get_context("spawn")  # fork after torch/BLAS threads exist is unsafe
-    queue = list(cells)
-    queue.reverse()  # pop() from the end takes cells in the given order
-    pool: list[_Worker] = []
-    outcomes: list[Outcome] = []
+    pool = _Pool(store_url, cells, on_done, remeasure)
 
-    db: Any = None
+    def on_term(signum: int, frame: Any) -> None:
+        raise _Terminated
 
-    def store() -> Any:  # one store for the parent: it writes only for workers that died
-        nonlocal db
-        if db is None:
-            db = Store(store_url)
-        return db
+    # Signal handlers can only be set from the main thread (an embedding program may call us elsewhere).
+    main = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, on_term) if main else None
+    try:
+        pool.run(workers)
+    except KeyboardInterrupt as e:
+        if main:  # a second SIGTERM during the clean-up must not cut it short
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        pool.interrupt(signal.SIGTERM if isinstance(e, _Terminated) else signal.SIGINT)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old_term)
+        pool.close()
+    return pool.outcomes
 
-    def start() -> None:
-        mine, theirs = ctx.Pipe()
-        proc = ctx.Process(target=_worker_main, args=(theirs, store_url, remeasure), name="bench-worker")  # not daemonic: vector envs may start processes
+
+class _Pool:
+    """The worker processes of one :func:`run_local` call, the cells still to give them, and the outcomes so far."""
+
+    def __init__(self, store_url: StoreURL, cells: list[Cell], on_done: Callable[[Cell, Outcome], None],
+                 remeasure: frozenset[str]):
+        self.store_url, self.on_done, self.remeasure = store_url, on_done, remeasure
+        self.ctx = mp.get_context("spawn")  # fork after torch/BLAS threads exist is unsafe
+        self.queue = list(cells)
+        self.queue.reverse()  # pop() from the end takes cells in the given order
+        self.workers: list[_Worker] = []
+        self.outcomes: list[Outcome] = []
+        self.watching = any(has_limits(c) for c in cells)
+        self._db: Any = None
+
+    def store(self) -> Any:
+        """One store for the parent, opened on first use: it writes only for workers that died."""
+        from bench.storage.store import Store
+
+        if self._db is None:
+            self._db = Store(self.store_url)
+        return self._db
+
+    def run(self, workers: int) -> None:
+        """Start the workers, then hand out cells and bury dead workers until every cell has an outcome."""
+        for _ in range(max(1, min(workers, len(self.queue)))):
+            self.start()
+        while any(w.cell is not None for w in self.workers):
+            by_handle: dict[Any, _Worker] = {}
+            for w in self.workers:
+                by_handle[w.conn] = w
+                by_handle[w.proc.sentinel] = w
+            ready = mp.connection.wait(list(by_handle), timeout=WATCH_EVERY_S if self.watching else None)
+            if self.watching:
+                self.watch()
+            for w in {id(by_handle[h]): by_handle[h] for h in ready}.values():
+                alive = self.read(w)
+                if not alive or not w.proc.is_alive():
+                    self.read(w)  # a last outcome sent just before it exited
+                    self.buried(w)
+
+    def start(self) -> None:
+        mine, theirs = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker_main, args=(theirs, self.store_url, self.remeasure),
+                                name="bench-worker")  # not daemonic: vector envs may start processes
         proc.start()
         theirs.close()
         w = _Worker(proc, mine)
-        pool.append(w)
-        give(w)
+        self.workers.append(w)
+        self.give(w)
 
-    def give(w: _Worker) -> None:
-        w.cell = queue.pop() if queue else None
+    def give(self, w: _Worker) -> None:
+        w.cell = self.queue.pop() if self.queue else None
         w.started_at = None
         w.backstop = Backstop()
         try:
@@ -179,13 +228,13 @@ def run_local(
         except (OSError, ValueError):
             pass  # it died meanwhile: found out below through its sentinel
 
-    def finished(w: _Worker, out: Outcome) -> None:
+    def finished(self, w: _Worker, out: Outcome) -> None:
         cell, w.cell = w.cell, None
-        outcomes.append(out)
+        self.outcomes.append(out)
         if cell is not None:
-            on_done(cell, out)
+            self.on_done(cell, out)
 
-    def read(w: _Worker) -> bool:
+    def read(self, w: _Worker) -> bool:
         """Take the worker's messages; False once its pipe is closed."""
         try:
             while w.conn.poll():
@@ -196,16 +245,16 @@ def run_local(
                     if w.cell is not None and w.cell.key == value:
                         w.started_at = time.monotonic()
                 else:
-                    finished(w, value)
+                    self.finished(w, value)
                     if is_limit_stop(value.error):
-                        retire(w)
+                        self.retire(w)
                     elif w.proc.is_alive():
-                        give(w)
+                        self.give(w)
             return True
         except (EOFError, OSError):
             return False
 
-    def retire(w: _Worker) -> None:
+    def retire(self, w: _Worker) -> None:
         """Let a worker whose run a limit stopped exit, and start another in its place: a run that hogged or
         hung may have left threads, memory or processes behind, which must not count against the next run."""
         w.retiring = True
@@ -213,38 +262,36 @@ def run_local(
             w.conn.send(None)
         except (OSError, ValueError):
             pass
-        if queue:
-            start()
+        if self.queue:
+            self.start()
 
-    def recorded(w: _Worker) -> str | None:
+    def recorded(self, w: _Worker) -> str | None:
         """The limit its own watch recorded for the run of a worker that died: it gives training up by writing
         what the run recorded, then kills its process (bench.run.limits.LimitWatch)."""
         assert w.cell is not None
-        row = store().rows([w.cell.key]).get(w.cell.key)
+        row = self.store().rows([w.cell.key]).get(w.cell.key)
         if row is not None and w.owner is not None and row.owner == w.owner and row.status == "failed":
             return row.error if is_limit_stop(row.error) else None
         return None
 
-    def buried(w: _Worker) -> None:
+    def buried(self, w: _Worker) -> None:
         # Only the run this worker held: its own owner, not the other workers'.
-        pool.remove(w)
+        self.workers.remove(w)
         w.conn.close()
         w.proc.join(timeout=5)
         if w.cell is not None:
-            why = w.stopped or (recorded(w) if w.started_at is not None else None) or WORKER_DIED
+            why = w.stopped or (self.recorded(w) if w.started_at is not None else None) or WORKER_DIED
             if w.owner is not None:
-                store().release(w.owner, "failed", why)
-            finished(w, Outcome(w.cell.key, "failed", why))
-        if queue and not w.retiring:
-            start()
+                self.store().release(w.owner, "failed", why)
+            self.finished(w, Outcome(w.cell.key, "failed", why))
+        if self.queue and not w.retiring:
+            self.start()
 
-    watching = any(has_limits(c) for c in cells)
-
-    def watch() -> None:
+    def watch(self) -> None:
         """Kill (SIGKILL, with its child processes) each worker whose run has stayed past one of its limits for
         BACKSTOP_S: its own LimitWatch stops it well before that, unless that watch cannot run at all."""
         now = time.monotonic()
-        for w in pool:
+        for w in self.workers:
             if w.cell is None or w.started_at is None or w.stopped is not None or not w.proc.is_alive():
                 continue
             why = w.backstop.check(w.cell, now - w.started_at, w.proc.pid)
@@ -252,49 +299,24 @@ def run_local(
                 w.stopped = why
                 kill_tree(w.proc.pid)
 
-    def on_term(signum: int, frame: Any) -> None:
-        raise _Terminated
-
-    # Signal handlers can only be set from the main thread (an embedding program may call us elsewhere).
-    main = threading.current_thread() is threading.main_thread()
-    old_term = signal.signal(signal.SIGTERM, on_term) if main else None
-    try:
-        for _ in range(max(1, min(workers, len(queue)))):
-            start()
-        while any(w.cell is not None for w in pool):
-            by_handle: dict[Any, _Worker] = {}
-            for w in pool:
-                by_handle[w.conn] = w
-                by_handle[w.proc.sentinel] = w
-            ready = mp.connection.wait(list(by_handle), timeout=WATCH_EVERY_S if watching else None)
-            if watching:
-                watch()
-            for w in {id(by_handle[h]): by_handle[h] for h in ready}.values():
-                alive = read(w)
-                if not alive or not w.proc.is_alive():
-                    read(w)  # a last outcome sent just before it exited
-                    buried(w)
-    except KeyboardInterrupt as e:
-        if main:  # a second SIGTERM during the clean-up must not cut it short
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signum = signal.SIGTERM if isinstance(e, _Terminated) else signal.SIGINT
-        stop_processes([w.proc for w in pool])  # SIGTERM, then SIGKILL after KILL_AFTER_S
+    def interrupt(self, signum: int) -> None:
+        """Ctrl-C or SIGTERM: terminate the workers, mark their runs interrupted, raise :class:`Interrupted`."""
+        stop_processes([w.proc for w in self.workers])  # SIGTERM, then SIGKILL after KILL_AFTER_S
         why = "interrupted by SIGTERM" if signum == signal.SIGTERM else "interrupted by the user (Ctrl-C)"
-        for w in pool:
+        for w in self.workers:
             if w.owner is not None:
-                store().release(w.owner, "interrupted", why)
+                self.store().release(w.owner, "interrupted", why)
         raise Interrupted(signum) from None
-    finally:
-        if main:
-            signal.signal(signal.SIGTERM, old_term)
-        for w in pool:
+
+    def close(self) -> None:
+        """Tell every worker left to stop, reap them (SIGTERM, then SIGKILL), and close the parent's store."""
+        for w in self.workers:
             try:
                 w.conn.send(None)
             except (OSError, ValueError):
                 pass
-        for w in pool:
+        for w in self.workers:
             w.proc.join(timeout=10)
-        stop_processes([w.proc for w in pool])
-        if db is not None:
-            db.dispose()
-    return outcomes
+        stop_processes([w.proc for w in self.workers])
+        if self._db is not None:
+            self._db.dispose()

@@ -48,13 +48,16 @@ import socket
 import time
 import uuid
 from collections import deque
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from bench.distribution import install_hint
 from bench.run.limits import WATCH_EVERY_S, Backstop, has_limits, needs_own_worker
 from bench.run.pool import Interrupted
 from bench.run.runner import Outcome, THREAD_ENV, run_cell
 from bench.suites.suite import Cell
+
+if TYPE_CHECKING:  # annotations only: the run layer opens the store through runner._store
+    from bench.storage.urls import StoreURL
 
 #: Ray's own default for tasks; a worker death is retried this many times.
 MAX_RETRIES = 3
@@ -123,7 +126,7 @@ def _worker_niceness(nice: int) -> Iterator[None]:
             os.environ.pop(key, None)
 
 
-def _task(store_url: str, cell: Cell, tag: str, remeasure: bool = False) -> Outcome:
+def _task(store_url: StoreURL, cell: Cell, tag: str, remeasure: bool = False) -> Outcome:
     """The body of every Ray task: ``run_cell`` as this worker, tagged with the task's ``tag``.
 
     The owner is the worker's own ``host:pid:start`` (so a dead worker is seen as
@@ -142,7 +145,7 @@ _SUMMARY = ("total_steps", "episodes", "wall_s", "cpu_s", "steps_to_threshold", 
             "final_return", "auc")
 
 
-def _recorded(store_url: str, cell: Cell, tag: str) -> Outcome | None:
+def _recorded(store_url: StoreURL, cell: Cell, tag: str) -> Outcome | None:
     """The outcome an earlier attempt of the task tagged ``tag`` recorded for ``cell`` (done or failed), or None
     where it recorded none: the run is not finished, or another runner's."""
     from bench.run.runner import _store
@@ -155,7 +158,7 @@ def _recorded(store_url: str, cell: Cell, tag: str) -> Outcome | None:
 
 
 def run_ray(
-    store_url: str,
+    store_url: StoreURL,
     cells: list[Cell],
     on_done: Callable[[Cell, Outcome], None],
     *,
@@ -235,7 +238,7 @@ def run_ray(
     return outcomes
 
 
-def _backstop(ray: Any, store_url: str, in_flight: dict[Any, tuple[Cell, str]], backstops: dict[Any, Backstop],
+def _backstop(ray: Any, store_url: StoreURL, in_flight: dict[Any, tuple[Cell, str]], backstops: dict[Any, Backstop],
               stopped: dict[Any, str]) -> None:
     """Cancel (``force=True``: its worker is killed) each task whose run has stayed past a limit for
     :data:`~bench.run.limits.BACKSTOP_S`: its own watch could not stop it. The wall time counts from the run's
@@ -262,7 +265,7 @@ def _backstop(ray: Any, store_url: str, in_flight: dict[Any, tuple[Cell, str]], 
             ray.cancel(ref, force=True)
 
 
-def _give_up(store_url: str, tasks: list[tuple[Cell, str]], status: str, error: str) -> list[Outcome]:
+def _give_up(store_url: StoreURL, tasks: list[tuple[Cell, str]], status: str, error: str) -> list[Outcome]:
     """Mark the runs that these (cell, tag) tasks still hold as ``status`` (failed | interrupted). A run that
     its task recorded before it was lost (a limit's give-up: bench.run.limits) keeps that record and outcome."""
     from bench.run.runner import _store

@@ -21,7 +21,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from bench.envs.checks import EnvError
 from bench.run.limits import STOP_GRACE_S, LimitStop, LimitWatch, limit_field
@@ -31,6 +31,9 @@ from bench.run.probe import cpu_probe_ms
 from bench.run.provenance import accelerator_meta, iso_time, run_metadata, stepping_meta
 from bench.run.saving import finish_outputs, policies_dir
 from bench.suites.suite import Cell
+
+if TYPE_CHECKING:  # annotations only
+    from bench.storage.urls import StoreURL
 
 # Every worker uses one torch/BLAS thread: runs are parallel across processes,
 # and wall-clock comparisons are only fair at a fixed thread count.
@@ -184,18 +187,19 @@ def result_of(cell: Cell, recorder: Any, started: float) -> Any:
     )
 
 
-_STORES: dict[str, Any] = {}
+_STORES: dict[StoreURL, Any] = {}
 
 
-def _store(url: str):
+def _store(store_url: StoreURL):
+    """This process's one writer of the store at ``store_url``, opened on first use."""
     from bench.storage.store import Store
 
-    if url not in _STORES:
-        _STORES[url] = Store(url)
-    return _STORES[url]
+    if store_url not in _STORES:
+        _STORES[store_url] = Store(store_url)
+    return _STORES[store_url]
 
 
-def checkpoints_of(cell: Cell, store_url: str | None) -> Any:
+def checkpoints_of(cell: Cell, store_url: StoreURL | None) -> Any:
     """The cell's mid-run checkpoints (:class:`bench.run.checkpoints.Checkpoints`) beside the store's saved
     policies, or ``None`` when its suite takes none (``checkpoint_every``) or there is no store."""
     if not cell.checkpoint_every or store_url is None:
@@ -207,7 +211,7 @@ def checkpoints_of(cell: Cell, store_url: str | None) -> Any:
 
 
 def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None,
-                 store_url: str | None = None,
+                 store_url: StoreURL | None = None,
                  give_up: Callable[[Any, str], None] | None = None,
                  checkpoints: Any = None) -> tuple[Any, str | None, float]:
     """Train one cell and turn what it recorded into a RunResult; returns ``(result, error or None,
@@ -263,7 +267,7 @@ def measure_cell(cell: Cell, beat: Callable[[int, float], None] | None = None,
     return result, error, started
 
 
-def run_cell(store_url: str, cell: Cell, owner: str, remeasure: bool = False,
+def run_cell(store_url: StoreURL, cell: Cell, owner: str, remeasure: bool = False,
              on_start: Callable[[], None] | None = None) -> Outcome:
     """Claim, train and record one cell. The same function for every executor. With ``remeasure``,
     the cell is a done run to measure again instead (:func:`remeasure_cell`). ``on_start()`` is called
@@ -334,7 +338,7 @@ def _why_other_returns(old: dict[str, Any], new: dict[str, Any]) -> str:
     return f" ({'; '.join(why)})" if why else ""
 
 
-def remeasure_cell(store_url: str, cell: Cell) -> Outcome:
+def remeasure_cell(store_url: StoreURL, cell: Cell) -> Outcome:
     """Run a done cell again and, if the new run had its core to itself, put it in the done run's
     place (``bench run --remeasure contended``).
 

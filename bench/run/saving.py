@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: `bench eval` and `bench.api` load this without the suite schema (pydantic)
+    from bench.storage.urls import StoreURL
     from bench.suites.suite import Cell
 
 #: The folder of saved policies for stores that are not a SQLite file.
@@ -38,16 +39,12 @@ DEFAULT_POLICIES = "results/policies"
 MANIFEST_VERSION = 1
 
 
-def policies_dir(store_url: str, override: str | None = None) -> Path:
+def policies_dir(store_url: StoreURL, override: str | None = None) -> Path:
     """The folder of saved policies for a store: ``override`` when given, else beside a SQLite file
     (``results/bench.db`` → ``results/bench.policies``), else :data:`DEFAULT_POLICIES`."""
     if override:
         return Path(override)
-    import sqlalchemy as sa
-
-    url = sa.engine.make_url(store_url)
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        db = Path(url.database)
+    if (db := store_url.sqlite_path) is not None:
         return db.with_name(f"{db.stem}.policies")
     return Path(DEFAULT_POLICIES)
 
@@ -59,7 +56,7 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def save_policies(cell: Cell, recorder: Any, store_url: str) -> dict[str, Any] | None:
+def save_policies(cell: Cell, recorder: Any, store_url: StoreURL) -> dict[str, Any] | None:
     """Write the policies ``recorder`` kept for ``cell`` (``cell.save``); returns what goes into the run's
     ``meta["policies"]`` (``{"dir", "kept": {kind: {"step", "eval_return"?, "files"}}}``), or ``None``
     when nothing was kept (saving off, or no update happened)."""
@@ -89,7 +86,7 @@ def save_policies(cell: Cell, recorder: Any, store_url: str) -> dict[str, Any] |
     return out
 
 
-def finish_outputs(cell: Cell, recorder: Any, result: Any, error: str | None, store_url: str | None) -> None:
+def finish_outputs(cell: Cell, recorder: Any, result: Any, error: str | None, store_url: StoreURL | None) -> None:
     """After a run: close its sinks (bench.run.loggers) and, for a run that did not fail, write the policies it
     kept into ``result.meta["policies"]``. A policy that cannot be written does not fail the run, which is a
     result all the same: ``meta["policies_error"]`` says why."""

@@ -34,6 +34,7 @@ import sqlalchemy as sa
 import bench.storage.schema as schema
 import bench.storage.store as st
 from bench.storage.studies import STUDIES, suite_studies, write_studies
+from bench.storage.urls import StoreURL
 
 #: The tables a pack holds, in the order they are loaded (parents first). ``env_facts`` (what the store
 #: recorded of each env at run time) is optional: packs made before it have none, and read without it.
@@ -196,7 +197,7 @@ _ATTEMPT_COLUMNS = ("owner", "error", "started_at", "heartbeat_at", "finished_at
                     "cpu_s", "steps_to_threshold", "seconds_to_threshold", "final_return", "auc", "meta")
 
 
-def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = (), keep: str = "all") -> dict:
+def pack(store_url: StoreURL, suite: str, out_dir: Path, *, beside: list[Path] = (), keep: str = "all") -> dict:
     """Write ``suite``'s rows of ``store_url`` as compact Parquet files in ``out_dir`` (replaced whole).
 
     ``keep`` (:data:`KEEP`) says what a suite whose runs have not all finished packs: with ``done`` or ``envs``,
@@ -213,7 +214,7 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = (), 
     :raises KeyError: no suite (nor tuning suite) of that name in the store.
     """
     db = st.Store(store_url)
-    studies = suite_studies(store_url, suite)
+    studies = suite_studies(db.store_url, suite)
     has_runs = suite in db.suite_names()
     if not has_runs and not studies:
         raise KeyError(suite)
@@ -231,7 +232,7 @@ def pack(store_url: str, suite: str, out_dir: Path, *, beside: list[Path] = (), 
         _write(df, tmp / f"{name}.parquet")
     runs = frames.get("runs")
     done = runs[runs["status"] == "done"] if runs is not None and len(runs) else None
-    study_info = write_studies(store_url, studies, tmp / STUDIES) if studies else None
+    study_info = write_studies(db.store_url, studies, tmp / STUDIES) if studies else None
     cpu_s = (float(done["cpu_s"].sum()) if done is not None else 0.0) + (study_info["cpu_s"] if study_info else 0.0)
     manifest = {
         "suite": suite,

@@ -23,6 +23,7 @@ import bench.storage.schema as schema
 import bench.storage.store as st
 from bench.storage.packed import MANIFEST, TABLES, clocks_to_s, verify
 from bench.storage.studies import load_studies
+from bench.storage.urls import StoreURL
 
 #: The table inside a built cache that records the fingerprint of the manifests it was built from.
 _CACHE_TABLE = "bench_reference_cache"
@@ -84,13 +85,14 @@ def unpack(packs: list[Path], cache: Path, *, on_build: Callable[[], None] | Non
     # One per builder (process and thread), so builders side by side never share a file.
     tmp = cache.with_name(f"{cache.name}.{os.getpid()}-{threading.get_ident()}.building")
     try:
-        db = st.Store(f"sqlite:///{tmp}")
+        building = StoreURL.parse(f"sqlite:///{tmp}")
+        db = st.Store(building)
         load(packs, db)
         with db.engine.begin() as c:
             c.execute(sa.text(f"CREATE TABLE {_CACHE_TABLE} (fingerprint TEXT NOT NULL)"))
             c.execute(sa.text(f"INSERT INTO {_CACHE_TABLE} (fingerprint) VALUES (:fp)"), {"fp": fp})
         db.dispose()
-        load_studies(packs, f"sqlite:///{tmp}", durable=False)  # a build that dies is deleted, not used
+        load_studies(packs, building, durable=False)  # a build that dies is deleted, not used
         # A -wal or -shm left beside the old file belongs to it: SQLite would replay that WAL's frames into
         # the new file on its next open (a planted store's rows read as the cache's, seen in CI).
         for side in ("-wal", "-shm", "-journal"):

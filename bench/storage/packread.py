@@ -27,6 +27,7 @@ from typing import Any, Iterable, Sequence
 
 import bench.storage.packed as packed
 from bench.storage.studies import read_packed_studies
+from bench.storage.urls import StoreURL
 
 #: The columns and order of :meth:`bench.storage.store.Store.runs_frame`.
 RUN_COLUMNS = ("suite", "env", "algo", "impl", "label", "seed", "status", "attempt", "timesteps", "threshold", "window",
@@ -246,10 +247,13 @@ def _concat(files: list[Path], tags: list[int] | None = None):
 
 def open_reader(source: Any):
     """A reader for ``source``: a :class:`PackSet` or :class:`bench.storage.store.Store` given is returned as it
-    is; a ``packs:FOLDER`` URL opens the packs in that folder (verified); any other URL opens the store at
-    it read-only. The caller disposes of what this opens (:func:`owned` says whether it opened one)."""
+    is; a ``packs:FOLDER`` URL opens the packs in that folder (verified); a
+    :class:`bench.storage.urls.StoreURL` (or any other URL) opens the store at it read-only. The caller disposes
+    of what this opens (:func:`owned` says whether it opened one)."""
     from bench.storage.store import Store
 
+    if isinstance(source, StoreURL):
+        return Store(source, readonly=True)
     if not isinstance(source, str):
         return source
     if source.startswith(SCHEME):
@@ -260,4 +264,4 @@ def open_reader(source: Any):
 
 def owned(source: Any) -> bool:
     """Whether :func:`open_reader` opens a reader of its own for ``source`` (a URL), to dispose of after."""
-    return isinstance(source, str)
+    return isinstance(source, (str, StoreURL))

@@ -32,8 +32,8 @@ attempt belong to exactly one of them.
 
 Opening
 -------
-``Store(url)`` is a writer: it creates the schema (SQLite: in WAL mode) when it
-is missing. ``Store(url, readonly=True)`` is what the read-only commands
+``Store(store_url)`` is a writer: it creates the schema (SQLite: in WAL mode) when it
+is missing. ``Store(store_url, readonly=True)`` is what the read-only commands
 (status, report, recommend, export) use: it changes nothing, creates no table
 and no file. On SQLite it opens the file with ``mode=ro``, or, when no ``-wal``
 file lies beside it (no writer has the database open), as ``immutable=1``, so
@@ -70,8 +70,8 @@ from bench.storage.owners import is_claimable
 from bench.storage.schema import (RunResult, StoreError, StoreMissing, SuiteConflict, anchors, create_schema, diagnostics,
                                   dialect_insert, env_anchors, env_facts, episodes, evaluations, has_column, metadata,
                                   migrate, migrations_due, read_frame, runs, suite_cells, suites, write_run_data)
-from bench.storage.urls import (DEFAULT_URL, check_sqlite_file, check_url, describe_url, engine_kwargs, one_line_error,
-                                readonly_engine_args, refuse_foreign, sqlite_path, sqlite_tables, table_names)
+from bench.storage.urls import (DEFAULT_URL, StoreURL, check_sqlite_file, engine_kwargs, one_line_error,
+                                readonly_engine_args, refuse_foreign, sqlite_tables, table_names)
 
 #: Seconds to wait before each retry of a write whose connection dropped (module docstring); about 8 s in all,
 #: long enough for a server's restart or a failover to a standby, bounded so a server that is gone fails the cell.
@@ -94,6 +94,8 @@ def _retried(write: Any) -> Any:
 class Store:
     """A results store at a SQLAlchemy URL.
 
+    :param store: where it is: a :class:`StoreURL`, used as it is, or its URL as text (default
+        :data:`DEFAULT_URL`), checked here, once (:meth:`StoreURL.parse`), for callers that start here.
     :param readonly: open for reading only (see the module docstring); raises
         :class:`StoreMissing` when there is no store at ``url``. Otherwise the schema
         is created when missing.
@@ -101,11 +103,13 @@ class Store:
         file is not a bench store (one line, see the module docstring).
     """
 
-    def __init__(self, url: str = DEFAULT_URL, *, readonly: bool = False):
-        self.url = check_url(url)
+    def __init__(self, store: StoreURL | str = DEFAULT_URL, *, readonly: bool = False):
+        self.store_url = StoreURL.parse(store)
+        #: The normalised URL as text, for the engine (and callers that read ``Store.url``).
+        self.url = self.store_url.text
         self.readonly = readonly
-        where = describe_url(self.url)
-        path = sqlite_path(self.url)
+        where = self.store_url.shown
+        path = self.store_url.sqlite_path
         if path is not None:
             exists = check_sqlite_file(path)
             if readonly:
@@ -425,7 +429,7 @@ class Store:
         """The store's ``bench tune`` studies, read-only (:func:`bench.storage.studies.read_studies`)."""
         from bench.storage.studies import read_studies
 
-        return read_studies(self.url)
+        return read_studies(self.store_url)
 
     def runs_frame(self, suite: str | None = None):
         """One row per (suite, run): the export table."""
@@ -518,7 +522,7 @@ class Store:
         """
         if self.readonly:
             try:
-                writer = Store(self.url)
+                writer = Store(self.store_url)
             except StoreError:
                 return False
             try:
@@ -569,19 +573,18 @@ class Store:
         return out
 
 
-def store_exists(url: str) -> bool:
+def store_exists(store_url: StoreURL) -> bool:
     """Whether a store is there to read, without creating anything.
 
     False when there is none yet (no file, an empty file, a database without bench's
     tables); :class:`StoreError` when it cannot be reached, is not SQLite, is corrupt,
     or is another program's database.
     """
-    url = check_url(url)
-    path = sqlite_path(url)
+    path = store_url.sqlite_path
     if path is not None and not check_sqlite_file(path):
         return False
     try:
-        st = Store(url, readonly=True)
+        st = Store(store_url, readonly=True)
     except StoreMissing:
         return False
     st.dispose()

@@ -10,6 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from bench.storage.urls import StoreURL
 from bench.storage.vocabulary import MAX_RETRY, STUDY_ATTR
 
 #: A tuning suite's studies: Optuna's journal format (JSON lines, written and read by Optuna
@@ -17,18 +18,18 @@ from bench.storage.vocabulary import MAX_RETRY, STUDY_ATTR
 STUDIES = "studies.journal.gz"
 
 
-def suite_studies(store_url: str, suite: str | None = None) -> list[str]:
+def suite_studies(store_url: StoreURL, suite: str | None = None) -> list[str]:
     """The names of the store's ``bench tune`` studies of tuning suite ``suite`` (every suite's with
     ``None``), sorted; none where the store has no Optuna tables."""
     return sorted(n for n, tag in _study_tags(store_url).items() if suite is None or tag.get("suite") == suite)
 
 
-def tuning_suites(store_url: str) -> list[str]:
+def tuning_suites(store_url: StoreURL) -> list[str]:
     """The tuning suites the store has ``bench tune`` studies of, sorted."""
     return sorted({tag.get("suite") for tag in _study_tags(store_url).values()} - {None})
 
 
-def _study_tags(store_url: str) -> dict[str, dict]:
+def _study_tags(store_url: StoreURL) -> dict[str, dict]:
     """Study name → its bench settings (:data:`bench.storage.vocabulary.STUDY_ATTR`), for the bench studies in the store."""
     import optuna
 
@@ -40,7 +41,7 @@ def _study_tags(store_url: str) -> dict[str, dict]:
 
 
 @contextlib.contextmanager
-def _optuna_storage(store_url: str, *, durable: bool = True):
+def _optuna_storage(store_url: StoreURL, *, durable: bool = True):
     """Optuna's storage on the store, its connections closed on leaving: a SQLite file that is then moved
     (:func:`bench.storage.packload.unpack` builds beside the cache) must have no connection left open on it.
 
@@ -51,7 +52,7 @@ def _optuna_storage(store_url: str, *, durable: bool = True):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = optuna.storages.RDBStorage(store_url)
+    storage = optuna.storages.RDBStorage(store_url.text)
     if not durable and storage.engine.dialect.name == "sqlite":
         def _unsynced(dbapi_conn, _record):
             dbapi_conn.execute("PRAGMA synchronous=OFF")
@@ -65,9 +66,9 @@ def _optuna_storage(store_url: str, *, durable: bool = True):
         storage.engine.dispose()
 
 
-def _has_studies(store_url: str) -> bool:
+def _has_studies(store_url: StoreURL) -> bool:
     """Whether the store holds Optuna's tables (opening it with Optuna would create them)."""
-    eng = sa.create_engine(store_url)
+    eng = sa.create_engine(store_url.text)
     try:
         with eng.connect() as c:
             return sa.inspect(c).has_table("studies") and sa.inspect(c).has_table("trials")
@@ -75,7 +76,7 @@ def _has_studies(store_url: str) -> bool:
         eng.dispose()
 
 
-def write_studies(store_url: str, names: list[str], path: Path) -> dict:
+def write_studies(store_url: StoreURL, names: list[str], path: Path) -> dict:
     """Copy studies ``names`` into an Optuna journal, gzipped at ``path``; returns what they hold:
     ``count``, ``trials`` (per state) and ``cpu_s`` (the trials' recorded training CPU seconds)."""
     import gzip
@@ -107,7 +108,7 @@ def write_studies(store_url: str, names: list[str], path: Path) -> dict:
 CUT_OFF = "cut off: running when its study was copied from another store, where its worker stayed; re-queued with the same parameters"
 
 
-def requeue_cut_off(storage: Any, study_name: str) -> list[int]:
+def requeue_cut_off(storage: Any, study_name: str) -> list[int]:  # ``storage``: Optuna's storage object, in Optuna's word
     """Fail the RUNNING trials of a study copied from another store, and re-queue each with its parameters.
 
     A copy (``bench import`` of a pack, or the reference cache) carries a trial that was running where it
@@ -136,7 +137,7 @@ def requeue_cut_off(storage: Any, study_name: str) -> list[int]:
     return failed
 
 
-def load_studies(packs: list[Path], store_url: str, *, durable: bool = True) -> int:
+def load_studies(packs: list[Path], store_url: StoreURL, *, durable: bool = True) -> int:
     """Copy the studies of ``packs`` (their :data:`STUDIES`) into the store at ``store_url``; a study the
     store already has (by name) is kept as it is, as :func:`bench.storage.packload.load` keeps runs. A trial that was running
     where the study was packed is failed and re-queued with its parameters
@@ -170,7 +171,7 @@ def load_studies(packs: list[Path], store_url: str, *, durable: bool = True) -> 
     return added
 
 
-def read_studies(store_url: str) -> list:
+def read_studies(store_url: StoreURL) -> list:
     """The store's ``bench tune`` studies (those with :data:`bench.storage.vocabulary.STUDY_ATTR`), as
     Optuna studies read-only: no table made, no file left beside the store. Empty where the store has no
     Optuna tables. The caller disposes of nothing: the studies hold their trials in Optuna's cache."""
@@ -179,7 +180,7 @@ def read_studies(store_url: str) -> list:
     from bench.storage.urls import readonly_engine_args
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    ro_url, kwargs = readonly_engine_args(store_url)
+    ro_url, kwargs = readonly_engine_args(store_url.text)
     try:
         storage = optuna.storages.RDBStorage(ro_url, engine_kwargs=kwargs, skip_compatibility_check=True,
                                              skip_table_creation=True)

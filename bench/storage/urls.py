@@ -1,11 +1,15 @@
-"""Where a results store is: its URL checked and normalised (passwords never shown), the engine options
-for reading and writing, and whether a file at a SQLite URL is a bench store at all."""
+"""Where a results store is: its URL checked and normalised once into a :class:`StoreURL` (passwords never
+shown), the engine options for reading and writing, and whether a file at a SQLite URL is a bench store at all.
+
+The functions here that take a URL as text (``url: str``) are the parser's own steps, which run before there
+is a :class:`StoreURL`; every layer above takes a ``store_url: StoreURL`` (``tests/test_store_url.py``)."""
 
 from __future__ import annotations
 
 import os
 import re
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -173,6 +177,65 @@ def check_url(url: str) -> str:
                 raise StoreError(f"{shown!r} has {why}; allowed: sqlite:///PATH with a path that has no '?' or '%' "
                                  "(rename the folder or file)")
     return url
+
+
+@dataclass(frozen=True, repr=False)
+class StoreURL:
+    """A results store's URL, checked and normalised once where it enters bench (the command line's
+    ``--store``, a public :mod:`bench.api` function, ``Store(text)``) and passed down as this type, as
+    ``timesteps`` is: no layer below checks it again, and nothing hands it back up.
+
+    ``text`` is the normalised URL, password included, for the engine alone; ``str()`` and ``repr()`` show
+    :attr:`shown`, so a URL printed by mistake shows no password. Make one with :meth:`parse`.
+    """
+
+    text: str
+
+    @classmethod
+    def parse(cls, store: "StoreURL | str | None" = None) -> "StoreURL":
+        """``store``'s URL: text (default :data:`DEFAULT_URL`) checked and normalised (:func:`check_url`); a
+        StoreURL returned as it is, not checked again.
+
+        :raises StoreError: one line, password hidden, saying what is allowed.
+        """
+        if isinstance(store, StoreURL):
+            return store
+        return cls(check_url(store or DEFAULT_URL))
+
+    @property
+    def shown(self) -> str:
+        """The URL with any password hidden, for lines a user reads (:func:`describe_url`)."""
+        return describe_url(self.text)
+
+    @property
+    def secret(self) -> str | None:
+        """Its password (:func:`url_secret`), for the command line to hide wherever it appears."""
+        return url_secret(self.text)
+
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return sa.engine.make_url(self.text).get_backend_name()
+
+    @property
+    def host(self) -> str | None:
+        return sa.engine.make_url(self.text).host
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        """The SQLite file (None: a PostgreSQL store)."""
+        return sqlite_path(self.text)
+
+    @property
+    def is_default(self) -> bool:
+        """Whether it is :data:`DEFAULT_URL` (``bench report`` then needs no ``--store``)."""
+        return self.text == normalise_url(DEFAULT_URL)
+
+    def __str__(self) -> str:
+        return self.shown
+
+    def __repr__(self) -> str:
+        return f"StoreURL({self.shown!r})"
 
 
 def engine_kwargs(url: str, *, readonly: bool = False) -> dict[str, Any]:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:  # annotations only
+    from bench.storage.urls import StoreURL
 
 __all__ = ["DEFAULT_SEEDS", "FLAGS", "flags_suite", "suite_name", "suite_yaml", "suites_dir", "zoo_budget"]
 
@@ -58,19 +61,15 @@ def flags_suite(env: str, algo: str, impl: str = "bench", seeds: int = DEFAULT_S
     }
 
 
-def suite_yaml(data: dict[str, Any], source: str) -> str:
-    """``data`` as a suite file, headed by how it was made (``source``: the command line, in words)."""
-    return (f"# Written by {source}.\n# `bench run` on this file runs the same suite (resuming it); edit it "
+def suite_yaml(data: dict[str, Any], made_by: str) -> str:
+    """``data`` as a suite file, headed by how it was made (``made_by``: the command line, in words)."""
+    return (f"# Written by {made_by}.\n# `bench run` on this file runs the same suite (resuming it); edit it "
             "to grow it (docs/suites.md).\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=False, width=1000))
 
 
-def suites_dir(store_url: str) -> Path:
+def suites_dir(store_url: StoreURL) -> Path:
     """Where one-line runs' suite files go: beside a SQLite store (``results/bench.db`` →
     ``results/bench.suites``), else ``results/suites``, as saved policies go (:func:`bench.run.saving.policies_dir`)."""
-    import sqlalchemy as sa
-
-    url = sa.engine.make_url(store_url)
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        db = Path(url.database)
+    if (db := store_url.sqlite_path) is not None:
         return db.with_name(f"{db.stem}.suites")
     return Path("results") / "suites"

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.tune.targets import BadInput, Target
+
+if TYPE_CHECKING:  # annotations only
+    from bench.storage.urls import StoreURL
 
 
 #: What an exported suite is a variant of (its ``variant:``), and what its labels end with: the tuned
@@ -30,7 +33,7 @@ def check_exportable(targets: list[Target]) -> None:
                            f"{MAX_LABEL - len(LABEL_SUFFIX)} characters")
 
 
-def export_suite(targets: list[Target], url: str, path: Path, *, name: str | None = None,
+def export_suite(targets: list[Target], store_url: StoreURL, path: Path, *, name: str | None = None,
                  seeds: int | None = None) -> dict[str, Any]:
     """Write the best trial of each target's study as one suite file; returns the suite dict.
 
@@ -47,13 +50,10 @@ def export_suite(targets: list[Target], url: str, path: Path, *, name: str | Non
     import yaml
 
     from bench.envs.registry import parse_env_key
-    from bench.storage.urls import describe_url, normalise_url
-
     check_exportable(targets)
-    url = normalise_url(url)
-    storage = optuna.storages.RDBStorage(url, skip_compatibility_check=True)
+    storage = optuna.storages.RDBStorage(store_url.text, skip_compatibility_check=True)  # Optuna's storage, its word
     header = ["Exported by `bench tune` on " + datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              f"from the studies in {describe_url(url)}:"]
+              f"from the studies in {store_url.shown}:"]
     envs: dict[str, dict[str, Any]] = {}
     algos: dict[str, dict[str, Any]] = {}
     tuning_seeds: set[int] = set()

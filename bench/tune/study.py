@@ -94,10 +94,13 @@ import time
 import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 # What makes a bench study and its retries: storage's vocabulary, which packs and the analysis read.
 from bench.storage.vocabulary import MAX_RETRY, STUDY_ATTR
+
+if TYPE_CHECKING:  # annotations only
+    from bench.storage.urls import StoreURL
 from bench.tune.targets import OBJECTIVE_MEANINGS, BadInput, Target, with_anchor
 from bench.tune.trial import run_trial
 
@@ -119,23 +122,22 @@ SQLITE_RAY = (
 # --------------------------------------------------------------------------- #
 # Studies on the store's database
 # --------------------------------------------------------------------------- #
-def is_sqlite(url: str) -> bool:
-    return url.startswith("sqlite")
+def is_sqlite(store_url: StoreURL) -> bool:
+    return store_url.backend == "sqlite"
 
 
-def make_storage(url: str, *, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S) -> Any:
+def make_storage(store_url: StoreURL, *, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S) -> Any:
     """Optuna's RDBStorage on the results store's URL, with heartbeats and retry of dead workers' trials."""
     import optuna
 
     import sqlalchemy as sa
 
     from bench.storage.store import Store
-    from bench.storage.urls import engine_kwargs, normalise_url
+    from bench.storage.urls import engine_kwargs
 
-    url = normalise_url(url)
     # Create bench's own tables too (and, for SQLite, the file in WAL mode): the
     # database is then a complete results store that reports can open.
-    Store(url).dispose()
+    Store(store_url).dispose()
     # Optuna creates its tables with a check-then-create (and then inserts its version
     # row), so two `bench tune`s on a fresh store race: the loser fails with "table
     # studies already exists" or a unique violation. Its second try finds everything made.
@@ -144,8 +146,8 @@ def make_storage(url: str, *, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRA
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 return optuna.storages.RDBStorage(
-                    url,
-                    engine_kwargs=engine_kwargs(url),
+                    store_url.text,
+                    engine_kwargs=engine_kwargs(store_url.text),
                     heartbeat_interval=int(heartbeat_s),
                     grace_period=int(grace_s),
                     heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
@@ -200,7 +202,7 @@ def _check_existing(target: Target, existing: Any) -> None:
         )
 
 
-def check_studies(targets: list[Target], url: str) -> None:
+def check_studies(targets: list[Target], store_url: StoreURL) -> None:
     """Refuse, before anything runs, targets whose existing study was tuned under other settings.
 
     Reads only: creates neither the store nor a study.
@@ -208,14 +210,13 @@ def check_studies(targets: list[Target], url: str) -> None:
     import optuna
 
     from bench.storage.store import store_exists
-    from bench.storage.urls import normalise_url, readonly_engine_args
+    from bench.storage.urls import readonly_engine_args
 
-    url = normalise_url(url)
-    if not store_exists(url):  # StoreError (one line) when it cannot be reached or is not a bench store
+    if not store_exists(store_url):  # StoreError (one line) when it cannot be reached or is not a bench store
         return
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        ro_url, kwargs = readonly_engine_args(url)
+        ro_url, kwargs = readonly_engine_args(store_url.text)
         storage = optuna.storages.RDBStorage(ro_url, engine_kwargs=kwargs, skip_compatibility_check=True,
                                              skip_table_creation=True)
         names = set(optuna.study.get_all_study_names(storage))
@@ -269,7 +270,7 @@ def _finished_states() -> tuple[Any, ...]:
 
 def optimize(
     target: Target,
-    url: str,
+    store_url: StoreURL,
     *,
     trials: int,
     timeout: float | None = None,
@@ -286,8 +287,8 @@ def optimize(
     # ERROR: Optuna would log each failed trial with its traceback; the caller reports
     # trials itself (the error is the trial's `error` user attribute).
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    storage = make_storage(url, heartbeat_s=heartbeat_s, grace_s=grace_s)
-    target = with_anchor(target, url)  # no-op when tune() resolved it already
+    storage = make_storage(store_url, heartbeat_s=heartbeat_s, grace_s=grace_s)
+    target = with_anchor(target, store_url)  # no-op when tune() resolved it already
     study = open_study(target, storage, worker=worker)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -312,14 +313,14 @@ def optimize(
         )
 
 
-def _worker_main(target: Target, url: str, kw: dict[str, Any], worker: int) -> None:
+def _worker_main(target: Target, store_url: StoreURL, kw: dict[str, Any], worker: int) -> None:
     from bench.run.pool import init_worker
 
     init_worker()  # one torch thread; die with the parent; Ctrl-C is the parent's to handle
-    optimize(target, url, worker=worker, **kw)
+    optimize(target, store_url, worker=worker, **kw)
 
 
-def _ray_worker(target: Target, url: str, kw: dict[str, Any], worker: int) -> None:
+def _ray_worker(target: Target, store_url: StoreURL, kw: dict[str, Any], worker: int) -> None:
     """One tuning worker as a Ray task: the same loop as a local worker process.
 
     A task lost with its worker is re-submitted by Ray (``max_retries``) and simply
@@ -329,10 +330,10 @@ def _ray_worker(target: Target, url: str, kw: dict[str, Any], worker: int) -> No
     from bench.algos.common import pin_one_thread
 
     pin_one_thread()
-    optimize(target, url, worker=worker, **kw)
+    optimize(target, store_url, worker=worker, **kw)
 
 
-def _run_ray_workers(target: Target, url: str, kw: dict[str, Any], workers: int, study: Any, seen: set[int],
+def _run_ray_workers(target: Target, store_url: StoreURL, kw: dict[str, Any], workers: int, study: Any, seen: set[int],
                      on_trial: Callable[[Any], None] | None, address: str | None) -> int:
     """Run ``workers`` tuning workers as Ray tasks; returns how many ended with an error."""
     import ray
@@ -346,7 +347,7 @@ def _run_ray_workers(target: Target, url: str, kw: dict[str, Any], workers: int,
             num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False,
             runtime_env={"env_vars": dict(THREAD_ENV)},
         )
-        refs = [remote.remote(target, url, kw, w) for w in range(workers)]
+        refs = [remote.remote(target, store_url, kw, w) for w in range(workers)]
         pending = list(refs)
         dead = 0
         try:
@@ -385,7 +386,7 @@ class TuneOutcome:
 
 def tune(
     target: Target,
-    url: str,
+    store_url: StoreURL,
     *,
     trials: int,
     timeout: float | None = None,
@@ -414,11 +415,11 @@ def tune(
 
     from bench.run.runner import THREAD_ENV
 
-    if (workers > 1 or executor == "ray") and is_sqlite(url):
+    if (workers > 1 or executor == "ray") and is_sqlite(store_url):
         raise BadInput(SQLITE_RAY if executor == "ray" else SQLITE_WORKERS.format(workers=workers))
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = make_storage(url, heartbeat_s=heartbeat_s, grace_s=grace_s)
-    target = with_anchor(target, url, log=log)
+    storage = make_storage(store_url, heartbeat_s=heartbeat_s, grace_s=grace_s)
+    target = with_anchor(target, store_url, log=log)
     study = open_study(target, storage)  # created (and checked) once, before any worker starts
     before = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
     if on_start is not None:
@@ -426,13 +427,13 @@ def tune(
     kw = dict(trials=trials, timeout=timeout, heartbeat_s=heartbeat_s, grace_s=grace_s)
     dead = 0
     if executor == "ray":
-        dead = _run_ray_workers(target, url, kw, workers, study, set(before), on_trial, address)
+        dead = _run_ray_workers(target, store_url, kw, workers, study, set(before), on_trial, address)
     elif workers <= 1:
-        optimize(target, url, on_trial=on_trial, **kw)  # type: ignore[arg-type]
+        optimize(target, store_url, on_trial=on_trial, **kw)  # type: ignore[arg-type]
     else:
         os.environ.update(THREAD_ENV)
         ctx = mp.get_context("spawn")
-        procs = [ctx.Process(target=_worker_main, args=(target, url, kw, w), daemon=False) for w in range(workers)]
+        procs = [ctx.Process(target=_worker_main, args=(target, store_url, kw, w), daemon=False) for w in range(workers)]
         for p in procs:
             p.start()
         seen = set(before)

@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 # A study scored under another objective version is refused; studies from before versions were kept count as 1.
 from bench.storage.vocabulary import OBJECTIVE_VERSIONS
 from bench.suites.spaces import DEFAULT_SPACES, Dim, TuneSpec, build_space, parse_space, plugin_space, suite_algos
 from bench.suites.suite import AVAILABLE, Cell, cell_key, matches_only
+
+if TYPE_CHECKING:  # annotations only
+    from bench.storage.urls import StoreURL
 
 #: Optimisation direction of each objective.
 DIRECTIONS = {"auc": "maximize", "final_return": "maximize", "steps_to_threshold": "minimize"}
@@ -251,10 +254,10 @@ def targets_from_suite(
 # --------------------------------------------------------------------------- #
 # The random-policy anchor
 # --------------------------------------------------------------------------- #
-def with_anchor(target: Target, url: str, log: Callable[[str], None] | None = None) -> Target:
+def with_anchor(target: Target, store_url: StoreURL, log: Callable[[str], None] | None = None) -> Target:
     """``target`` with its env's random-policy return, the low anchor of the report's scores.
 
-    Read from the store at ``url``, where the report keeps it; computed (a few
+    Read from the store at ``store_url``, where the report keeps it; computed (a few
     seconds of random play) and stored the first time an env and threshold need it
     (:func:`bench.run.anchors.ensure_anchors`). A target whose objective does
     not use the anchor, or that has it already, is returned as it is.
@@ -271,7 +274,7 @@ def with_anchor(target: Target, url: str, log: Callable[[str], None] | None = No
     from bench.run.anchors import ensure_anchors
     from bench.storage.store import Store
 
-    db = Store(url)
+    db = Store(store_url)
     try:
         anchor = ensure_anchors(db, {target.env_id: float(target.threshold)}, log=log)[target.env_id]
     finally:

@@ -93,13 +93,30 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}".replace("\n", " ")[:500]
 
 
+def _sampled(trial: Any, target: Target) -> dict[str, Any]:
+    """The trial's hyperparameters: sampled from ``target``'s space over its fixed ones (both recorded as the
+    trial's ``hyperparams``), then resolved and checked; ValueError (also the trial's ``error``) when invalid."""
+    from pydantic import ValidationError
+
+    from bench.algos.hyperparams import key_view
+
+    base = key_view(target.params(target.fixed))
+    values = sample(trial, target.space, rollout_of=lambda v: {**base, **v}["n_steps"] * {**base, **v}["n_envs"])
+    hyperparams = {**target.fixed, **values}
+    trial.set_user_attr("hyperparams", hyperparams)
+    try:
+        return key_view(target.params(hyperparams))
+    except ValidationError as e:
+        err = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_url=False))
+        trial.set_user_attr("error", f"invalid hyperparameters: {err}")
+        raise ValueError(f"invalid hyperparameters: {err}") from None
+
+
 def run_trial(trial: Any, target: Target) -> float:
     """The Optuna objective: sample, train every seed, return the mean objective (see module doc)."""
     import optuna
-    from pydantic import ValidationError
 
     from bench.algos.common import pin_one_thread
-    from bench.algos.hyperparams import key_view
     from bench.run.runner import result_of, train_cell
     from bench.storage.owners import this_owner
 
@@ -108,17 +125,7 @@ def run_trial(trial: Any, target: Target) -> float:
     pin_one_thread()
     cpu0 = time.process_time()
     trial.set_user_attr("worker", this_owner())
-    base = key_view(target.params(target.fixed))
-    values = sample(trial, target.space, rollout_of=lambda v: {**base, **v}["n_steps"] * {**base, **v}["n_envs"])
-    hyperparams = {**target.fixed, **values}
-    trial.set_user_attr("hyperparams", hyperparams)
-    try:
-        resolved = key_view(target.params(hyperparams))
-    except ValidationError as e:
-        err = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_url=False))
-        trial.set_user_attr("error", f"invalid hyperparameters: {err}")
-        raise ValueError(f"invalid hyperparameters: {err}") from None
-
+    resolved = _sampled(trial, target)
     marks = target.marks()
     T = target.timesteps
     scores: list[float] = []

@@ -28,6 +28,7 @@ from bench.run.pool import run_local
 from bench.storage.owners import this_owner
 from bench.storage.store import Store
 from bench.suites.suite import load_suite
+from bench.storage.urls import StoreURL
 
 SMOKE = Path(__file__).resolve().parents[2] / "suites" / "smoke.yaml"
 WORKERS = 2
@@ -55,7 +56,7 @@ def test_ray_executor_overhead_on_smoke(benchmark, tmp_path):
         i = next(counter)
         local_url = _fresh(tmp_path, f"local-{i}.db", loaded)
         t = time.perf_counter()
-        outs = run_local(local_url, cells, this_owner(), WORKERS, lambda c, o: None)
+        outs = run_local(StoreURL.parse(local_url), cells, this_owner(), WORKERS, lambda c, o: None)
         times["local"].append(time.perf_counter() - t)
         assert all(o.status == "done" for o in outs), [o.error for o in outs if o.status != "done"]
 
@@ -66,7 +67,7 @@ def test_ray_executor_overhead_on_smoke(benchmark, tmp_path):
         try:
             ray_url = _fresh(tmp_path, f"ray-{i}.db", loaded)
             t = time.perf_counter()
-            outs = run_ray(ray_url, cells, lambda c, o: None)
+            outs = run_ray(StoreURL.parse(ray_url), cells, lambda c, o: None)
             times["ray"].append(time.perf_counter() - t)
             assert all(o.status == "done" for o in outs), [o.error for o in outs if o.status != "done"]
         finally:
