@@ -129,6 +129,7 @@ def test_a_race_on_ray_with_postgresql_continues_each_run_from_its_checkpoint_in
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'onpolicy-bench[ray]')")
     from bench import api
     from bench.run.ray_executor import connect
+    from bench.storage.owners import owner_tag
     from bench.storage.store import Store
 
     started = connect(None, 2)  # as `bench race --executor ray` starts its own, unless one is running here
@@ -147,6 +148,8 @@ def test_a_race_on_ray_with_postgresql_continues_each_run_from_its_checkpoint_in
     assert not result.failed and result.pick is not None
     rows = Store(pg_url).runs_frame()
     assert len(rows) == 4 and set(rows["status"]) == {"done"}
+    owners = [r.owner for r in Store(pg_url).rows(list(rows["key"])).values()]
+    assert all((owner_tag(o) or "").startswith("ray-") for o in owners), owners  # each rung's runs were Ray tasks
     metas = [json.loads(m) for m in rows["meta"]]
     assert all(m["checkpoints"]["resumed_from_step"] >= 500 for m in metas)  # continued, never started again
     assert not list(art.glob("*/checkpoint/checkpoint.json"))  # a done run's checkpoint is removed
