@@ -271,8 +271,7 @@ def plan_run(suite: str | Path, store: str | None = None, *, only: str | None = 
     :param replace: the grid is to replace the stored one of the suite's name (:func:`run_suite`), never a variant.
     :param text: the suite's YAML, where ``suite`` names a file not written yet (a one-line run's,
         :func:`bench.api.oneline_suite`).
-    :param race: the plan is a race's (:func:`bench.api.race_file`); otherwise a suite with a ``race:`` block
-        is refused with a hint, since run as a whole grid it would spend the CPU its race is there to save.
+    :param race: a race plans it (:func:`bench.api.race_file`); else a ``race:`` block is refused with a hint.
     :param outputs: the cells' :class:`bench.suites.suite.Outputs` (saved policies, TensorBoard, W&B);
         default: policies beside a SQLite store, else under ``results/policies``.
     :raises BadInput: the suite, ``only``, the URL or the executor options are wrong (one line each).
