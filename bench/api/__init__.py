@@ -11,7 +11,8 @@ Services:
   best configurations written as a suite.
 - :func:`report`: a suite's (or a store's) self-contained HTML report.
 - :func:`race`: candidate labels raced rung by rung on one env, the runs that go on continuing from their
-  checkpoints (``bench race``); :func:`race_answer_lines` its answer in words.
+  checkpoints (``bench race``); :func:`race_file` a suite file's ``race:`` block (``bench race SUITE.yaml``);
+  :func:`race_answer_lines` its answer in words.
 - :func:`recommend`: which algorithm for a problem, from a store or the shipped reference (whose answers are
   computed once per pack content).
 - :func:`runs`, :func:`episodes`, :func:`evaluations`, :func:`diagnostics`: a store's tables as pandas frames;
@@ -42,7 +43,7 @@ from bench.api._frames import SCORE_FRAME_COLUMNS, diagnostics, episodes, evalua
 from bench.api._oneline import ONELINE_IMPLS, OneLineSuite, oneline_choices, oneline_suite, write_oneline_suite
 from bench.api._race import DEFAULT_RUNGS as RACE_RUNGS
 from bench.api._race import DEFAULT_SEEDS as RACE_SEEDS
-from bench.api._race import RaceResult, RungReport, race, race_answer_lines, race_fraction
+from bench.api._race import RaceResult, RungReport, race, race_answer_lines, race_file, race_fraction
 from bench.api._recommend import Answer, recommend
 from bench.api._results import (EXPORT_FORMATS, EXPORT_WHAT, NothingToExport, ParityResult, export,
                                 export_scores, import_packs, pack_suite, parity, report)
@@ -71,7 +72,7 @@ __all__ = [
     "cache_dir", "check_url", "contended_keys", "describe_url", "diagnostics", "duration", "envs", "episodes",
     "evaluate", "evaluations", "export", "export_best", "export_scores", "hyperparams_lines", "import_packs",
     "load_policy", "median_steps", "oneline_choices", "oneline_suite", "pack_suite", "parity", "plan_run",
-    "plan_tune", "progress_line", "race", "race_answer_lines", "race_fraction", "recommend", "record_env_facts", "redact", "reference", "reference_dir", "report",
+    "plan_tune", "progress_line", "race", "race_answer_lines", "race_file", "race_fraction", "recommend", "record_env_facts", "redact", "reference", "reference_dir", "report",
     "resolved_hyperparams", "results_store", "run_outputs", "run_suite", "runs", "scores", "speed", "status",
     "suite_schema", "tune", "url_secret", "video_missing", "writable", "write_oneline_suite",
 ]

@@ -19,15 +19,15 @@ import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from bench.api._common import BadInput, parse_store
 from bench.storage.urls import StoreURL
+from bench.suites.race import DEFAULT_RUNGS, NO_PAUSE, RUNGS_ALLOWED, rung_fractions
 
-#: The rungs of the design docs/race.md chose on the shipped reference (three times apart from 1/81).
-DEFAULT_RUNGS = "1/81,1/27,1/9,1/3,1"
 #: The level each rung tests at (the reference's own, 0.05, at every rung: docs/race.md's chosen design).
 ALPHA = 0.05
 DEFAULT_SEEDS = 5
@@ -36,9 +36,6 @@ FALLBACK_ALGOS = ("ppo", "a2c", "trpo")
 #: The score a rung decides on (:data:`bench.analysis.race.SCORES`): the chosen design's.
 SCORE = "held"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-#: Own algorithms whose runs take no checkpoints (A3C's workers update asynchronously: bench/algos/resume.py), so
-#: they cannot pause at a rung; SB3's and plugins' runs take none either.
-NO_PAUSE = ("a3c",)
 
 
 @dataclass(frozen=True)
@@ -78,6 +75,8 @@ class RaceResult:
     grid_cpu_s: float = 0.0
     cut: str | None = None
     failed: list[str] = field(default_factory=list)
+    #: The command that completes the grid from the paused runs' checkpoints (``bench run FILE``).
+    grid_command: str = ""
 
     @property
     def url(self) -> str:
@@ -89,13 +88,11 @@ def parse_rungs(text: str) -> tuple[float, ...]:
     """``--rungs``: fractions of the budget (``1/9`` or ``0.5``), increasing, each in (0, 1], the last 1.
 
     :raises BadInput: one line naming the bad value."""
-    allowed = "allowed: increasing fractions of the budget in (0, 1], the last 1, e.g. 1/9,1/3,1"
     try:
-        out = tuple(Fraction(p.strip()) for p in text.split(","))
-    except (ValueError, ZeroDivisionError):
-        raise BadInput(f"--rungs: {text!r} is not a list of fractions; {allowed}") from None
-    if not out or any(not 0 < f <= 1 for f in out) or any(b <= a for a, b in zip(out, out[1:])) or out[-1] != 1:
-        raise BadInput(f"--rungs: {text!r}; {allowed}")
+        out = rung_fractions(text)
+    except ValueError as e:
+        what = " is not a list of fractions" if str(e) == "not a list" else ""
+        raise BadInput(f"--rungs: {text!r}{what}; {RUNGS_ALLOWED}") from None
     return tuple(float(f) for f in out)
 
 
@@ -190,19 +187,22 @@ def grid_cpu(rows: dict[str, Any], budget: int) -> tuple[float, float]:
 
 def race(env: str, *, algos: str | None = None, seeds: int = DEFAULT_SEEDS, budget: int | None = None,
          cpu_hours: float | None = None, priority: str | None = None, store: StoreURL | str | None = None,
-         rungs: str = DEFAULT_RUNGS, workers: int | None = None,
+         rungs: str = DEFAULT_RUNGS, workers: int | None = None, executor: str = "local",
+         address: str | None = None, artifacts: str | Path | None = None,
          on_rung: Callable[[RungReport, RaceResult], None] | None = None,
          log: Callable[[str], None] | None = None) -> RaceResult:
     """Race ``algos`` (``--algos`` text; default :func:`default_algos`) on ``env`` with ``seeds`` seeds each, rungs
     at ``rungs`` (fractions of ``budget`` env steps; default: rl-baselines3-zoo's largest budget among the labels),
-    on the local process pool. ``cpu_hours`` ends the race after the rung where it has spent that much CPU
-    (answering from that rung). ``priority`` (samples | time) picks the reference's candidates only: a rung decides
-    on the sample score either way. ``on_rung(report, result)`` is called as each rung is decided.
+    on the local process pool, or as Ray tasks with ``executor="ray"`` (on the cluster at ``address``, else a local
+    Ray instance), as :func:`bench.api.run_suite` runs a suite. ``cpu_hours`` ends the race after the rung where it
+    has spent that much CPU (answering from that rung). ``priority`` (samples | time) picks the reference's
+    candidates only: a rung decides on the sample score either way. ``artifacts``: the folder of the runs'
+    checkpoints (and saved policies), as ``bench run --artifacts``; default beside a SQLite store, else
+    ``results/policies``; on a cluster, a folder every worker reaches. ``on_rung(report, result)`` is called as
+    each rung is decided.
 
     :raises BadInput: a flag's value is wrong (one line)."""
-    from bench.analysis.race import race_step
     from bench.api._oneline import OneLineSuite, write_oneline_suite
-    from bench.api._run import plan_run, run_suite
     from bench.suites.oneline import suite_yaml, suites_dir, zoo_budget
     from bench.envs.traits import PRIORITIES
 
@@ -232,11 +232,84 @@ def race(env: str, *, algos: str | None = None, seeds: int = DEFAULT_SEEDS, budg
     made = OneLineSuite(data["name"], suites_dir(store_url) / f"{data['name']}.yaml",
                         suite_yaml(data, f"`{data['description']}`"))
     write_oneline_suite(made, check=True)
-    plan = plan_run(made.path, store_url, workers=workers, text=made.text)
+    plan = _plan(made.path, store_url, workers, executor, address, artifacts, text=made.text)
     write_oneline_suite(made)
+    return _run_race(plan, env, fractions, budget, seeds, cpu_hours, f"bench run {made.path}", on_rung, log)
+
+
+def race_file(path: str | Path, *, store: StoreURL | str | None = None, workers: int | None = None, executor: str = "local",
+              address: str | None = None, artifacts: str | Path | None = None,
+              on_rung: Callable[[RungReport, RaceResult], None] | None = None,
+              log: Callable[[str], None] | None = None) -> RaceResult:
+    """Race the suite file ``path``, which has a ``race:`` block (:class:`bench.suites.race.RaceSpec`;
+    ``bench race SUITE.yaml``): its labels, seeds and budget are the file's ``algorithms``, ``seeds`` and
+    ``timesteps`` on its one env, its rungs and CPU cap the block's. Its cells are the very runs that
+    :func:`race` makes of the same settings, so the two give the same runs and the same answer. Runs without a
+    ``checkpoint_every`` of the file's take one every tenth of the budget, as :func:`race`'s do (not part of a
+    cell's key). The other parameters are :func:`race`'s.
+
+    :raises BadInput: the file is not a valid suite (one line per problem: file, line, path, value, what is
+        allowed), has no ``race:`` block, or an option is wrong."""
+    store_url = parse_store(store)
+    plan = _plan(Path(path), store_url, workers, executor, address, artifacts)
+    suite = plan.loaded.suite
+    if suite.race is None:
+        raise BadInput(f"{path}: race: the suite has no race block, so there is nothing to race; allowed: a suite with "
+                       f"race: {{rungs: \"{DEFAULT_RUNGS}\"}} (docs/race.md), or `bench run {path}` for its whole grid")
+    budget = plan.cells[0].timesteps
+    every = max(1, budget // 10)
+    plan = dataclasses.replace(plan, cells=[c if c.checkpoint_every else dataclasses.replace(c, checkpoint_every=every)
+                                            for c in plan.cells])
+    grid = f"bench run {path} --set race=null" + (
+        "" if all(c.checkpoint_every for c in plan.loaded.cells) else f" --set defaults.checkpoint_every={every}")
+    return _run_race(plan, plan.cells[0].env_id, parse_rungs(suite.race.rungs), budget, len(suite.seed_list),
+                     suite.race.cpu_hours, grid, on_rung, log)
+
+
+def _plan(path: Path, store_url: StoreURL, workers: int | None, executor: str, address: str | None,
+          artifacts: str | Path | None, text: str | None = None) -> Any:
+    """The race's suite planned as ``bench run`` plans one (executor, address and store checked), writing nothing;
+    with ``artifacts``, its runs' checkpoints go there."""
+    from bench.api._run import plan_run, run_outputs
+
+    plan = plan_run(path, store_url, workers=workers, executor=executor, address=address, text=text, race=True)
+    if artifacts is not None:
+        plan = plan.with_outputs(run_outputs(store_url, artifacts=Path(artifacts)))
+    return plan
+
+
+def _run_race(plan: Any, env: str, fractions: Sequence[float], budget: int, seeds: int, cpu_hours: float | None,
+              grid: str, on_rung: Callable[[RungReport, RaceResult], None] | None,
+              log: Callable[[str], None] | None) -> RaceResult:
+    """The rungs of a planned race (:func:`race`, :func:`race_file`), then its answer. With the Ray executor and no
+    cluster address, one local Ray instance serves every rung (run alone, each rung would start and stop its own)."""
+    started = False
+    if plan.executor == "ray" and plan.address is None:
+        from bench.run.ray_executor import RayUnavailable, connect
+
+        try:
+            started = connect(None, plan.workers)
+        except RayUnavailable as e:
+            raise BadInput(f"--executor: {e}") from None
+    try:
+        return _rungs(plan, env, fractions, budget, seeds, cpu_hours, grid, on_rung, log)
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
+
+
+def _rungs(plan: Any, env: str, fractions: Sequence[float], budget: int, seeds: int, cpu_hours: float | None,
+           grid: str, on_rung: Callable[[RungReport, RaceResult], None] | None,
+           log: Callable[[str], None] | None) -> RaceResult:
+    from bench.analysis.race import race_step
+    from bench.api._run import run_suite
+
+    store_url = plan.store_url
     cells = plan.cells
     by_label = {lb: [c for c in cells if c.label == lb] for lb in dict.fromkeys(c.label for c in cells)}
-    result = RaceResult(env, plan.name, str(made.path), store_url, tuple(by_label), budget, seeds)
+    result = RaceResult(env, plan.name, str(plan.loaded.path), store_url, tuple(by_label), budget, seeds, grid_command=grid)
     low, high, window = _anchors(plan, env, log), plan.loaded.env_meta[cells[0].env_id]["threshold"], cells[0].window
     alive = list(by_label)
     for r, f in enumerate(fractions):
@@ -371,5 +444,6 @@ def race_answer_lines(result: RaceResult) -> list[str]:
         lines.append(f"failed runs ({len(result.failed)}): " + "; ".join(result.failed[:3])
                      + (" …" if len(result.failed) > 3 else ""))
     lines.append(f"suite {result.suite} ({result.path}); stopped labels' runs are paused with their checkpoints "
-                 f"(`bench run {result.path}` completes the grid); `bench report {result.suite}` reads the runs")
+                 f"(`{result.grid_command or 'bench run ' + result.path}` completes the grid); "
+                 f"`bench report {result.suite}` reads the runs")
     return lines

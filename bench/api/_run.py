@@ -270,7 +270,7 @@ def _variant(loaded: Any, store_url: StoreURL) -> Any:
 def plan_run(suite: str | Path, store: StoreURL | str | None = None, *, only: str | None = None,
              overrides: list[str] | tuple[str, ...] = (), workers: int | None = None, executor: str = "local",
              address: str | None = None, outputs: Any = None, replace: bool = False,
-             text: str | None = None) -> RunPlan:
+             text: str | None = None, race: bool = False) -> RunPlan:
     """Check ``suite`` (a YAML file) and the ``store`` URL (default ``sqlite:///results/bench.db``), select the
     cells ``only`` names (e.g. ``"env=CartPole-v1,algo=ppo"``), and estimate their cost. Writes nothing.
 
@@ -280,6 +280,7 @@ def plan_run(suite: str | Path, store: StoreURL | str | None = None, *, only: st
     :param replace: the grid is to replace the stored one of the suite's name (:func:`run_suite`), never a variant.
     :param text: the suite's YAML, where ``suite`` names a file not written yet (a one-line run's,
         :func:`bench.api.oneline_suite`).
+    :param race: a race plans it (:func:`bench.api.race_file`); else a ``race:`` block is refused with a hint.
     :param outputs: the cells' :class:`bench.suites.suite.Outputs` (saved policies, TensorBoard, W&B);
         default: policies beside a SQLite store, else under ``results/policies``.
     :raises BadInput: the suite, ``only``, the URL or the executor options are wrong (one line each).
@@ -295,6 +296,9 @@ def plan_run(suite: str | Path, store: StoreURL | str | None = None, *, only: st
         loaded = load_suite(Path(suite), overrides) if text is None else load_suite_text(text, str(suite), overrides)
     except SuiteError as e:
         raise BadInput(e.lines) from None
+    if loaded.suite.race is not None and not race:
+        raise BadInput(f"{suite}: race: this suite is a race; run it with `bench race {suite}` (docs/race.md), or its "
+                       f"whole grid with `bench run {suite} --set race=null`")
     try:
         filt = parse_only(only)
     except ValueError as e:

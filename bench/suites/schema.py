@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from bench.algos.registry import ALGOS, names
 from bench.suites.problems import SeedsMixin
+from bench.suites.race import RaceSpec
 from bench.suites.spaces import TuneSpec
 from bench.envs.traits import Action, Obs, Reward
 
@@ -329,6 +330,9 @@ class Suite(SeedsMixin, _Strict):
         None, description="Hyperparameter tuning for `bench tune SUITE.yaml` (see bench/suites/spaces.py); ignored by `bench run`."
     )
     claim: Claim | None = Field(None, description="A claim this suite's runs test; `bench report` gives its verdict.")
+    race: RaceSpec | None = Field(
+        None, description="Race the labels on the suite's one env with `bench race SUITE.yaml` (docs/race.md): rung by "
+                          "rung, those the statistics rule out stop; `bench run` refuses such a file with a hint.")
     variant: str | None = Field(
         None, min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$",
         description="Names a variant of other suites' runs (`bench tune --export` writes `tuned`): its labels are "

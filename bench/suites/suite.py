@@ -54,6 +54,7 @@ from bench.suites.expand import expand
 from bench.suites.overrides import Override, OverrideError, apply_overrides, parse_override
 from bench.suites.partial import unvalidated_problems
 from bench.suites.problems import Problem
+from bench.suites.race import check_race
 from bench.suites.schema import (
     BENCH_ONLY,
     CLAIM_MEASURES,
@@ -157,6 +158,8 @@ def load_suite_text(text: str, file: str, overrides: Sequence[str] = ()) -> Load
     cells, env_meta, plugins = expand(suite, problems)
     if suite.tune is not None:
         problems.extend(check_tune(suite, {**PARAMS, **{n: p.params for n, p in plugins.items()}}))
+    if suite.race is not None:
+        problems.extend(check_race(suite))
     if suite.claim is not None:
         names = {a.algo for a in suite.algorithms} | {a.display for a in suite.algorithms}
         for i, ex in enumerate(suite.claim.expect):
