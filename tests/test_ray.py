@@ -311,8 +311,10 @@ def test_tuning_workers_run_as_ray_tasks_on_one_study(ray_address, pg_url):
     seen = []
     # Each Ray task stops starting trials 6 s after its own start, so both run trials whatever
     # their start-up takes (with a small trial count the first task up could take them all).
-    out = tune(target, pg_url, trials=10_000, timeout=6, workers=2, executor="ray", address=ray_address,
-               on_trial=seen.append)
+    from bench.storage.urls import StoreURL
+
+    out = tune(target, StoreURL.parse(pg_url), trials=10_000, timeout=6, workers=2, executor="ray",
+               address=ray_address, on_trial=seen.append)
     trials = optuna.load_study(study_name="on-ray", storage=pg_url).get_trials(deepcopy=False)
     finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
     assert len(finished) >= 2 and len(trials) == len(finished)  # none left running

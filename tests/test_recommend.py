@@ -552,7 +552,8 @@ def test_no_leader_is_named_where_the_test_puts_the_runner_up_by_score_ahead():
     """Issue 63, defect 9: the best two are ranked by score, the test decides on the mean effect over envs; where
     they disagree, swapping the two named a leader that scored below its runner-up (0.74 against 0.82 on
     discrete · vector · dense / time). Neither is named then."""
-    from bench.analysis import answers, stats
+    from bench.analysis import answers
+    from bench.stats import aggregate as stats
 
     rec = answers.Recommendation("discrete", "vector", "dense", "time", "", algorithm="ppo", runner_up="trpo",
                                  best_score=stats.Interval(0.82, 0.7, 0.9), runner_up_score=stats.Interval(0.74, 0.6, 0.8),

@@ -184,6 +184,7 @@ def _bench_copy(tmp_path):
     shutil.copy(root / "scripts" / "same_returns.py", repo / "scripts")
     (repo / "tests" / "data").mkdir(parents=True)
     shutil.copy(root / "tests" / "data" / "same_returns.json", repo / "tests" / "data")
+    shutil.copy(root / ".gitignore", repo)  # Python's bytecode caches, as the project ignores them
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "bench as it is")

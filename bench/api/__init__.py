@@ -47,9 +47,9 @@ from bench.api._race import RaceResult, RungReport, race, race_answer_lines, rac
 from bench.api._recommend import Answer, recommend
 from bench.api._results import (EXPORT_FORMATS, EXPORT_WHAT, NothingToExport, ParityResult, export,
                                 export_scores, import_packs, pack_suite, parity, report)
-from bench.api._run import (STATES, CellStatus, GroupStatus, HyperparamRow, RunPlan, SuiteRun, SuiteStatus,
-                            contended_keys, hyperparams_lines, plan_run, record_env_facts, resolved_hyperparams,
-                            run_outputs, run_suite, status)
+from bench.api._run import (HyperparamRow, RunPlan, SuiteRun, contended_keys, hyperparams_lines, plan_run,
+                            record_env_facts, resolved_hyperparams, run_outputs, run_suite)
+from bench.api._status import STATES, CellStatus, GroupStatus, SuiteStatus, status
 from bench.api._tools import SPEED_ALGOS, SPEED_KERNELS, envs, speed, suite_schema
 from bench.api._tune import IMPLS, TUNE_ALGOS, TunePlan, export_best, plan_tune, tune
 from bench.run.policies import Evaluation, LoadedPolicy, PolicyError, evaluate, load_policy, video_missing

@@ -45,7 +45,7 @@ def oneline_suite(env: str, algo: str, *, impl: str | None = None, seeds: int | 
                                                        "runs from a suite file)", impl, True))
     # A bad --impl is named above; the rest is checked as with the default one, so that one pass names it all.
     data = flags_suite(env, algo, impl if not problems else "bench", seeds, timesteps)
-    path = suites_dir(parse_store(store)) / f"{data['name']}.yaml"
+    path = suites_dir(parse_store(store).sqlite_path) / f"{data['name']}.yaml"
     text = suite_yaml(data, f"`{data['description']}`")
     try:
         load_suite_text(text, str(path), overrides)

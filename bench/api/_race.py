@@ -229,7 +229,7 @@ def race(env: str, *, algos: str | None = None, seeds: int = DEFAULT_SEEDS, budg
                            "allowed: --budget N (env steps)")
         budget = max(zoo)
     data = race_suite(env, labels, seeds, budget)
-    made = OneLineSuite(data["name"], suites_dir(store_url) / f"{data['name']}.yaml",
+    made = OneLineSuite(data["name"], suites_dir(store_url.sqlite_path) / f"{data['name']}.yaml",
                         suite_yaml(data, f"`{data['description']}`"))
     write_oneline_suite(made, check=True)
     plan = _plan(made.path, store_url, workers, executor, address, artifacts, text=made.text)

@@ -211,8 +211,9 @@ def _recommend_from(source: Any, name: str, *, action: Optional[str], obs: Optio
         f"Can still be best: not shown worse than another label over the envs (paired t-tests, Bonferroni over each "
         f"label's comparisons; a {1 - g['alpha']:.0%} set per row, none from one env). Default: the store's single best "
         "among them unless the row's envs show another ahead; regret: mean shortfall to each env's best [t interval "
-        "over envs, optimistic]. Track: leave-one-env-out, envs whose best was in the set / trials; regret of the "
-        "default v the single best. Details: --verbose, docs/statistics.md.", width=100))
+        "over envs: not a 95% interval for the next env, 35-90% in simulation]. Track: leave-one-env-out, envs whose "
+        "best was in the set / trials; regret of the default v the single best, the honest next-env figure. Details: "
+        "--verbose, docs/statistics.md.", width=100))
     if verbose:
         _print_off_policy(answer.off_policy, fmt)
 

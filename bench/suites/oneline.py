@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
-
-if TYPE_CHECKING:  # annotations only
-    from bench.storage.urls import StoreURL
 
 __all__ = ["DEFAULT_SEEDS", "FLAGS", "flags_suite", "suite_name", "suite_yaml", "suites_dir", "zoo_budget"]
 
@@ -67,9 +64,10 @@ def suite_yaml(data: dict[str, Any], made_by: str) -> str:
             "to grow it (docs/suites.md).\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=False, width=1000))
 
 
-def suites_dir(store_url: StoreURL) -> Path:
-    """Where one-line runs' suite files go: beside a SQLite store (``results/bench.db`` →
-    ``results/bench.suites``), else ``results/suites``, as saved policies go (:func:`bench.run.saving.policies_dir`)."""
-    if (db := store_url.sqlite_path) is not None:
+def suites_dir(sqlite_path: Path | None) -> Path:
+    """Where one-line runs' suite files go: beside a SQLite store whose file is ``sqlite_path`` (``results/bench.db``
+    → ``results/bench.suites``), else (``None``: another database) ``results/suites``, as saved policies go
+    (:func:`bench.run.saving.policies_dir`). A path, not the store's URL: suites know nothing of storage."""
+    if (db := sqlite_path) is not None:
         return db.with_name(f"{db.stem}.suites")
     return Path("results") / "suites"
