@@ -154,6 +154,7 @@ class EveryFrameDrawn(gym.Wrapper):
         return obs, total, term, trunc, info
 
 
+@pytest.mark.heavy
 def test_action_repeat_returns_what_the_fully_drawn_env_gives():
     """CarRacing's undrawn frames change nothing the learner sees: over 600 agent steps (a 500-step time limit
     and a reset), and on an episode that ends on an undrawn frame (the car moved off the playfield), every

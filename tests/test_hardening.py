@@ -302,6 +302,7 @@ def silent_server():
     srv.close()
 
 
+@pytest.mark.heavy
 def test_case06_a_host_that_never_answers_times_out_with_one_line(tmp_path, silent_server):
     f = tiny(tmp_path)
     url = f"postgresql://postgres@127.0.0.1:{silent_server}/bench"
@@ -340,6 +341,7 @@ def test_case06_status_reads_a_real_postgres_store(tmp_path, pg_url):
 # 7. kill -9 of one worker of a --workers 2 run
 # --------------------------------------------------------------------------- #
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux /proc")
+@pytest.mark.heavy
 def test_case07_a_dead_worker_fails_only_its_own_run(tmp_path):
     f = tiny(tmp_path, seeds="[0, 1]", timesteps=40_000)
     url = f"sqlite:///{tmp_path / 'b.db'}"
@@ -432,6 +434,7 @@ def test_case09_the_largest_allowed_values_register_on_postgres(tmp_path, pg_url
 # 10. Read-only stores: no WAL switch, no tables, no files left; a read-only mount
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize("journal", ["wal", "delete"])
+@pytest.mark.heavy
 def test_case10_read_commands_leave_a_read_only_copy_of_the_reference_untouched(tmp_path, journal):
     # As root, permission bits do not stop writes: "untouched" is checked byte for byte, and
     # the "delete" copy (rollback journal) shows a WAL switch, which changes the file's header.
@@ -513,6 +516,7 @@ def tmpfs(tmp_path):
             subprocess.run(["umount", "-l", str(d)], capture_output=True)
 
 
+@pytest.mark.heavy
 def test_case10_a_store_on_a_real_read_only_mount(tmp_path, tmpfs):
     m = tmpfs("mnt")
     shutil.copy(reference_db(), m / "reference.db")

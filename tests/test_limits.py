@@ -355,6 +355,7 @@ def _check(outcomes: dict, db: Path, wall: tuple[str, ...]) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals and /proc")
+@pytest.mark.heavy
 def test_runs_stopped_by_their_limits_on_the_local_pool_keep_what_they_recorded(tmp_path, monkeypatch):
     """Before: the pool killed the worker past a limit, and the run's episodes, diagnostics and evaluations went
     with it. Now the run stops itself and writes them: ``hog`` unwinds at the stop, ``deaf`` swallows it, so its

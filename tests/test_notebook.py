@@ -10,6 +10,7 @@ import pytest
 NOTEBOOK = Path(__file__).resolve().parent.parent / "examples" / "api-quickstart.ipynb"
 
 
+@pytest.mark.heavy
 def test_the_api_notebook_runs(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

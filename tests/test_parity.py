@@ -73,6 +73,7 @@ def _bench(*args: str, cwd) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
+@pytest.mark.heavy
 def test_parity_command_and_report_on_a_planted_store(tmp_path):
     url = f"sqlite:///{tmp_path / 'p.db'}"
     labels = [Planted("ppo-bench", "ppo", "bench", skill=1.0, tau=0.1, noise=0.02),

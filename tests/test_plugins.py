@@ -54,6 +54,7 @@ def _returns(url: str, label: str) -> list[list[float]]:
                 for k in keys]
 
 
+@pytest.mark.heavy
 def test_a_plugin_declared_both_ways_runs_beside_a_built_in_and_is_reported(tmp_path, env):
     suite = tmp_path / "plug.yaml"
     suite.write_text(SUITE)

@@ -136,6 +136,7 @@ def test_status_shows_how_far_a_running_run_is(tmp_path):
     assert "20,000 steps, 600 of 1,200 CPU s (50%" in row, p.stdout
 
 
+@pytest.mark.heavy
 def test_a_log_gets_whole_progress_lines(tmp_path, monkeypatch):
     # Where stderr is not a terminal (nohup, CI), `bench run` writes a progress line now and then; each
     # stays one line however long the names of the cells in flight (rich wrapped them at 160 columns).

@@ -219,6 +219,7 @@ def _suite(tmp_path: Path, pg_url: str, algos: str):
     return loaded.cells
 
 
+@pytest.mark.heavy
 def test_killed_worker_is_retried_and_python_errors_are_not(ray_address, pg_url, tmp_path):
     import torch
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from bench.run import runner
@@ -133,6 +134,7 @@ def test_replace_done_is_refused_once_the_run_moved_on(store_url):
     assert remeasure_cell(StoreURL.parse(store_url), cell).status == "skipped"
 
 
+@pytest.mark.heavy
 def test_cli_remeasures_only_the_contended_runs(tmp_path):
     url = f"sqlite:///{tmp_path / 'bench.db'}"
     only = ["--only", "env=CartPole-v1,algo=ppo,seed=0"]

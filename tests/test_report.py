@@ -446,6 +446,7 @@ def test_a_tuned_variant_sits_beside_the_zoo_defaults_and_out_of_the_answers(tmp
     assert '<section id="variant-1">' not in named and "a2c-bench-tuned" in named
 
 
+@pytest.mark.heavy
 def test_figures_drawn_in_worker_processes_are_the_ones_drawn_here(planted, tmp_path):
     # A large report draws its figures in worker processes beside the one computing the tables
     # (figures.Painter); each figure seeds its own generator, so the page is the same either way. The workers

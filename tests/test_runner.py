@@ -31,6 +31,7 @@ def done_rows(url, suite):
     return df
 
 
+@pytest.mark.heavy
 def test_smoke_suite_twice_then_export(tmp_path):
     """Every algorithm × implementation on both smoke envs (seed 0; the suite's second seed adds run time,
     not coverage), run twice: the second run re-runs nothing; then the export and what each run stored."""
@@ -112,6 +113,7 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux /proc to find worker processes")
+@pytest.mark.heavy
 def test_sigkill_mid_suite_then_resume(tmp_path):
     suite = tmp_path / "kill.yaml"
     suite.write_text(
@@ -191,6 +193,7 @@ def test_run_cell_in_process_records_a_done_row(store_url):
     assert run_cell(StoreURL.parse(store_url), cell, this_owner()).status == "skipped"
 
 
+@pytest.mark.heavy
 def test_failures_are_recorded_and_the_suite_goes_on(tmp_path):
     """A diverging cell (NaN loss) and a cell that raises are failed runs; the rest completes."""
     import torch

@@ -177,6 +177,7 @@ def test_bad_task_parameters_are_one_line_at_suite_validation(tmp_path, key, wor
     assert len(lines) == 1 and "envs[0].kwargs" in lines[0] and words in lines[0], lines
 
 
+@pytest.mark.heavy
 def test_sb3_and_own_ppo_run_on_a_sequence_task_in_a_suite(tmp_path):
     # The off-the-shelf choice: SB3's MlpPolicy over the one-hot of a MultiDiscrete context (and the own PPO's
     # MLP over token ids, until a sequence policy is wired in). Both record episodes like any env.
@@ -209,6 +210,7 @@ def _train_ppo(key: str, timesteps: int, **hp):
     return rec, series
 
 
+@pytest.mark.heavy
 def test_ppo_from_the_sft_reference_raises_the_exact_match_rate():
     # The fast learning check (issue 17): one seed, the easiest task. The SFT reference's sampled exact-match
     # rate on held-out prompts is the start; the last rollouts' rate must beat it by 0.1 within 10k tokens.
@@ -345,6 +347,7 @@ def test_ppo_with_a_separate_value_model_trains_it_and_counts_it():
     assert "value/explained_variance" in s
 
 
+@pytest.mark.heavy
 def test_the_report_adds_memory_and_reward_hacking_for_sequence_tasks(tmp_path):
     """Issue 17: a category of sequence tasks gets the model-memory and reward-hacking columns, from real runs."""
     import subprocess

@@ -393,6 +393,7 @@ tune:
 
 
 @pytest.mark.postgres
+@pytest.mark.heavy
 def test_killed_worker_trial_is_failed_and_retried_with_the_same_params(pg_url, tmp_path):
     (tmp_path / "kill.yaml").write_text(KILL_SUITE)
     KILL_ARGS = (tmp_path / "kill.yaml", "--study", "killed", "--heartbeat", "1", "--grace", "2")
@@ -432,6 +433,7 @@ def test_killed_worker_trial_is_failed_and_retried_with_the_same_params(pg_url, 
 
 
 @pytest.mark.postgres
+@pytest.mark.heavy
 def test_two_worker_processes_share_one_study_on_postgres(pg_url):
     # Each worker stops starting trials 6 s after its own start: long enough that both run
     # trials whatever their start-up takes, where a fixed small trial count could all go
