@@ -177,6 +177,7 @@ def existing_store(tmp_path_factory) -> str:
 @example(text=VALID_SUITE, kind="fresh")  # valid suites are rare draws: pin one against three store kinds
 @example(text=VALID_SUITE, kind="existing")
 @example(text=VALID_SUITE, kind="folder")
+@pytest.mark.heavy
 def test_fuzz_suites_and_store_urls(existing_store, text, kind):
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)

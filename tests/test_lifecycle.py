@@ -155,6 +155,7 @@ def test_opening_a_second_store_keeps_the_process_lock_on_the_database(tmp_path)
     second.dispose()
 
 
+@pytest.mark.heavy
 def test_every_way_out_of_a_plugin_leaves_the_store_whole_and_each_cell_recorded(tmp_path):
     """sys.exit() in 5 consecutive cells (which corrupted the store, then aborted `bench run` with "disk I/O
     error"), then KeyboardInterrupt, a BaseException of the plugin's own, os._exit, SIGKILL and a segfault."""

@@ -302,6 +302,7 @@ def test_four_processes_one_postgres_store_lose_and_duplicate_nothing(pg_url, tm
 # Tuning on a cluster: Optuna workers as Ray tasks on one PostgreSQL study
 # --------------------------------------------------------------------------- #
 @pytest.mark.postgres
+@pytest.mark.heavy
 def test_tuning_workers_run_as_ray_tasks_on_one_study(ray_address, pg_url):
     import optuna
     from optuna.trial import TrialState

@@ -328,6 +328,7 @@ def test_the_tasks_pass_gymnasiums_env_checker_and_refuse_steps_after_the_end(ke
         env.step(EOS)
 
 
+@pytest.mark.heavy
 def test_model_memory_counts_the_reference_and_every_reward_model_copy():
     from bench.algos.sequence_policy import sft_reference
     from bench.envs.reward_model import reward_model

@@ -220,6 +220,7 @@ def test_sub_sampling_gives_the_policy_step_a_random_kth_of_the_rollout(monkeypa
     assert [len(o) for o in steps] == [512, 512]
 
 
+@pytest.mark.heavy
 def test_trpo_solves_cartpole_fast():
     """Fast learning check (one seed): zoo hyperparameters (2 envs × 512 steps), 475 within 100k steps."""
     rec = run("CartPole-v1", 100_000, seed=0)

@@ -206,7 +206,14 @@ def _recommend_from(source: Any, name: str, *, action: Optional[str], obs: Optio
     if seq_envs:  # the language-model track's own criteria, lower is better (bench report's decision matrix)
         for crit, got in answer.lm_lines:  # computed on the sequence envs of every row with envs: those shown
             print(textwrap.fill(f"{crit} (sequence tasks, lower is better): {'; '.join(got)}", width=100))
-    g = answer.legend
+    _print_legend(answer.legend)
+    if verbose:
+        _print_off_policy(answer.off_policy, fmt)
+
+
+
+def _print_legend(g: dict[str, Any]) -> None:
+    """What the compact table's three parts and its track mean, under the table."""
     print(textwrap.fill(
         f"Can still be best: not shown worse than another label over the envs (paired t-tests, Bonferroni over each "
         f"label's comparisons; a {1 - g['alpha']:.0%} set per row, none from one env). Default: the store's single best "
@@ -214,9 +221,6 @@ def _recommend_from(source: Any, name: str, *, action: Optional[str], obs: Optio
         "over envs: not a 95% interval for the next env, 35-90% in simulation]. Track: leave-one-env-out, envs whose "
         "best was in the set / trials; regret of the default v the single best, the honest next-env figure. Details: "
         "--verbose, docs/statistics.md.", width=100))
-    if verbose:
-        _print_off_policy(answer.off_policy, fmt)
-
 
 def _print_off_policy(lines: list[str], fmt: str) -> None:
     """The off-policy reference lines (:mod:`bench.analysis.offpolicy`) under the table, one per profile."""
