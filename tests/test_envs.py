@@ -484,6 +484,22 @@ def test_minigrid_as_pixels_is_the_same_task_through_its_rgb_view(pixels, task):
     assert envs.get_spec(pixels).obs == "pixels" and envs.get_spec(task).obs == "vector"
 
 
+def test_own_policy_takes_minigrid_pixel_frames():
+    """MiniGrid's 56×56 view leaves 3×3 maps after the Nature CNN's convolutions, not Atari's 7×7: the own
+    policy sizes its linear layer to the frame (64·3·3 = 576 inputs) and acts on a real frame."""
+    pytest.importorskip("minigrid")
+    import torch
+
+    from bench.algos.policy import ActorCritic
+
+    env = envs.make_env("bench/MiniGrid-DoorKey-5x5-Pixels-v0")
+    pol = ActorCritic(env.observation_space, env.action_space)
+    assert pol.pi_features.net[-2].in_features == 576
+    o, _ = env.reset(seed=0)
+    pd, v = pol.dist_value(torch.as_tensor(o[None]))
+    assert pd.logp.shape == (1, env.action_space.n) and v.shape == (1,)
+
+
 @pytest.mark.parametrize("pixels", ["bench/LunarLanderContinuous-Pixels-v3", "bench/BipedalWalker-Pixels-v3"])
 def test_box2d_drawn_repeats_each_action_twice_and_draws_once(pixels):
     """The rendered task's reward is the task's over the 2 repeated frames; one frame is drawn per agent step; the

@@ -55,7 +55,7 @@ def test_nature_cnn_runs_channels_last_and_computes_the_nchw_function():
     from bench.algos.policy import NatureCNN
 
     torch.manual_seed(0)
-    cnn = NatureCNN(4)
+    cnn = NatureCNN(4, 84, 84)
     seen = []
     cnn.net[0].register_forward_pre_hook(lambda _m, a: seen.append(a[0].is_contiguous(memory_format=torch.channels_last)))
     x = torch.randint(0, 256, (8, 4, 84, 84), dtype=torch.uint8)

@@ -55,17 +55,20 @@ def mlp(sizes: Sequence[int], activation: str, out_gain: float, ortho: bool = Tr
 
 
 class NatureCNN(nn.Module):
-    """The DQN torso (Mnih et al. 2015): uint8 (C, 84, 84) frames → 512 features."""
+    """The DQN torso (Mnih et al. 2015): uint8 ``(C, H, W)`` frames → 512 features. Its convolutions take
+    Atari's 84×84 to 7×7 maps; other sizes (MiniGrid's 56×56 view: 3×3) give the linear layer their own width."""
 
-    def __init__(self, in_channels: int, ortho: bool = True):
+    def __init__(self, in_channels: int, h: int = 84, w: int = 84, ortho: bool = True):
         super().__init__()
         g = math.sqrt(2)
+        # Each convolution has no padding: out = (in - kernel) // stride + 1.
+        mh, mw = (((((x - 8) // 4 + 1) - 4) // 2 + 1) - 3 + 1 for x in (h, w))
         self.net = nn.Sequential(
             _init(nn.Conv2d(in_channels, 32, 8, stride=4), g, ortho), nn.ReLU(),
             _init(nn.Conv2d(32, 64, 4, stride=2), g, ortho), nn.ReLU(),
             _init(nn.Conv2d(64, 64, 3, stride=1), g, ortho), nn.ReLU(),
             nn.Flatten(),
-            _init(nn.Linear(64 * 7 * 7, 512), g, ortho), nn.ReLU(),
+            _init(nn.Linear(64 * mh * mw, 512), g, ortho), nn.ReLU(),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -81,7 +84,7 @@ def pixel_torso(obs_space: gym.spaces.Box, ortho: bool = True) -> tuple[nn.Modul
     least 36×36 (Atari's 84×84), else the MinAtar CNN (128), which every implementation then uses."""
     c, h, w = obs_space.shape
     if min(h, w) >= NATURE_MIN_SIZE:
-        return NatureCNN(c, ortho), 512
+        return NatureCNN(c, h, w, ortho), 512
     return MinAtarCNN(c, h, w, ortho), 128
 
 
