@@ -1,5 +1,6 @@
 """Every label of every reference suite trains on each of its envs for one rollout and one update (heavy tier:
-``nox -s heavy``, about a minute a suite on 2 cores).
+``nox -s heavy``; the MiniGrid pixel and intersection-v0 suites took 7 minutes on one core of a 2-core AMD EPYC,
+most of it intersection-v0's 60 ms steps).
 
 A reference suite is registered, keyed and validated long before its hours of runs start, often in another
 session: a label that cannot train on an env (a policy sized for another frame, a wrapper a label does not
