@@ -4,7 +4,8 @@
 
 Per label (algorithm × implementation): mean final return over the last ``window`` training episodes with its
 min-max over seeds, the seeds whose windowed mean crossed the env's threshold and their median steps to it, and
-CPU µs per step (an agent step where the env repeats actions) with its min-max. Under each table: runs done,
+CPU µs per step (an agent step where the env repeats actions) with its min-max, and the mean training return of
+the episodes ending in the first and in the last tenth of the budget (learning, or flat). Under each table: runs done,
 CPU- and wall-hours, the largest wall / CPU (a run is contended past 1.25), each machine (CPU model and CPUID)
 with its runs, and the random policy's anchor. A time axis (``registry.TIME_SCALE_US``) is the slowest label's
 mean rounded up to 100 µs (docs/reference.md, "Time axes"); the line that says so names that label.
@@ -48,9 +49,24 @@ def _num(x: float, digits: int = 1) -> str:
     return "—" if x is None or not math.isfinite(x) else f"{x:,.{digits}f}".replace("-", "−")
 
 
-def env_table(runs: pd.DataFrame) -> str:
-    """Markdown table, one row per label, best mean final return first. ``runs``: one env's finished runs."""
+def tenths(runs: pd.DataFrame, episodes: pd.DataFrame | None) -> pd.Series:
+    """Per run (index ``key``): mean training return of the episodes that ended in the first and in the last
+    tenth of its budget, ``"first → last"``; what a final return alone does not say (learning or flat)."""
+    if episodes is None:
+        return pd.Series(dtype=str)
+    out = {}
+    for key, budget in zip(runs["key"], runs["timesteps"].astype(float)):
+        e = episodes[episodes["key"] == key]
+        first, last = e[e["step"] <= budget / 10]["ret"], e[e["step"] > budget * 0.9]["ret"]
+        out[key] = (float(first.mean()) if len(first) else float("nan"), float(last.mean()) if len(last) else float("nan"))
+    return pd.Series(out)
+
+
+def env_table(runs: pd.DataFrame, episodes: pd.DataFrame | None = None) -> str:
+    """Markdown table, one row per label, best mean final return first. ``runs``: one env's finished runs;
+    ``episodes``: the pack's training episodes (for the first and last tenth), or None."""
     thr = float(runs["threshold"].iloc[0])
+    ends = tenths(runs, episodes)
     rows = []
     for (algo, impl), g in runs.groupby(["algo", "impl"]):
         fin = g["final_return"].astype(float)
@@ -58,11 +74,21 @@ def env_table(runs: pd.DataFrame) -> str:
         us = g["cpu_s"].astype(float) / g["total_steps"].astype(float) * 1e6
         rows.append((float(fin.mean()), label(algo, impl), f"{_num(fin.mean())} ({_num(fin.min())} to {_num(fin.max())})",
                      f"{len(cross)}/{len(g)}", _num(float(cross.median()), 0) if len(cross) else "—",
-                     f"{_num(us.mean(), 0)} ({_num(us.min(), 0)}-{_num(us.max(), 0)})"))
+                     f"{_num(us.mean(), 0)} ({_num(us.min(), 0)}-{_num(us.max(), 0)})",
+                     _curve(ends, g["key"])))
     rows.sort(key=lambda r: -r[0])
-    head = [f"| label | final return (min to max) | seeds crossing {thr:g} | median steps to it | CPU µs per step (min-max) |",
-            "|---|---|---|---|---|"]
+    head = [f"| label | final return (min to max) | seeds crossing {thr:g} | median steps to it | "
+            "CPU µs per step (min-max) | return, first → last tenth |", "|---|---|---|---|---|---|"]
     return "\n".join(head + [f"| {' | '.join(r[1:])} |" for r in rows])
+
+
+def _curve(ends: pd.Series, keys: pd.Series) -> str:
+    """The label's mean over seeds of each run's first- and last-tenth return."""
+    if not len(ends):
+        return "—"
+    pairs = [ends[k] for k in keys if k in ends.index]
+    first, last = (float(pd.Series([p[i] for p in pairs]).mean()) for i in (0, 1))
+    return f"{_num(first)} → {_num(last)}"
 
 
 def cost_lines(runs: pd.DataFrame, anchors: pd.DataFrame | None, env: str) -> list[str]:
@@ -88,6 +114,7 @@ def cost_lines(runs: pd.DataFrame, anchors: pd.DataFrame | None, env: str) -> li
 def summarise(pack: Path) -> str:
     runs = pd.read_parquet(pack / "runs.parquet")
     anchors = pd.read_parquet(pack / "anchors.parquet") if (pack / "anchors.parquet").is_file() else None
+    episodes = pd.read_parquet(pack / "episodes.parquet") if (pack / "episodes.parquet").is_file() else None
     out = []
     for env, g in runs.groupby("env_id"):
         done = g[g["status"] == "done"]
@@ -95,7 +122,7 @@ def summarise(pack: Path) -> str:
         if not len(done):
             out += ["no finished runs", ""]
             continue
-        out += [env_table(done), "", *(f"- {s}" for s in cost_lines(g, anchors, env)), ""]
+        out += [env_table(done, episodes), "", *(f"- {s}" for s in cost_lines(g, anchors, env)), ""]
     return "\n".join(out)
 
 
