@@ -213,7 +213,8 @@ BOX2D = EnvFamily("box2d", "Box2D", entry_point="gymnasium.envs.box2d", envs=(
     EnvSpec("CarRacing-v3", "box2d", "continuous", "pixels", "dense", 500, 900.0, GYM, time_scale_us=19000.0),
     # Two Box2D tasks drawn (bench.envs.pixels): 2 frames per action, grey 84×84, 4 stacked, as CarRacing; the
     # horizon in agent steps (1,000 and 1,600 frames / 2). Same rewards and bars as the vector versions.
-    EnvSpec("bench/LunarLanderContinuous-Pixels-v3", "box2d", "continuous", "pixels", "dense", 500, 200.0, GYM),
+    EnvSpec("bench/LunarLanderContinuous-Pixels-v3", "box2d", "continuous", "pixels", "dense", 500, 200.0, GYM,
+            time_scale_us=18400.0),
     EnvSpec("bench/BipedalWalker-Pixels-v3", "box2d", "continuous", "pixels", "dense", 800, 300.0, GYM),
 ))
 
