@@ -6,7 +6,7 @@ Per label (algorithm × implementation): mean final return over the last ``windo
 min-max over seeds, the seeds whose windowed mean crossed the env's threshold and their median steps to it, and
 CPU µs per step (an agent step where the env repeats actions) with its min-max, and the mean training return of
 the episodes ending in the first and in the last tenth of the budget (learning, or flat). Under each table: runs done,
-CPU- and wall-hours, the largest wall / CPU (a run is contended past 1.25), each machine (CPU model and CPUID)
+CPU- and wall-hours, the range of wall / CPU (a run is contended past 1.25), each machine (CPU model and CPUID)
 with its runs, and the random policy's anchor. A time axis (``registry.TIME_SCALE_US``) is the slowest label's
 mean rounded up to 100 µs (docs/reference.md, "Time axes"); the line that says so names that label.
 
@@ -50,8 +50,8 @@ def _num(x: float, digits: int = 1) -> str:
 
 
 def tenths(runs: pd.DataFrame, episodes: pd.DataFrame | None) -> pd.Series:
-    """Per run (index ``key``): mean training return of the episodes that ended in the first and in the last
-    tenth of its budget, ``"first → last"``; what a final return alone does not say (learning or flat)."""
+    """Per run (index ``key``): ``(first, last)``, the mean training return of the episodes that ended in the
+    first and in the last tenth of its budget (NaN where none did); what a final return alone does not say."""
     if episodes is None:
         return pd.Series(dtype=str)
     out = {}
