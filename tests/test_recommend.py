@@ -352,6 +352,33 @@ def test_probe_classes_split_at_gaps_and_at_spans_no_one_machine_has():
     assert cls([{"cpu_model": "A"}, m(12.0)]) == [None, 12.0]  # no probe recorded: no class
 
 
+def test_a_hardware_line_does_not_move_when_another_env_s_runs_are_read_beside_it():
+    """A profile row's hardware line names its own runs' machines. Read with another env's runs on the same
+    machine, the store-wide class of that machine moves (its median probe, 23.1 → 22.9 ms here); the line of
+    the row, and the report's warnings of each env, must not."""
+    from types import SimpleNamespace
+
+    def runs(probes: dict[str, list[float]]) -> SimpleNamespace:
+        metas = [{"cpu_model": "Xeon", "torch_threads": 1, "cpu_probe_ms": {"start": ms, "end": ms + 3}}
+                 for env, vals in probes.items() for ms in vals]
+        for m, c in zip(metas, analysis.probe_classes(metas)):  # as reading a store stamps every run
+            m[analysis.PROBE_CLASS_KEY] = c
+        env = [env for env, vals in probes.items() for _ in vals]
+        frame = pd.DataFrame({"env": env, "meta": metas, "contended": False, "machine": "Xeon",
+                              "cpu_estimated": False, "pooled": True})
+        return SimpleNamespace(runs=frame)
+
+    row = {"A": [23.0, 23.1, 23.2], "B": [23.0, 46.0]}
+    alone, beside = runs(row), runs({**row, "C": [22.5, 22.6, 22.7, 22.8]})
+    assert analysis.hardware_of(alone.runs["meta"][0]) != analysis.hardware_of(beside.runs["meta"][0])
+    line = analysis.hardware_line(alone, ["A", "B"])
+    assert line == analysis.hardware_line(beside, ["A", "B"])
+    assert "Xeon (probe ≈23.1 ms)" in line and "Xeon (probe ≈46 ms)" in line, line
+    assert analysis.hardware_warnings(alone) == {k: v for k, v in analysis.hardware_warnings(beside).items()
+                                                  if k != "C"} == {"B": [
+        "Xeon (probe ≈23 ms) · 1 torch thread(s)", "Xeon (probe ≈46 ms) · 1 torch thread(s)"]}
+
+
 def test_runs_recorded_before_per_episode_cpu_are_estimated_and_said_so(tmp_path):
     import sqlalchemy as sa
 

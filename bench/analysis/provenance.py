@@ -74,14 +74,21 @@ def hardware_of(meta: dict[str, Any]) -> str:
     return _hardware(meta, probe_class_ms(meta))
 
 
+def _machines(metas: list[dict[str, Any]]) -> list[str]:
+    """The distinct machines of these runs, sorted, their speed-probe classes formed from these runs alone
+    (:func:`probe_classes`): a line about some runs must not move when unrelated runs are read beside them
+    (a class is labelled by its median probe, which other runs of the same machine would shift)."""
+    return sorted({_hardware(m, c) for m, c in zip(metas, probe_classes(metas))})
+
+
 def hardware_line(scored: Any, envs: list[str] | None = None) -> str:
     """One line for every time figure: the machines the runs' CPU seconds come from (of ``envs``' runs, where
-    given), how time comparisons use them (:mod:`bench.analysis.machines`), and how many runs were contended
+    given, told apart from those runs alone), how time comparisons use them (:mod:`bench.analysis.machines`), and how many runs were contended
     or have no speed probe (both left out of time comparisons)."""
     r = scored.runs if envs is None else scored.runs[scored.runs["env"].isin(envs)]
     if r.empty:
         return ""
-    hw = sorted({hardware_of(m) for m in r["meta"]})
+    hw = _machines(list(r["meta"]))
     n = int(r["contended"].sum())
     unknown = int(r["machine"].isna().sum())
     est = int(r["cpu_estimated"].sum())
@@ -101,12 +108,13 @@ def hardware_line(scored: Any, envs: list[str] | None = None) -> str:
 def hardware_warnings(data: Any) -> dict[str, list[str]]:
     """Env id → the distinct hardware/thread settings of its pooled runs, where there is more than one.
 
-    Time figures compared across such runs mix machines, so the report warns.
+    Time figures compared across such runs mix machines, so the report warns. Each env's machines are told
+    apart from its own runs.
     """
     r = data.runs[data.runs["pooled"]] if not data.runs.empty else data.runs
     out = {}
     for env_id, g in r.groupby("env", sort=True):
-        hw = sorted({hardware_of(m) for m in g["meta"]})
+        hw = _machines(list(g["meta"]))
         if len(hw) > 1:
             out[env_id] = hw
     return out
