@@ -1,8 +1,10 @@
 """Which machine a run ran on: speed-probe classes, and the hardware lines and warnings the report prints.
 
 A CPU name can hide virtual machines of different speeds, so runs are told apart by their speed probe
-(:mod:`bench.run.probe`), grouped over the runs read together (:func:`probe_classes`). Time comparisons
-use these classes (:mod:`bench.analysis.machines`). Pure: run metas and frames in, strings out.
+(:mod:`bench.run.probe`), grouped over the runs read together (:func:`probe_classes`) for each run's provenance.
+A line about some runs (a row's hardware line, an env's warning) groups those runs alone, so that it does not
+move when unrelated runs are read beside them; time comparisons group the two sides' runs on each env alone
+(:mod:`bench.analysis.machines`). Pure: run metas and frames in, strings out.
 """
 
 from __future__ import annotations
