@@ -85,8 +85,8 @@ def _machines(metas: list[dict[str, Any]]) -> list[str]:
 
 def hardware_line(scored: Any, envs: list[str] | None = None) -> str:
     """One line for every time figure: the machines the runs' CPU seconds come from (of ``envs``' runs, where
-    given, told apart from those runs alone), how time comparisons use them (:mod:`bench.analysis.machines`), and how many runs were contended
-    or have no speed probe (both left out of time comparisons)."""
+    given, told apart from those runs alone), how time comparisons use them (:mod:`bench.analysis.machines`),
+    and how many runs were contended or have no speed probe (both left out of time comparisons)."""
     r = scored.runs if envs is None else scored.runs[scored.runs["env"].isin(envs)]
     if r.empty:
         return ""
