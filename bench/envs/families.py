@@ -215,7 +215,8 @@ BOX2D = EnvFamily("box2d", "Box2D", entry_point="gymnasium.envs.box2d", envs=(
     # horizon in agent steps (1,000 and 1,600 frames / 2). Same rewards and bars as the vector versions.
     EnvSpec("bench/LunarLanderContinuous-Pixels-v3", "box2d", "continuous", "pixels", "dense", 500, 200.0, GYM,
             time_scale_us=18400.0),
-    EnvSpec("bench/BipedalWalker-Pixels-v3", "box2d", "continuous", "pixels", "dense", 800, 300.0, GYM),
+    EnvSpec("bench/BipedalWalker-Pixels-v3", "box2d", "continuous", "pixels", "dense", 800, 300.0, GYM,
+            time_scale_us=22000.0),
 ))
 
 MUJOCO = EnvFamily("mujoco", "MuJoCo", entry_point="gymnasium.envs.mujoco", envs=(
