@@ -32,7 +32,7 @@ observations × reward) and a priority (samples or time), the headline:
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.stats import generalise, parity, aggregate as stats
@@ -61,9 +61,10 @@ class Candidate:
     algo: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Recommendation:
-    """One problem profile's answer (see the module docstring).
+    """One problem profile's answer (see the module docstring). Built whole once the call's Holm adjustment is
+    known (:func:`recommend`), and never changed after.
 
     :param verdict: ``recommended`` | ``measured`` | ``leaning`` | ``no difference`` | ``insufficient evidence``.
     :param algorithm: the winner (or the leader by score); ``runner_up`` the other of the two tested.
@@ -265,40 +266,34 @@ def _implementation(scored: Scored, c: Candidate, crit: Criterion, envs: list[st
     return ("tie" if t.p_value >= ALPHA else "better", a, b, t.p_value)
 
 
-def _finish(rec: Recommendation, stat: float) -> None:
-    """Set the verdict and message of ``rec`` from its adjusted p (module docstring, step 5)."""
+def _verdict(rec: Recommendation, stat: float) -> tuple[str, str]:
+    """The verdict and message of ``rec`` from its adjusted p (module docstring, step 5); ``stat`` is the headline
+    test's mean effect, whose sign is checked against the ranking."""
     p = rec.p_adjusted
     if p is None:
-        rec.verdict = "insufficient evidence"
-        rec.message = rec.message or (f"insufficient evidence: {rec.algorithm} and {rec.runner_up} share no known "
-                                      "machine on quiet cores on any env" if rec.runner_up else rec.message)
-        return
+        return "insufficient evidence", rec.message or (
+            f"insufficient evidence: {rec.algorithm} and {rec.runner_up} share no known machine on quiet cores on "
+            "any env")
     shown = p_text(rec)
-    where = ", ".join(rec.tested_envs)
     if stat < 0:
         # The test's mean effect over envs has the other sign than the ranking by score: naming either would
         # show a leader that one of its own two numbers puts behind (issue 63, defect 9).
-        rec.verdict = "no difference"
-        rec.message = (f"no leader: {rec.algorithm} scores higher, but {rec.runner_up} is ahead on the mean "
-                       f"effect over envs (adjusted p {shown})")
-        return
+        return "no difference", (f"no leader: {rec.algorithm} scores higher, but {rec.runner_up} is ahead on the "
+                                 f"mean effect over envs (adjusted p {shown})")
     if not p < ALPHA:
-        rec.verdict = "no difference"
-        rec.message = f"no difference measured between {rec.algorithm} and {rec.runner_up} (adjusted p {shown})"
-    elif not rec.enough:
-        rec.verdict = "leaning"
-        rec.message = (f"leaning {rec.algorithm} over {rec.runner_up} (adjusted p {shown}; a winner needs ≥ "
-                       f"{MIN_SEEDS} runs per side and env)")
-    elif rec.test == "t over envs":
-        rec.verdict = "recommended"
+        return "no difference", (f"no difference measured between {rec.algorithm} and {rec.runner_up} "
+                                 f"(adjusted p {shown})")
+    if not rec.enough:
+        return "leaning", (f"leaning {rec.algorithm} over {rec.runner_up} (adjusted p {shown}; a winner needs ≥ "
+                           f"{MIN_SEEDS} runs per side and env)")
+    if rec.test == "t over envs":
         m = rec.meta
-        rec.message = (f"{rec.algorithm}, then {rec.runner_up}: mean effect over envs of this kind {m.mu:+.3f} "
-                       f"[{m.lo:+.3f}, {m.hi:+.3f}] (t over {m.k} envs weighted equally; sd of the env effects "
-                       f"{m.tau:.3f}), adjusted p {shown}")
-    else:
-        rec.verdict = "measured"
-        rec.message = (f"on {where}: {rec.algorithm} ahead of {rec.runner_up} (adjusted p {shown}); fewer than "
-                       f"{generalise.MIN_ENVS_GENERALISE} envs make no claim about the next env of this kind")
+        return "recommended", (f"{rec.algorithm}, then {rec.runner_up}: mean effect over envs of this kind "
+                               f"{m.mu:+.3f} [{m.lo:+.3f}, {m.hi:+.3f}] (t over {m.k} envs weighted equally; sd of "
+                               f"the env effects {m.tau:.3f}), adjusted p {shown}")
+    return "measured", (f"on {', '.join(rec.tested_envs)}: {rec.algorithm} ahead of {rec.runner_up} (adjusted p "
+                        f"{shown}); fewer than {generalise.MIN_ENVS_GENERALISE} envs make no claim about the next "
+                        "env of this kind")
 
 
 def recommend(scored: Scored, *, action: str | None = None, obs: str | None = None, reward: str | None = None,
@@ -306,7 +301,7 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
     """A recommendation for every profile matching the given traits (``None`` = every value); see the module
     docstring. Every row is computed whatever the filter, and the headline p-values are Holm-adjusted over every
     profile × priority of the store (a fixed family), so a filtered call returns exactly the rows of the full one."""
-    out: list[Recommendation] = []
+    rows: list[dict[str, Any]] = []  # each row's fields, until the call's Holm adjustment is known
     stats_of: list[float] = []
     for a, o, rw, p in itertools.product(ACTIONS, OBS, REWARDS, PRIORITIES):
         if a == "continuous" and o == "sequence":
@@ -316,41 +311,43 @@ def recommend(scored: Scored, *, action: str | None = None, obs: str | None = No
         # Envs without a time axis have no time score, and envs run at an equal CPU budget no sample score.
         scored_on = set(scored.runs.loc[scored.runs[crit.column].notna(), "env"])
         envs = [e for e in profile if e in scored_on]
-        rec = Recommendation(a, o, rw, p, "insufficient evidence", envs=envs,
-                             hardware=hardware_line(scored, envs) if crit.is_time else "")
-        out.append(rec)
+        row: dict[str, Any] = dict(action=a, obs=o, reward=rw, priority=p, verdict="insufficient evidence", envs=envs,
+                                   hardware=hardware_line(scored, envs) if crit.is_time else "")
+        rows.append(row)
         stats_of.append(0.0)
         if not envs:
             # A profile env has anchors (final_norm), so by samples the only way to lack a score is equal compute.
-            rec.message = EQUAL_COMPUTE_ONLY if profile and crit.over_steps else NO_ENV
+            row["message"] = EQUAL_COMPUTE_ONLY if profile and crit.over_steps else NO_ENV
             continue
-        rec.choice = choices.select(scored, crit, envs)
+        row["choice"] = choices.select(scored, crit, envs)
         if track_record:
-            rec.track = choices.track_record(scored, crit, envs)
-        cands, rec.pooling = _candidates(scored, crit, envs)
-        rec.runs = {c.name: _counts(scored, c, crit.column, envs) for c in cands}
+            row["track"] = choices.track_record(scored, crit, envs)
+        cands, row["pooling"] = _candidates(scored, crit, envs)
+        row["runs"] = {c.name: _counts(scored, c, crit.column, envs) for c in cands}
         if len(cands) < 2:
-            rec.message = ("insufficient evidence: " + (f"only {cands[0].name} ran every env of this profile" if cands
-                           else "no algorithm ran every env of this profile"))
-            rec.algorithm = cands[0].name if cands else None
+            row["message"] = ("insufficient evidence: " + (f"only {cands[0].name} ran every env of this profile"
+                                                           if cands else "no algorithm ran every env of this profile"))
+            row["algorithm"] = cands[0].name if cands else None
             continue
         ranked, est = _rank(scored, cands, crit, envs, n_boot)
         best, second = ranked[0], ranked[1]
-        rec.algorithm, rec.runner_up = best.name, second.name
-        rec.best_score, rec.runner_up_score = est[best.name], est[second.name]
-        rec.labels = {c.name: _labels(scored, c, crit.column, envs) for c in (best, second)}
         h = _headline(scored, crit, envs, best, second)
-        rec.p_value, rec.p_floor, rec.test, rec.meta = h["p"], h["floor"], h["test"], h["meta"]
-        rec.tested_envs, rec.effects, rec.enough = h["tested"], h["effects"], h["enough"]
         stats_of[-1] = h["stat"]
-        rec.impl = _implementation(scored, best, crit, envs, n_boot)
-        rec.implementation = _impl_sentence(rec.impl)
+        impl = _implementation(scored, best, crit, envs, n_boot)
+        row.update(algorithm=best.name, runner_up=second.name, best_score=est[best.name],
+                   runner_up_score=est[second.name],
+                   labels={c.name: _labels(scored, c, crit.column, envs) for c in (best, second)},
+                   p_value=h["p"], p_floor=h["floor"], test=h["test"], meta=h["meta"], tested_envs=h["tested"],
+                   effects=h["effects"], enough=h["enough"], impl=impl, implementation=_impl_sentence(impl))
         if track_record and len(envs) >= 2:
-            rec.loo = leave_one_env_out(scored, crit, envs, n_boot=min(n_boot, 200))
-    for rec, adj, stat in zip(out, generalise.holm([r.p_value for r in out]), stats_of):
-        rec.p_adjusted = adj
+            row["loo"] = leave_one_env_out(scored, crit, envs, n_boot=min(n_boot, 200))
+    out = []
+    for row, adj, stat in zip(rows, generalise.holm([r.get("p_value") for r in rows]), stats_of):
+        rec = Recommendation(**row, p_adjusted=adj)
         if rec.algorithm and rec.runner_up:
-            _finish(rec, stat)
+            verdict, message = _verdict(rec, stat)
+            rec = replace(rec, verdict=verdict, message=message)
+        out.append(rec)
     return [r for r in out if not ((action and r.action != action) or (obs and r.obs != obs)
                                    or (reward and r.reward != reward) or (priority and r.priority != priority))]
 
