@@ -15,6 +15,7 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -227,6 +228,38 @@ class _OnPolicyParams(_Strict):
                 f"(ideally a divisor of it) or raise n_steps or n_envs",
                 batch_size,
             )
+
+
+class _NaturalGradientParams(_OnPolicyParams):
+    """Fields TRPO and NPG share: the natural-gradient step (conjugate gradient on Fisher-vector products) and the
+    critic's own updates. Defaults: sb3-contrib 2.9 TRPO's, so one block configures both, and NPG against TRPO
+    isolates the line search."""
+
+    learning_rate: float = Field(
+        1e-3, gt=0, description="Adam step size of the value function (the policy step is set by target_kl)."
+    )
+    n_steps: int = Field(2048, gt=0, description="Steps per env per rollout (update).")
+    batch_size: int = Field(128, gt=0, description="Minibatch size of the value-function updates.")
+    vf_coef: float = Field(
+        0.5, ge=0,
+        description="Unused (the critic has its own optimizer, as sb3-contrib's TRPO's); kept so blocks are shared.",
+    )
+    normalize_advantage: bool = Field(True, description="Standardise advantages over the rollout.")
+    cg_max_steps: int = Field(15, gt=0, description="Conjugate-gradient iterations for the natural-gradient direction.")
+    cg_damping: float = Field(0.1, ge=0, description="Damping added to the Fisher-vector product.")
+    n_critic_updates: int = Field(10, gt=0, description="Value-function gradient passes over each rollout.")
+    sub_sampling_factor: int = Field(
+        1, ge=1, description="Use every k-th transition for the policy step (faster; 1 uses them all)."
+    )
+    use_sde: bool = _use_sde_field()
+    sde_sample_freq: int = _sde_sample_freq_field()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> _NaturalGradientParams:
+        self._check_rollout()
+        self._check_batch(self.batch_size)
+        self._check_sde()
+        return self
 
 
 #: The public base of every algorithm's hyperparameters, built-in or plugin (``impl: python``): the

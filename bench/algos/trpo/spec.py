@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from bench.algos.param_types import _OnPolicyParams, _sde_sample_freq_field, _use_sde_field
+from bench.algos.param_types import _NaturalGradientParams
 from bench.algos.search import NET_MEDIUM, NET_SMALL, Dim
 from bench.algos.spec import SB3_ADAPTER, AlgoSpec, own
 
@@ -83,29 +83,15 @@ ZOO_TIMESTEPS_TRPO: dict[str, int] = {
 }
 
 
-class TRPOParams(_OnPolicyParams):
-    """TRPO (natural gradient with a KL trust region). Defaults: sb3-contrib 2.9 TRPO defaults."""
+class TRPOParams(_NaturalGradientParams):
+    """TRPO (natural gradient with a KL trust region): NPG's fields (:class:`~bench.algos.param_types.
+    _NaturalGradientParams`) and its backtracking line search. Defaults: sb3-contrib 2.9 TRPO's."""
 
-    learning_rate: float = Field(1e-3, gt=0, description="Adam step size of the value function (the policy step is set by target_kl).")
-    n_steps: int = Field(2048, gt=0, description="Steps per env per rollout (update).")
-    batch_size: int = Field(128, gt=0, description="Minibatch size of the value-function updates.")
-    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
-    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE λ: 1 is Monte-Carlo returns, 0 is one-step TD.")
-    vf_coef: float = Field(
-        0.5, ge=0, description="Unused by sb3-contrib's TRPO (the critic has its own optimizer); kept so blocks are shared."
-    )
-    normalize_advantage: bool = Field(True, description="Standardise advantages over the rollout.")
-    cg_max_steps: int = Field(15, gt=0, description="Conjugate-gradient iterations for the natural-gradient direction.")
-    cg_damping: float = Field(0.1, ge=0, description="Damping added to the Fisher-vector product.")
     line_search_shrinking_factor: float = Field(
         0.8, gt=0, lt=1, description="Step-size reduction per backtracking line-search iteration."
     )
     line_search_max_iter: int = Field(10, gt=0, description="Backtracking line-search iterations before the step is rejected.")
-    n_critic_updates: int = Field(10, gt=0, description="Value-function gradient passes over each rollout.")
     target_kl: float = Field(0.01, gt=0, description="Trust-region size δ: the maximum mean KL of one policy update.")
-    sub_sampling_factor: int = Field(
-        1, ge=1, description="Use every k-th transition for the policy step (faster; 1 uses them all)."
-    )
     kl_action_dims: Literal["mean", "sum"] = Field(
         "mean",
         description="How the KL of a diagonal Gaussian policy combines its d action dimensions in the trust region "
@@ -116,16 +102,7 @@ class TRPOParams(_OnPolicyParams):
     )
     #: Added after TRPO runs existed; at ``mean`` it stays out of the key (see :func:`key_view`). Runs it changed
     #: (own TRPO with d > 1, i.e. LunarLanderContinuous-v3 in the shipped reference) were re-run.
-    use_sde: bool = _use_sde_field()
-    sde_sample_freq: int = _sde_sample_freq_field()
     late_defaults: ClassVar[dict[str, Any]] = {"kl_action_dims": "mean"}
-
-    @model_validator(mode="after")
-    def _consistent(self) -> TRPOParams:
-        self._check_rollout()
-        self._check_batch(self.batch_size)
-        self._check_sde()
-        return self
 
 
 # sample_trpo_params
