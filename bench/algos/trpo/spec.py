@@ -84,8 +84,9 @@ ZOO_TIMESTEPS_TRPO: dict[str, int] = {
 
 
 class TRPOParams(_NaturalGradientParams):
-    """TRPO (natural gradient with a KL trust region): NPG's fields (:class:`~bench.algos.param_types.
-    _NaturalGradientParams`) and its backtracking line search. Defaults: sb3-contrib 2.9 TRPO's."""
+    """TRPO (natural gradient with a KL trust region): the fields it shares with NPG
+    (:class:`~bench.algos.param_types._NaturalGradientParams`) and its backtracking line search. Defaults:
+    sb3-contrib 2.9 TRPO's."""
 
     line_search_shrinking_factor: float = Field(
         0.8, gt=0, lt=1, description="Step-size reduction per backtracking line-search iteration."
